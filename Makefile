@@ -1,0 +1,32 @@
+# The two commands of the README: `make report` and `make test`. Both bootstrap what they need.
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+COLLECTION := $(CURDIR)/.build/ansible_collections/nodealloc/kubelet
+# Debian packages the test suite uses (installed only where missing).
+TEST_DEBS ?=
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.build
+export PATH := $(BIN):$(PATH)
+
+.PHONY: report test bootstrap bootstrap-test stage unit integration sanity lint changelog-lint clean
+
+report: bootstrap stage
+	ansible-playbook -i localhost, -c local --check playbooks/recommend.yml \
+	  -e nodealloc_report_dir=$(CURDIR)/reports -e ansible_python_interpreter=$(BIN)/python
+	@echo "Report written to reports/reservations.json and reports/reservations.md"
+
+test: bootstrap-test stage
+	bash hack/run-tests.sh
+
+bootstrap:
+	@bash hack/bootstrap.sh -r requirements.txt
+
+bootstrap-test:
+	@bash hack/bootstrap.sh -r requirements-test.txt $(TEST_DEBS)
+
+stage:
+	@bash hack/stage-collection.sh
+
+clean:
+	rm -rf .build reports tests/output

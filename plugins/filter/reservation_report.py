@@ -1,0 +1,53 @@
+# Copyright (c) nodealloc.kubelet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+name: reservation_report
+short_description: Build the fleet reservation report from node_reservation_facts results
+version_added: 0.1.0
+description:
+  - Takes a mapping of host name to the registered result of M(nodealloc.kubelet.node_reservation_facts)
+    and returns the report as a dictionary with C(data) (the JSON document), C(json), C(markdown) and C(text).
+  - Nodes are sorted by risk, closest to a global OOM first.
+author:
+  - nodealloc.kubelet contributors
+options:
+  _input:
+    description: Mapping of host name to registered module result (a missing or failed result is reported as failed).
+    type: dict
+    required: true
+'''
+
+EXAMPLES = r'''
+- name: Build the report
+  ansible.builtin.set_fact:
+    report: "{{ dict(ansible_play_hosts_all | zip(results)) | nodealloc.kubelet.reservation_report }}"
+  vars:
+    results: "{{ ansible_play_hosts_all | map('extract', hostvars) | map(attribute='facts', default={}) }}"
+'''
+
+RETURN = r'''
+_value:
+  description: The report as C(data), C(json), C(markdown) and C(text).
+  type: dict
+'''
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _report
+
+
+def reservation_report(results):
+    if not isinstance(results, dict):
+        raise AnsibleFilterError('reservation_report expects a mapping of host to result, got %s'
+                                 % type(results).__name__)
+    data = _report.build_report(dict(results))
+    return {'data': data, 'json': _report.render_json(data), 'markdown': _report.render_markdown(data),
+            'text': _report.render_text(data)}
+
+
+class FilterModule:
+    def filters(self):
+        return {'reservation_report': reservation_report}

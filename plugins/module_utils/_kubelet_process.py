@@ -1,0 +1,111 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""Find the running kubelet and container runtime, and read the kubelet's flags.
+
+The kubelet parses its command line with pflag (cmd/kubelet/app/options/options.go):
+``--flag=value`` and ``--flag value`` are both accepted, map flags such as
+``--kube-reserved`` take ``k=v,k=v`` and ``--eviction-hard`` takes ``k<v,k<v``.
+Flags win over the config file and its drop-ins (cmd/kubelet/app/server.go,
+``kubeletConfigFlagPrecedence``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import namedtuple
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _procfs
+
+DEFAULT_KUBELET_NAMES = ('kubelet',)
+DEFAULT_RUNTIME_NAMES = ('containerd', 'crio', 'dockerd', 'cri-dockerd')
+_INTERPRETERS = ('python', 'python3', 'sh', 'bash')
+
+Process = namedtuple('Process', ['pid', 'argv'])
+
+# Flags whose values map onto KubeletConfiguration fields we read.
+_MAP_FLAGS = {
+    '--kube-reserved': ('kubeReserved', '='),
+    '--system-reserved': ('systemReserved', '='),
+    '--eviction-hard': ('evictionHard', '<'),
+    '--eviction-soft': ('evictionSoft', '<'),
+    '--eviction-soft-grace-period': ('evictionSoftGracePeriod', '='),
+    '--eviction-minimum-reclaim': ('evictionMinimumReclaim', '='),
+}
+_LIST_FLAGS = {'--enforce-node-allocatable': 'enforceNodeAllocatable'}
+_STRING_FLAGS = {
+    '--cgroup-driver': 'cgroupDriver',
+    '--kube-reserved-cgroup': 'kubeReservedCgroup',
+    '--system-reserved-cgroup': 'systemReservedCgroup',
+    '--cgroup-root': 'cgroupRoot',
+}
+
+
+def program_name(argv):
+    """The program a command line runs, looking through an interpreter (``python3 /usr/bin/kubelet``)."""
+    if not argv:
+        return None
+    first = os.path.basename(argv[0])
+    if first.rstrip('0123456789.') in _INTERPRETERS and len(argv) > 1:
+        return os.path.basename(argv[1])
+    return first
+
+
+def find_processes(names, proc_root='/proc'):
+    """All processes whose program name is one of ``names``, lowest pid first."""
+    wanted = set(names)
+    found = []
+    for pid in _procfs.list_pids(proc_root):
+        argv = _procfs.read_cmdline(pid, proc_root)
+        if argv and program_name(argv) in wanted:
+            found.append(Process(pid, argv))
+    return found
+
+
+def flag_values(argv):
+    """Return {flag: last value} for every ``--flag=value`` or ``--flag value`` in argv."""
+    values = {}
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg.startswith('--'):
+            name, sep, value = arg.partition('=')
+            if not sep and index + 1 < len(argv) and not argv[index + 1].startswith('--'):
+                value = argv[index + 1]
+                index += 1
+            values[name] = value
+        index += 1
+    return values
+
+
+def _parse_map(text, separator):
+    result = {}
+    for item in text.split(','):
+        item = item.strip()
+        if not item:
+            continue
+        key, sep, value = item.partition(separator)
+        if not sep:
+            raise ValueError('%r is not key%svalue' % (item, separator))
+        result[key.strip()] = value.strip()
+    return result
+
+
+def config_from_flags(argv):
+    """KubeletConfiguration fields set on the command line, keyed by their config names."""
+    flags = flag_values(argv)
+    fields = {}
+    for flag, (field, separator) in _MAP_FLAGS.items():
+        if flag in flags:
+            fields[field] = _parse_map(flags[flag], separator)
+    for flag, field in _LIST_FLAGS.items():
+        if flag in flags:
+            fields[field] = [v.strip() for v in flags[flag].split(',') if v.strip()]
+    for flag, field in _STRING_FLAGS.items():
+        if flag in flags:
+            fields[field] = flags[flag]
+    return fields
+
+
+def config_paths(argv):
+    """(--config, --config-dir) of a kubelet command line; either may be None."""
+    flags = flag_values(argv)
+    return flags.get('--config') or None, flags.get('--config-dir') or None

@@ -1,0 +1,21 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""Argument specs shared by modules; the matching docs are the _kubelet and _policy doc fragments."""
+
+from __future__ import annotations
+
+KUBELET_OPTIONS = dict(
+    kubelet_config_path=dict(type='path', default='/var/lib/kubelet/config.yaml'),
+    kubelet_config_dir=dict(type='path'),
+    kubelet_process_names=dict(type='list', elements='str', default=['kubelet']),
+    runtime_process_names=dict(type='list', elements='str',
+                               default=['containerd', 'crio', 'dockerd', 'cri-dockerd']),
+    kubepods_cgroup=dict(type='str'),
+    cgroup_root=dict(type='path'),
+)
+
+POLICY_OPTIONS = dict(
+    memory_headroom_percent=dict(type='float', default=10.0),
+    memory_headroom_min_bytes=dict(type='int', default=104857600),
+    cpu_headroom_percent=dict(type='float', default=10.0),
+    cpu_headroom_min_millicores=dict(type='int', default=50),
+)

@@ -1,0 +1,139 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""Readers for /proc files: meminfo, stat, and per-process cmdline, cgroup, stat, status."""
+
+from __future__ import annotations
+
+import os
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import MeasurementError
+
+# /proc/meminfo prints kB, which the kernel means as KiB (fs/proc/meminfo.c, show_val_kb).
+_MEMINFO_UNIT_BYTES = 1024
+
+
+def read_text(path):
+    """Read a whole small kernel file, turning OS errors into MeasurementError."""
+    try:
+        with open(path, 'r', encoding='utf-8', errors='replace') as handle:
+            return handle.read()
+    except OSError as exc:
+        raise MeasurementError(path, 'a readable file', exc.strerror or exc)
+
+
+def parse_meminfo(text, path='/proc/meminfo'):
+    """Parse /proc/meminfo into a dict of byte counts (HugePages_* stay page counts)."""
+    values = {}
+    for line in text.splitlines():
+        name, sep, rest = line.partition(':')
+        fields = rest.split()
+        if not sep or not fields:
+            continue
+        try:
+            number = int(fields[0])
+        except ValueError:
+            raise MeasurementError(path, 'an integer after %r' % name)
+        values[name.strip()] = number * _MEMINFO_UNIT_BYTES if fields[1:] == ['kB'] else number
+    for required in ('MemTotal', 'MemAvailable'):
+        if required not in values:
+            raise MeasurementError(path, 'a %s line (Linux 3.14 or later)' % required)
+    return values
+
+
+def read_meminfo(proc_root='/proc'):
+    path = os.path.join(proc_root, 'meminfo')
+    return parse_meminfo(read_text(path), path)
+
+
+def parse_cpu_times(text, path='/proc/stat'):
+    """Return (busy_jiffies, total_jiffies) from the aggregate ``cpu`` line of /proc/stat.
+
+    Idle time is ``idle + iowait``, as top and the kernel's own accounting count it;
+    guest time is already inside user time, so it is not added twice.
+    """
+    for line in text.splitlines():
+        fields = line.split()
+        if fields and fields[0] == 'cpu':
+            try:
+                numbers = [int(f) for f in fields[1:]]
+            except ValueError:
+                raise MeasurementError(path, 'integers on the cpu line')
+            if len(numbers) < 4:
+                raise MeasurementError(path, 'at least 4 counters on the cpu line')
+            # user nice system idle iowait irq softirq steal guest guest_nice
+            total = sum(numbers[:8])
+            idle = numbers[3] + (numbers[4] if len(numbers) > 4 else 0)
+            return total - idle, total
+    raise MeasurementError(path, 'an aggregate "cpu" line')
+
+
+def read_cpu_times(proc_root='/proc'):
+    path = os.path.join(proc_root, 'stat')
+    return parse_cpu_times(read_text(path), path)
+
+
+def list_pids(proc_root='/proc'):
+    try:
+        names = os.listdir(proc_root)
+    except OSError as exc:
+        raise MeasurementError(proc_root, 'a readable procfs directory', exc.strerror)
+    return sorted(int(n) for n in names if n.isdigit())
+
+
+def read_cmdline(pid, proc_root='/proc'):
+    """argv of a process, or None when it has gone or is a kernel thread."""
+    try:
+        with open(os.path.join(proc_root, str(pid), 'cmdline'), 'rb') as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    if not raw:
+        return None
+    return [part.decode('utf-8', 'replace') for part in raw.rstrip(b'\0').split(b'\0')]
+
+
+def parse_process_cgroups(text):
+    """Parse /proc/<pid>/cgroup into {controller: path}; the v2 line is keyed ''."""
+    result = {}
+    for line in text.splitlines():
+        parts = line.split(':', 2)
+        if len(parts) != 3:
+            continue
+        controllers = parts[1].split(',') if parts[1] else ['']
+        for controller in controllers:
+            result[controller] = parts[2]
+    return result
+
+
+def read_process_cgroups(pid, proc_root='/proc'):
+    try:
+        with open(os.path.join(proc_root, str(pid), 'cgroup'), 'r', encoding='utf-8') as handle:
+            return parse_process_cgroups(handle.read())
+    except OSError:
+        return None
+
+
+def parse_process_cpu_ticks(text):
+    """utime + stime (clock ticks) from /proc/<pid>/stat; comm may hold spaces and parens."""
+    after_comm = text.rsplit(')', 1)[1].split()
+    # Fields after comm start at field 3 (state); utime and stime are fields 14 and 15.
+    return int(after_comm[11]) + int(after_comm[12])
+
+
+def read_process_cpu_ticks(pid, proc_root='/proc'):
+    try:
+        with open(os.path.join(proc_root, str(pid), 'stat'), 'r', encoding='utf-8') as handle:
+            return parse_process_cpu_ticks(handle.read())
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def read_process_rss_bytes(pid, proc_root='/proc'):
+    """Resident set size from /proc/<pid>/status (VmRSS, KiB), or None if gone."""
+    try:
+        with open(os.path.join(proc_root, str(pid), 'status'), 'r', encoding='utf-8') as handle:
+            for line in handle:
+                if line.startswith('VmRSS:'):
+                    return int(line.split()[1]) * _MEMINFO_UNIT_BYTES
+    except (OSError, ValueError, IndexError):
+        return None
+    return 0
