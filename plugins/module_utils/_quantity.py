@@ -13,8 +13,8 @@ the kubelet would read:
   kept exactly (the "fast path"); everything else is rounded *away from
   zero* to a multiple of 1e-9 and binary-suffixed values are capped at
   2^63-1 (the "slow path", which also rejects a number with no digit).
-* ``Value()`` / ``MilliValue()``: ``scaledValue`` truncates and adds one
-  whenever anything was dropped (so 1.5 -> 2, and also -1.5 -> 0).
+* ``Value()`` / ``MilliValue()``: rounded away from zero whenever anything
+  is dropped (1.5 -> 2, -1.5 -> -2; amount.go ``negativeScaleInt64``).
 * ``String()``: ``CanonicalizeBytes``, including the cached input string
   that ``ParseQuantity`` keeps when the input is already canonical.
 """
@@ -207,13 +207,14 @@ def parse_quantity(text):
 
 
 def scaled_value(value, scale):
-    """Mirror ``Quantity.ScaledValue``: value / 10**scale, truncated, plus one if inexact."""
+    """Mirror ``Quantity.ScaledValue``: value / 10**scale as an integer, rounded away from zero.
+
+    This is what a parsed quantity does (int64Amount.AsScaledInt64 and
+    negativeScaleInt64): 1.5 -> 2 and -1.5 -> -2.
+    """
     value = decimal.Decimal(value)
     scaled = value.scaleb(-scale, context=_CONTEXT)
-    truncated = int(scaled.to_integral_value(rounding=decimal.ROUND_DOWN))
-    if scaled != truncated:
-        truncated += 1
-    return truncated
+    return int(scaled.to_integral_value(rounding=decimal.ROUND_UP))
 
 
 def quantity_value(value):

@@ -1,0 +1,54 @@
+"""The fleet report: schema, risk order, and what a failed node looks like."""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _recommend, _report
+
+GI = 1 << 30
+
+
+def result(non_pod_bytes, current_memory=None):
+    measured = dict(mem_total_bytes=8 * GI, mem_available_bytes=8 * GI - non_pod_bytes,
+                    kubepods_working_set_bytes=0, kube_components_working_set_bytes=0,
+                    capacity_millicores=2000, non_pod_millicores=100, kube_components_millicores=0)
+    current = None
+    if current_memory:
+        current = {'kube_reserved': {'memory': current_memory}, 'system_reserved': {},
+                   'eviction_hard': {'memory.available': '100Mi'}, 'enforce_node_allocatable': ['pods']}
+    return {
+        'capacity': {'memory': '8Gi', 'cpu': '2'},
+        'memory': {'non_pod_bytes': non_pod_bytes, 'kubepods_working_set_bytes': 0},
+        'cpu': {'non_pod_millicores': 100, 'sample_seconds': 5.0},
+        'cgroup': {'version': 'v1', 'mode': 'legacy', 'driver': 'systemd', 'kubepods': '/kubepods.slice'},
+        'kubelet': {'config_path': '/var/lib/kubelet/config.yaml' if current else None},
+        'current': current,
+        'recommendation': _recommend.recommend(measured, None, current),
+        'not_found': [],
+    }
+
+
+def test_nodes_are_sorted_closest_to_oom_first():
+    report = _report.build_report({
+        'roomy': result(GI, current_memory='3Gi'),
+        'tight': result(2 * GI, current_memory='1Gi'),
+        'broken': {'failed': True, 'msg': 'boom'},
+    }, now=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc))
+    assert [n['host'] for n in report['nodes']] == ['tight', 'roomy', 'broken']
+    assert report['nodes'][0]['margin_bytes'] == -GI
+    assert report['nodes'][2]['status'] == 'failed' and report['nodes'][2]['error'] == 'boom'
+    assert report['generated_at'] == '2026-01-01T00:00:00Z'
+    json.loads(_report.render_json(report))
+
+
+def test_renderings_show_every_row_and_say_what_was_not_found():
+    report = _report.build_report({'node': result(GI)})
+    text = _report.render_text(report)
+    markdown = _report.render_markdown(report)
+    for label in ('capacity', 'current kubeReserved', 'measured non-pod usage', 'recommended kubeReserved',
+                  'recommended systemReserved', 'allocatable (recommended)'):
+        assert label in text and label in markdown
+    assert 'current reservations unknown' in text
+    assert '1024Mi' in text or '1Gi' in text
