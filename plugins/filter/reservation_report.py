@@ -12,7 +12,7 @@ description:
     and returns the report as a dictionary with C(data) (the JSON document), C(json), C(markdown) and C(text).
   - Nodes are sorted by risk, closest to a global OOM first.
 author:
-  - nodealloc.kubelet contributors
+  - nodealloc.kubelet developers (@nodealloc)
 options:
   _input:
     description: Mapping of host name to registered module result (a missing or failed result is reported as failed).

@@ -37,7 +37,7 @@ def describe_bytes(value):
 
 def _headroom(amount, percent, minimum):
     proportional = int(-(-amount * percent // 100)) if amount > 0 else 0
-    return max(proportional, minimum), proportional
+    return max(proportional, minimum)
 
 
 def _split(total, part, whole, step):
@@ -76,8 +76,8 @@ def recommend(measured, settings=None, current=None):
         lines.append('non-pod memory is negative (page cache counted in the pods working set is '
                      'also in MemAvailable); using 0')
 
-    mem_headroom, mem_proportional = _headroom(non_pod_used, options['memory_headroom_percent'],
-                                               options['memory_headroom_min_bytes'])
+    mem_headroom = _headroom(non_pod_used, options['memory_headroom_percent'],
+                             options['memory_headroom_min_bytes'])
     lines.append('memory headroom = max(%d * %s%%, %d) = %s'
                  % (non_pod_used, options['memory_headroom_percent'], options['memory_headroom_min_bytes'],
                     describe_bytes(mem_headroom)))
@@ -97,8 +97,8 @@ def recommend(measured, settings=None, current=None):
     non_pod_m = max(0, measured['non_pod_millicores'])
     lines.append('CPU capacity = %dm; non-pod CPU = node busy - kubepods = %dm over the sample'
                  % (capacity_m, non_pod_m))
-    cpu_headroom, _ = _headroom(non_pod_m, options['cpu_headroom_percent'],
-                                options['cpu_headroom_min_millicores'])
+    cpu_headroom = _headroom(non_pod_m, options['cpu_headroom_percent'],
+                             options['cpu_headroom_min_millicores'])
     cpu_needed = non_pod_m + cpu_headroom
     lines.append('reserved CPU = %dm + max(%dm * %s%%, %dm) = %dm'
                  % (non_pod_m, non_pod_m, options['cpu_headroom_percent'],

@@ -18,7 +18,7 @@ description:
     RV(recommendation.explanation).
   - Changes nothing on the node.
 author:
-  - nodealloc.kubelet contributors
+  - nodealloc.kubelet developers (@nodealloc)
 extends_documentation_fragment:
   - nodealloc.kubelet._attributes
   - nodealloc.kubelet._attributes.INFO_MODULE

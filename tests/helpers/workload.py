@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A process that really uses memory and CPU, for tests that measure cgroups.
 
 Usage: workload.py [--alloc-mib N] [--burn] [any other arguments, ignored]

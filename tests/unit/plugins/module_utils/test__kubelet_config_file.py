@@ -36,11 +36,11 @@ def write(directory, name, text):
 
 
 def test_yaml_and_json_configs_load(tmp_path):
-    data, fmt, _ = kc.load_config(write(tmp_path, 'config.yaml', KUBEADM_CONFIG))
+    data, fmt, _text = kc.load_config(write(tmp_path, 'config.yaml', KUBEADM_CONFIG))
     assert fmt == 'yaml' and data['kubeReserved'] == {'cpu': '100m', 'memory': '500Mi'}
-    data, fmt, _ = kc.load_config(write(tmp_path, 'config.json',
-                                        '{"apiVersion": "kubelet.config.k8s.io/v1beta1", '
-                                        '"kind": "KubeletConfiguration", "systemReserved": {"memory": "1Gi"}}'))
+    json_text = ('{"apiVersion": "kubelet.config.k8s.io/v1beta1", '
+                 '"kind": "KubeletConfiguration", "systemReserved": {"memory": "1Gi"}}')
+    data, fmt, _text = kc.load_config(write(tmp_path, 'config.json', json_text))
     assert fmt == 'json' and data['systemReserved'] == {'memory': '1Gi'}
 
 
