@@ -41,7 +41,9 @@ ansible_doc_renders() {
 step "pytest unit and real-kernel integration" python -m pytest -p no:cacheprovider -q tests/unit tests/integration
 step "ansible-test sanity" sanity
 step "ansible-doc" ansible_doc_renders
-step "ansible-lint --profile production" ansible-lint --profile production -q playbooks roles
+lint_targets=(playbooks)
+[[ -d roles ]] && lint_targets+=(roles)
+step "ansible-lint --profile production" ansible-lint --profile production -q "${lint_targets[@]}"
 step "antsibull-changelog lint" antsibull-changelog lint
 
 if ((${#failed[@]})); then
