@@ -1,0 +1,54 @@
+"""The one write path: atomic replacement keeps attributes, backups, the directory lock."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io
+
+
+def test_write_keeps_mode_and_owner(tmp_path):
+    path = tmp_path / 'config.yaml'
+    path.write_text('old\n')
+    os.chmod(path, 0o600)
+    os.chown(path, 12345, 23456)
+    _file_io.write_atomic(str(path), 'new\n')
+    stat = os.stat(path)
+    assert path.read_text() == 'new\n'
+    assert (stat.st_mode & 0o7777, stat.st_uid, stat.st_gid) == (0o600, 12345, 23456)
+    assert os.listdir(tmp_path) == ['config.yaml']  # no temporary file left
+
+
+def test_backup_is_a_faithful_copy(tmp_path):
+    path = tmp_path / 'config.yaml'
+    path.write_bytes(b'a: 1\n# comment\n')
+    backup = _file_io.make_backup(str(path))
+    assert open(backup, 'rb').read() == b'a: 1\n# comment\n'
+    assert backup.startswith(str(path) + '.') and backup.endswith('.nodealloc.bak')
+
+
+def test_lock_waits_then_fails_clearly(tmp_path):
+    holder = subprocess.Popen([sys.executable, '-c', (
+        'import fcntl, os, sys, time\n'
+        'fd = os.open(sys.argv[1], os.O_RDONLY)\n'
+        'fcntl.flock(fd, fcntl.LOCK_EX)\n'
+        'print("held", flush=True)\n'
+        'time.sleep(30)\n'), str(tmp_path)], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline().strip() == b'held'
+        start = time.monotonic()
+        with pytest.raises(_file_io.WriteError, match='another run holds the nodealloc lock'):
+            with _file_io.directory_lock(str(tmp_path), timeout_seconds=0.5):
+                pass
+        assert time.monotonic() - start >= 0.5
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+    with _file_io.directory_lock(str(tmp_path), timeout_seconds=0.5):
+        pass
