@@ -32,7 +32,7 @@ sanity() {
 
 ansible_doc_renders() {
   local plugin
-  for plugin in nodealloc.kubelet.node_reservation_facts; do
+  for plugin in nodealloc.kubelet.node_reservation_facts nodealloc.kubelet.kubelet_config; do
     ansible-doc -t module "$plugin" >/dev/null || return 1
   done
   ansible-doc -t filter nodealloc.kubelet.reservation_report >/dev/null

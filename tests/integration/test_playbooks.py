@@ -1,0 +1,38 @@
+"""Playbooks run through ansible-playbook against localhost, as users run them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def ansible_playbook(playbook, *extra, check=False):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build'), ANSIBLE_NOCOLOR='1')
+    command = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'localhost,', '-c', 'local', '-e',
+               'ansible_python_interpreter=%s' % sys.executable, playbook] + list(extra)
+    if check:
+        command.append('--check')
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=600)
+
+
+def test_kubelet_config_rhythm(tmp_path):
+    result = ansible_playbook('tests/playbooks/kubelet_config_rhythm.yml', '-e', 'work_dir=%s' % tmp_path)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def test_recommend_playbook_writes_reports_and_changes_nothing(tmp_path):
+    result = ansible_playbook('playbooks/recommend.yml', '-e', 'nodealloc_report_dir=%s' % tmp_path,
+                              '-e', 'nodealloc_sample_seconds=0.5', check=True)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    report = json.loads((tmp_path / 'reservations.json').read_text())
+    assert report['schema_version'] == 1
+    node = report['nodes'][0]
+    assert node['host'] == 'localhost' and node['status'] == 'ok'
+    assert set(node['recommended']) == {'kube_reserved', 'system_reserved'}
+    assert (tmp_path / 'reservations.md').read_text().startswith('# Kubelet reservation report')
+    assert 'recommended systemReserved' in result.stdout
