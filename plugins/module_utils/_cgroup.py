@@ -15,6 +15,7 @@ What the kubelet reads, and so what we read:
 from __future__ import annotations
 
 import os
+import posixpath
 from collections import namedtuple
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import (
@@ -52,27 +53,37 @@ def _unescape(field):
     return field.replace('\\040', ' ').replace('\\011', '\t').replace('\\012', '\n').replace('\\134', '\\')
 
 
+def _preferred(candidates):
+    """Of several mounts of one hierarchy, the one under /sys/fs/cgroup (where the kubelet looks).
+
+    A mount listed later at the same point covers an earlier one (a bind over a read-only
+    controller, as on our test nodes), so the last one there is the one in use.
+    """
+    under_sysfs = [c for c in candidates if c[1].startswith('/sys/fs/cgroup')]
+    return under_sysfs[-1] if under_sysfs else candidates[0]
+
+
 def layout_from_mountinfo(text):
     """Work out the layout the kubelet would see from the mount table."""
-    memory_root = cpu_root = unified = None
-    mount_roots = {}
+    memory, cpuacct, unified = [], [], []
     for mount_root, mount_point, fstype, options in parse_mountinfo(text):
         if fstype == 'cgroup':
-            if 'memory' in options and memory_root is None:
-                memory_root = mount_point
-                mount_roots[mount_point] = mount_root
-            if 'cpuacct' in options and cpu_root is None:
-                cpu_root = mount_point
-                mount_roots[mount_point] = mount_root
-        elif fstype == 'cgroup2' and unified is None:
-            unified = (mount_point, mount_root)
-    if memory_root is not None:
-        if cpu_root is None:
+            if 'memory' in options:
+                memory.append((mount_root, mount_point))
+            if 'cpuacct' in options:
+                cpuacct.append((mount_root, mount_point))
+        elif fstype == 'cgroup2':
+            unified.append((mount_root, mount_point))
+    if memory:
+        if not cpuacct:
             raise LayoutError('cgroup v1 memory controller at %s but no cpuacct controller mounted; '
-                              'the kubelet needs both' % memory_root)
-        return CgroupLayout('v1', 'hybrid' if unified else 'legacy', memory_root, cpu_root, mount_roots)
-    if unified is not None:
-        return CgroupLayout('v2', 'unified', unified[0], unified[0], {unified[0]: unified[1]})
+                              'the kubelet needs both' % memory[0][1])
+        memory_mount, cpu_mount = _preferred(memory), _preferred(cpuacct)
+        return CgroupLayout('v1', 'hybrid' if unified else 'legacy', memory_mount[1], cpu_mount[1],
+                            {memory_mount[1]: memory_mount[0], cpu_mount[1]: cpu_mount[0]})
+    if unified:
+        mount_root, mount_point = _preferred(unified)
+        return CgroupLayout('v2', 'unified', mount_point, mount_point, {mount_point: mount_root})
     raise LayoutError('no cgroup v1 memory controller and no cgroup2 mount in the mount table; '
                       'expected a Linux node with cgroups mounted under /sys/fs/cgroup')
 
@@ -208,7 +219,8 @@ def process_memory_cgroup(layout, process_cgroups):
     path = process_cgroups.get(key)
     if path is None:
         return None
-    mount_root = layout.mount_roots.get(layout.memory_root, '/')
+    # A cgroup mounted from outside the reader's cgroup namespace shows its root as '/../../x': normalise.
+    mount_root = posixpath.normpath(layout.mount_roots.get(layout.memory_root, '/'))
     if mount_root not in ('/', '') and path.startswith(mount_root):
         path = path[len(mount_root):]
     return normalise_cgroup_name(path)

@@ -24,9 +24,15 @@ LEGACY_MOUNTINFO = """25 18 0:22 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:
 30 25 0:27 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid,nodev,noexec,relatime shared:12 - cgroup cgroup rw,cpuacct,cpu
 33 25 0:30 / /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime shared:15 - cgroup cgroup rw,memory
 """
-# Inside a test node: the node's own subtree of the host's memory hierarchy, bind-mounted.
-NODE_MOUNTINFO = """301 290 0:32 /nodealloc/node1 /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
-302 290 0:30 /nodealloc/node1 /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
+# Inside one of our test nodes (copied from /proc/self/mountinfo there): the read-only controllers
+# nspawn mounted, the node's own subtree bound over them, and the staging mounts under /mnt.
+NODE_MOUNTINFO = """121 108 0:30 /nodealloc/node1 /mnt/cg/cpuacct rw,relatime shared:13 - cgroup cgroup rw,cpuacct
+122 108 0:32 /../../nodealloc/node1 /mnt/cg/memory rw,relatime shared:14 - cgroup cgroup rw,memory
+49 47 0:32 / /sys/fs/cgroup/memory ro,nosuid,nodev,noexec,relatime shared:19 - cgroup cgroup rw,memory
+51 47 0:30 / /sys/fs/cgroup/cpuacct ro,nosuid,nodev,noexec,relatime shared:21 - cgroup cgroup rw,cpuacct
+56 47 0:38 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:26 - cgroup2 cgroup rw
+62 49 0:32 /../../nodealloc/node1 /sys/fs/cgroup/memory rw,relatime shared:14 - cgroup cgroup rw,memory
+64 51 0:30 /nodealloc/node1 /sys/fs/cgroup/cpuacct rw,relatime shared:13 - cgroup cgroup rw,cpuacct
 """
 
 
@@ -50,6 +56,8 @@ def test_legacy_with_combined_cpu_cpuacct():
 
 def test_bind_mounted_subtree_maps_process_paths():
     layout = _cgroup.layout_from_mountinfo(NODE_MOUNTINFO)
+    assert (layout.memory_root, layout.cpu_root) == ('/sys/fs/cgroup/memory', '/sys/fs/cgroup/cpuacct')
+    assert layout.mount_roots['/sys/fs/cgroup/memory'] == '/../../nodealloc/node1'
     relative = _cgroup.process_memory_cgroup(
         layout, {'memory': '/nodealloc/node1/system.slice/kubelet.service'})
     assert relative == 'system.slice/kubelet.service'

@@ -1,0 +1,329 @@
+"""Real test nodes: Debian trees booted with systemd-nspawn, each in its own network namespace.
+
+Each node is a Debian bookworm tree (debootstrap, cached once in
+/var/cache/nodealloc) seen through an overlay mount of its own, booted with
+``systemd-nspawn --boot --register=no --keep-unit`` so that systemd is PID 1,
+running ``sshd`` and a ``kubelet.service`` whose process is the stand-in
+kubelet (tests/standin/kubelet.py). Each node lives in a network namespace
+``nodealloc-<name>`` joined to the host by a veth pair with link-local
+addresses (169.254.231.0/24) that exist only on those links. Each node gets
+its own subtree of the host's memory, cpu and cpuacct hierarchies
+(/sys/fs/cgroup/<controller>/nodealloc/<name>), bound over its
+/sys/fs/cgroup/<controller> after boot (the controllers are read-only inside
+at boot; see shared/test-nodes.md), so the stand-in and the facts module find
+kubepods there as they would on a real node.
+
+Usage (as root): ``python3 -m nodes.testnodes up --nodes 3 --state-dir DIR``
+writes DIR/inventory.ini and DIR/state.json; ``down --state-dir DIR`` removes
+everything it made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CACHE = '/var/cache/nodealloc'
+PACKAGES = ('systemd', 'systemd-sysv', 'dbus', 'python3', 'python3-yaml', 'openssh-server', 'iproute2',
+            'procps')
+IMAGE = os.path.join(CACHE, 'bookworm-' + hashlib.sha256(' '.join(PACKAGES).encode()).hexdigest()[:12])
+NODES_DIR = '/var/lib/nodealloc-nodes'
+CONTROLLERS = ('memory', 'cpu', 'cpuacct')
+NET_PREFIX = '169.254.231.'
+KUBELET_UNIT = """[Unit]
+Description=kubelet (nodealloc stand-in)
+After=network.target
+
+[Service]
+Environment=PYTHONPATH=/opt/nodealloc
+# The host binds this node's cgroup subtree over /sys/fs/cgroup/<controller> after boot, then marks it.
+ExecStartPre=/bin/sh -c 'until [ -e /run/nodealloc-cgroups-ready ]; do sleep 0.2; done'
+ExecStart=/usr/bin/python3 /usr/bin/kubelet --config=/var/lib/kubelet/config.yaml --config-dir=/etc/kubernetes/kubelet.conf.d --kubeconfig=/etc/kubernetes/kubelet.conf
+Restart=always
+RestartSec=2
+TimeoutStopSec=5
+
+[Install]
+WantedBy=multi-user.target
+"""
+KUBELET_CONFIG = """apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+# As kubeadm writes it, shortened.
+authentication:
+  anonymous:
+    enabled: false
+cgroupDriver: systemd
+clusterDNS:
+- 10.96.0.10
+clusterDomain: cluster.local
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+kubeReserved:
+  cpu: 100m
+  memory: 256Mi
+systemReserved:
+  memory: 256Mi
+rotateCertificates: true
+"""
+
+
+def run(*command, check=True, **kwargs):
+    return subprocess.run(command, check=check, capture_output=True, text=True, **kwargs)
+
+
+def ensure_image():
+    """Build the cached Debian tree once (about a minute); later calls reuse it."""
+    if os.path.exists(os.path.join(IMAGE, '.complete')):
+        return IMAGE
+    os.makedirs(CACHE, exist_ok=True)
+    partial = IMAGE + '.partial'
+    shutil.rmtree(partial, ignore_errors=True)
+    run('debootstrap', '--variant=minbase', '--include=' + ','.join(PACKAGES), 'bookworm', partial)
+    # No getty on a console nobody reads; nothing else to change in the shared lower layer.
+    for unit in ('getty.target', 'console-getty.service'):
+        link = os.path.join(partial, 'etc/systemd/system', unit)
+        if not os.path.exists(link):
+            os.symlink('/dev/null', link)
+    open(os.path.join(partial, '.complete'), 'w').close()
+    os.rename(partial, IMAGE)
+    return IMAGE
+
+
+def ensure_ssh_key(state_dir):
+    key = os.path.join(state_dir, 'id_ed25519')
+    if not os.path.exists(key):
+        run('ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', 'nodealloc-tests', '-f', key)
+    with open(key + '.pub', encoding='utf-8') as handle:
+        return key, handle.read()
+
+
+def write(path, text, mode=0o644):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w', encoding='utf-8') as handle:
+        handle.write(text)
+    os.chmod(path, mode)
+
+
+def prepare_upper(upper, name, public_key):
+    """Files that differ from the shared image: written into the node's own overlay layer."""
+    write(os.path.join(upper, 'etc/hostname'), name + '\n')
+    write(os.path.join(upper, 'root/.ssh/authorized_keys'), public_key, 0o600)
+    os.chmod(os.path.join(upper, 'root/.ssh'), 0o700)
+    write(os.path.join(upper, 'etc/systemd/system/kubelet.service'), KUBELET_UNIT)
+    wants = os.path.join(upper, 'etc/systemd/system/multi-user.target.wants')
+    os.makedirs(wants, exist_ok=True)
+    os.symlink('/etc/systemd/system/kubelet.service', os.path.join(wants, 'kubelet.service'))
+    write(os.path.join(upper, 'var/lib/kubelet/config.yaml'), KUBELET_CONFIG)
+    os.makedirs(os.path.join(upper, 'etc/kubernetes/kubelet.conf.d'), exist_ok=True)
+    write(os.path.join(upper, 'etc/kubernetes/kubelet.conf'), '# no API server in these tests\n')
+    standin = os.path.join(ROOT, 'tests', 'standin')
+    shutil.copy(os.path.join(standin, 'kubelet.py'), _mkparent(upper, 'usr/bin/kubelet'))
+    shutil.copy(os.path.join(standin, 'kubelet_config_v1beta1_fields.txt'),
+                _mkparent(upper, 'usr/bin/kubelet_config_v1beta1_fields.txt'))
+    utils = os.path.join(upper, 'opt/nodealloc/ansible_collections/nodealloc/kubelet/plugins/module_utils')
+    shutil.copytree(os.path.join(ROOT, 'plugins', 'module_utils'), utils,
+                    ignore=shutil.ignore_patterns('__pycache__'))
+
+
+def _mkparent(upper, relative):
+    path = os.path.join(upper, relative)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    return path
+
+
+def node_addresses(index):
+    return NET_PREFIX + str(4 * index + 1), NET_PREFIX + str(4 * index + 2)
+
+
+def setup_network(name, index):
+    netns = 'nodealloc-' + name
+    host_if, node_if = 'nah%d' % index, 'nan%d' % index
+    host_ip, node_ip = node_addresses(index)
+    run('ip', 'netns', 'add', netns)
+    run('ip', 'link', 'add', host_if, 'type', 'veth', 'peer', 'name', node_if)
+    run('ip', 'link', 'set', node_if, 'netns', netns)
+    run('ip', 'addr', 'add', host_ip + '/30', 'dev', host_if)
+    run('ip', 'link', 'set', host_if, 'up')
+    run('ip', 'netns', 'exec', netns, 'ip', 'addr', 'add', node_ip + '/30', 'dev', node_if)
+    run('ip', 'netns', 'exec', netns, 'ip', 'link', 'set', node_if, 'up')
+    run('ip', 'netns', 'exec', netns, 'ip', 'link', 'set', 'lo', 'up')
+    return netns, host_if, node_ip
+
+
+def cgroup_subtree(name, controller):
+    return os.path.join('/sys/fs/cgroup', controller, 'nodealloc', name)
+
+
+def container_init_pid(nspawn_pid, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for task in os.listdir('/proc/%d/task' % nspawn_pid):
+            with open('/proc/%d/task/%s/children' % (nspawn_pid, task), encoding='utf-8') as handle:
+                children = handle.read().split()
+            if children:
+                return int(children[0])
+        time.sleep(0.1)
+    raise RuntimeError('systemd-nspawn %d started no container' % nspawn_pid)
+
+
+def wait_for_port(address, port, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((address, port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError('%s:%d did not answer within %d s' % (address, port, timeout))
+
+
+def start_node(name, index, public_key, state_dir):
+    image = ensure_image()
+    base = os.path.join(NODES_DIR, name)
+    shutil.rmtree(base, ignore_errors=True)
+    upper, work, merged = (os.path.join(base, d) for d in ('upper', 'work', 'merged'))
+    for directory in (upper, work, merged):
+        os.makedirs(directory)
+    prepare_upper(upper, name, public_key)
+    run('mount', '-t', 'overlay', 'overlay', '-o',
+        'lowerdir=%s,upperdir=%s,workdir=%s' % (image, upper, work), merged)
+    shutil.rmtree('/run/systemd/nspawn/propagate/' + name, ignore_errors=True)
+    for controller in CONTROLLERS:
+        os.makedirs(cgroup_subtree(name, controller), exist_ok=True)
+    netns, host_if, node_ip = setup_network(name, index)
+    binds = ['--bind=%s:/mnt/cg/%s' % (cgroup_subtree(name, c), c) for c in CONTROLLERS]
+    log = open(os.path.join(state_dir, name + '.console.log'), 'w', encoding='utf-8')
+    nspawn = subprocess.Popen(
+        ['systemd-nspawn', '-D', merged, '--boot', '--register=no', '--keep-unit', '--machine=' + name,
+         '--network-namespace-path=/run/netns/' + netns, '--console=passive'] + binds,
+        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    init_pid = container_init_pid(nspawn.pid)
+    for controller in CONTROLLERS:
+        target = '/sys/fs/cgroup/' + controller
+        deadline = time.monotonic() + 30
+        while True:
+            result = run('nsenter', '-t', str(init_pid), '-m', '-r', 'mount', '--bind', '/mnt/cg/' + controller,
+                         target, check=False)
+            if result.returncode == 0:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError('could not bind %s in %s: %s' % (controller, name, result.stderr))
+            time.sleep(0.2)
+    run('nsenter', '-t', str(init_pid), '-m', '-r', 'touch', '/run/nodealloc-cgroups-ready')
+    return {'name': name, 'index': index, 'address': node_ip, 'nspawn_pid': nspawn.pid, 'init_pid': init_pid,
+            'netns': netns, 'host_if': host_if, 'merged': merged, 'base': base}
+
+
+def write_inventory(state_dir, nodes, key):
+    lines = ['[nodes]']
+    for node in nodes:
+        lines.append('%s ansible_host=%s' % (node['name'], node['address']))
+    lines += ['', '[nodes:vars]', 'ansible_user=root', 'ansible_ssh_private_key_file=%s' % key,
+              "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+              "-o ConnectTimeout=5'", 'ansible_python_interpreter=/usr/bin/python3', '']
+    path = os.path.join(state_dir, 'inventory.ini')
+    write(path, '\n'.join(lines))
+    return path
+
+
+def up(count, state_dir, prefix='node'):
+    os.makedirs(state_dir, exist_ok=True)
+    key, public_key = ensure_ssh_key(state_dir)
+    nodes = []
+    state_path = os.path.join(state_dir, 'state.json')
+    try:
+        for index in range(1, count + 1):
+            nodes.append(start_node('%s%d' % (prefix, index), index, public_key, state_dir))
+            write(state_path, json.dumps(nodes, indent=2))
+        for node in nodes:
+            wait_for_port(node['address'], 22, 90)
+    except Exception:
+        down(state_dir)
+        raise
+    return write_inventory(state_dir, nodes, key), nodes
+
+
+def _kill_tree(pid, sig):
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _remove_cgroups(name):
+    for controller in CONTROLLERS:
+        top = cgroup_subtree(name, controller)
+        if not os.path.isdir(top):
+            continue
+        for directory, _subdirs, _files in sorted(os.walk(top), key=lambda w: w[0].count('/'), reverse=True):
+            for _attempt in range(50):
+                try:
+                    with open(os.path.join(directory, 'cgroup.procs'), encoding='utf-8') as handle:
+                        for pid in handle.read().split():
+                            try:
+                                os.kill(int(pid), signal.SIGKILL)
+                            except ProcessLookupError:
+                                pass
+                    os.rmdir(directory)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
+
+def down(state_dir):
+    state_path = os.path.join(state_dir, 'state.json')
+    if not os.path.exists(state_path):
+        return
+    with open(state_path, encoding='utf-8') as handle:
+        nodes = json.load(handle)
+    for node in nodes:
+        _kill_tree(node['nspawn_pid'], signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    for node in nodes:
+        while time.monotonic() < deadline and os.path.exists('/proc/%d' % node['nspawn_pid']):
+            time.sleep(0.2)
+        _kill_tree(node['nspawn_pid'], signal.SIGKILL)
+    for node in nodes:
+        run('umount', '-l', node['merged'], check=False)
+        _remove_cgroups(node['name'])
+        run('ip', 'link', 'del', node['host_if'], check=False)
+        run('ip', 'netns', 'del', node['netns'], check=False)
+        shutil.rmtree('/run/systemd/nspawn/propagate/' + node['name'], ignore_errors=True)
+        shutil.rmtree(node['base'], ignore_errors=True)
+    for controller in CONTROLLERS:
+        try:
+            os.rmdir(os.path.join('/sys/fs/cgroup', controller, 'nodealloc'))
+        except OSError:
+            pass
+    os.unlink(state_path)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('action', choices=['up', 'down', 'image'])
+    parser.add_argument('--nodes', type=int, default=3)
+    parser.add_argument('--state-dir', default='/tmp/nodealloc-nodes')
+    args = parser.parse_args(argv)
+    if args.action == 'image':
+        print(ensure_image())
+    elif args.action == 'up':
+        inventory, _nodes = up(args.nodes, args.state_dir)
+        print(inventory)
+    else:
+        down(args.state_dir)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

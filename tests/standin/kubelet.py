@@ -1,0 +1,301 @@
+"""A stand-in kubelet for the multi-node tests: a real long-running process, run by systemd as kubelet.service.
+
+No kubelet binary can be installed here, so this program does, with the same
+inputs and outputs, the parts of the kubelet's start-up that nodealloc.kubelet
+depends on:
+
+* Command line: ``--config`` and ``--config-dir`` (cmd/kubelet/app/options/options.go);
+  other flags are accepted and ignored.
+* Config decoding (pkg/kubelet/kubeletconfig/util/codec/codec.go
+  ``DecodeKubeletConfiguration``): YAML or JSON; ``apiVersion``
+  ``kubelet.config.k8s.io/v1beta1`` and ``kind: KubeletConfiguration`` are
+  required. Strict decoding is tried first; for v1beta1 an unknown field makes
+  the kubelet fall back to lenient decoding with the log line "Using lenient
+  decoding as strict decoding failed", so this stand-in logs that too and goes
+  on. A field of the wrong type fails both decodings and stops start-up.
+  The list of known fields is kubelet_config_v1beta1_fields.txt (from
+  k8s.io/kubelet config/v1beta1/types.go).
+* Drop-ins: every ``*.conf`` under ``--config-dir`` in lexical order, merged
+  with a JSON merge patch (cmd/kubelet/app/server.go ``mergeKubeletConfigurations``).
+* Validation that stops start-up: reserved resources (server.go
+  ``parseResourceList``), eviction thresholds (pkg/kubelet/eviction/helpers.go
+  ``ParseThresholdConfig``), ``enforceNodeAllocatable`` (pkg/kubelet/apis/config/
+  validation/validation.go), reservations above capacity
+  (pkg/kubelet/cm/node_container_manager_linux.go ``validateNodeAllocatable``).
+  These checks call the collection's module_utils, which are tested against
+  the kubelet's and apimachinery's own test tables.
+* Node allocatable enforcement (node_container_manager_linux.go
+  ``enforceNodeAllocatableCgroups``, ``getCgroupConfig``): the kubepods cgroup
+  (``kubepods.slice`` with the systemd driver, ``kubepods`` with cgroupfs) and
+  its QoS children are created; when ``pods`` is enforced its memory limit is
+  capacity - kubeReserved - systemReserved (eviction not subtracted) and its
+  cpu shares ``MilliCPUToShares`` of the same for CPU; on v2 ``memory.max`` and
+  ``cpu.weight``. A write the kernel refuses is retried, as the kubelet retries.
+* ``/healthz`` on ``healthzBindAddress:healthzPort`` (default 127.0.0.1:10248)
+  answering ``ok`` (pkg/kubelet/server/server.go, healthz.InstallHandler).
+
+It also does what a real node's systemd would have done for the kubelet but
+cannot here (the controllers are read-only when the node's systemd starts):
+it moves itself into ``system.slice/kubelet.service`` in the memory, cpu and
+cpuacct hierarchies.
+
+Fault switches, read from /etc/kubelet-standin/faults.json at start-up (keys
+optional): ``refuse_config_containing`` (a string: refuse a config whose merged
+JSON contains it), ``die_after_seconds``, ``never_healthy``,
+``healthy_after_seconds`` (slow to become healthy), ``hang_on_stop`` (ignore
+SIGTERM, so systemd has to kill it).
+
+Every event is appended as a JSON line to /var/log/kubelet-standin.log
+(start, refused, cgroup, healthy, stop), which the tests read to prove the
+order of restarts across nodes.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+import yaml
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
+    _cgroup, _eviction, _kubelet_config_file, _kubelet_config_rules, _node_allocatable, _procfs)
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._json_merge_patch import merge_patch
+
+LOG_PATH = os.environ.get('STANDIN_LOG', '/var/log/kubelet-standin.log')
+FAULTS_PATH = os.environ.get('STANDIN_FAULTS', '/etc/kubelet-standin/faults.json')
+FIELDS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'kubelet_config_v1beta1_fields.txt')
+# Fields whose JSON type we check, as Go's decoder would when it fills the struct.
+MAP_FIELDS = ('kubeReserved', 'systemReserved', 'evictionHard', 'evictionSoft', 'evictionSoftGracePeriod',
+              'evictionMinimumReclaim')
+RETRY_SECONDS = 5.0
+
+
+def log(event, **fields):
+    record = dict(time=time.time(), pid=os.getpid(), event=event, **fields)
+    line = json.dumps(record, sort_keys=True)
+    with open(LOG_PATH, 'a', encoding='utf-8') as handle:
+        handle.write(line + '\n')
+    print(line, flush=True)
+
+
+class StartupError(Exception):
+    pass
+
+
+def known_fields():
+    with open(FIELDS_PATH, encoding='utf-8') as handle:
+        return {line.strip() for line in handle if line.strip() and not line.startswith('#')}
+
+
+def decode(path):
+    try:
+        with open(path, encoding='utf-8') as handle:
+            text = handle.read()
+        data = yaml.safe_load(text) if _kubelet_config_file.detect_format(text) == 'yaml' else json.loads(text)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        raise StartupError('failed to load Kubelet config file %s, error: %s' % (path, exc))
+    if not isinstance(data, dict):
+        raise StartupError('failed to decode %s: not an object' % path)
+    try:
+        _kubelet_config_file.check_kind(data, path)
+    except Exception as exc:  # ConfigError: the decoder does not know the group/version/kind
+        raise StartupError('failed to decode %s: %s' % (path, exc))
+    unknown = sorted(set(data) - known_fields())
+    if unknown:
+        log('lenient-decoding', file=path,
+            message='Using lenient decoding as strict decoding failed: strict decoding error: unknown field(s) %s'
+            % ', '.join('"%s"' % f for f in unknown))
+    for field in MAP_FIELDS:
+        value = data.get(field)
+        if value is not None and (not isinstance(value, dict)
+                                  or not all(isinstance(v, str) for v in value.values())):
+            raise StartupError('failed to decode %s: json: cannot unmarshal %s into Go struct field '
+                               'KubeletConfiguration.%s of type map[string]string' % (path, type(value).__name__, field))
+    enforce = data.get('enforceNodeAllocatable')
+    if enforce is not None and (not isinstance(enforce, list) or not all(isinstance(v, str) for v in enforce)):
+        raise StartupError('failed to decode %s: enforceNodeAllocatable must be a list of strings' % path)
+    return data
+
+
+def load(argv):
+    config_path = config_dir = None
+    index = 0
+    while index < len(argv):
+        name, sep, value = argv[index].partition('=')
+        if name in ('--config', '--config-dir'):
+            if not sep:
+                index += 1
+                value = argv[index] if index < len(argv) else ''
+            if name == '--config':
+                config_path = value
+            else:
+                config_dir = value
+        index += 1
+    if not config_path:
+        raise StartupError('--config is required by this stand-in')
+    config = decode(config_path)
+    sources = [config_path]
+    if config_dir:
+        for path in _kubelet_config_file.drop_in_files(config_dir):
+            config = merge_patch(config, decode(path))
+            sources.append(path)
+    return config, sources
+
+
+def move_self_into(layout, relative):
+    for root in {layout.memory_root, layout.cpu_root, os.path.join(os.path.dirname(layout.cpu_root), 'cpu')}:
+        if not os.path.isdir(root):
+            continue
+        directory = os.path.join(root, relative)
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, 'cgroup.procs'), 'w', encoding='utf-8') as handle:
+            handle.write(str(os.getpid()))
+
+
+def kubepods_settings(config, capacity_memory, capacity_millicores):
+    eviction_hard = config.get('evictionHard')
+    derived = _node_allocatable.compute(
+        capacity_memory, capacity_millicores, config.get('kubeReserved'), config.get('systemReserved'),
+        eviction_hard if eviction_hard is not None else _eviction.DEFAULT_EVICTION_HARD,
+        config.get('enforceNodeAllocatable') if config.get('enforceNodeAllocatable') is not None else ['pods'])
+    return derived['kubepods_memory_limit_bytes'], derived['kubepods_cpu_shares']
+
+
+def write_kubepods(layout, name, memory_limit, cpu_shares):
+    """Create kubepods and its QoS children; set its limits. Returns None or the error to retry on."""
+    qos = ('kubepods-burstable.slice', 'kubepods-besteffort.slice') if name.endswith('.slice') \
+        else ('burstable', 'besteffort')
+    # The kubelet's cgroup manager creates its groups in every mounted hierarchy it uses.
+    roots = [layout.memory_root]
+    if layout.version == 'v1':
+        roots += [os.path.join(os.path.dirname(layout.cpu_root), 'cpu'), layout.cpu_root]
+    for root in roots:
+        for child in ('',) + qos:
+            os.makedirs(os.path.join(root, name, child), exist_ok=True)
+    try:
+        if layout.version == 'v1':
+            with open(os.path.join(layout.memory_root, name, 'memory.limit_in_bytes'), 'w') as handle:
+                handle.write(str(memory_limit))
+            with open(os.path.join(roots[1], name, 'cpu.shares'), 'w') as handle:
+                handle.write(str(cpu_shares))
+        else:
+            with open(os.path.join(layout.memory_root, name, 'memory.max'), 'w') as handle:
+                handle.write(str(memory_limit))
+            # libcontainer's CPUSharesToCPUWeight, used by the kubelet on cgroup v2.
+            weight = 1 + ((cpu_shares - 2) * 9999) // 262142
+            with open(os.path.join(layout.memory_root, name, 'cpu.weight'), 'w') as handle:
+                handle.write(str(weight))
+    except OSError as exc:
+        return exc
+    return None
+
+
+class Health:
+    def __init__(self, faults):
+        self.started = time.monotonic()
+        self.never = bool(faults.get('never_healthy'))
+        self.after = float(faults.get('healthy_after_seconds') or 0)
+        self.reported = False
+
+    def ok(self):
+        if self.never or time.monotonic() - self.started < self.after:
+            return False
+        if not self.reported:
+            self.reported = True
+            log('healthy')
+        return True
+
+
+def serve_healthz(address, port, health):
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            if self.path != '/healthz':
+                self.send_error(404)
+                return
+            healthy = health.ok()
+            body = b'ok' if healthy else b'[-]standin not ready'
+            self.send_response(200 if healthy else 500)
+            self.send_header('Content-Type', 'text/plain; charset=utf-8')
+            self.send_header('Content-Length', str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer((address, port), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def main(argv):
+    faults = {}
+    if os.path.exists(FAULTS_PATH):
+        with open(FAULTS_PATH, encoding='utf-8') as handle:
+            faults = json.load(handle)
+    stop = threading.Event()
+
+    def on_term(_signum, _frame):
+        if faults.get('hang_on_stop'):
+            log('stop-ignored')
+            return
+        log('stop')
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+
+    try:
+        config, sources = load(argv)
+        merged_json = json.dumps(config, sort_keys=True)
+        needle = faults.get('refuse_config_containing')
+        if needle and needle in merged_json:
+            raise StartupError('refused by fault switch: config contains %r' % needle)
+        layout = _cgroup.discover_layout()
+        meminfo = _procfs.read_meminfo()
+        capacity_memory, capacity_millicores = meminfo['MemTotal'], (os.cpu_count() or 1) * 1000
+        try:
+            _kubelet_config_rules.validate(config, capacity_memory, capacity_millicores)
+        except ValueError as exc:
+            raise StartupError('invalid configuration: %s' % exc)
+    except StartupError as exc:
+        log('refused', error=str(exc))
+        return 1
+
+    move_self_into(layout, 'system.slice/kubelet.service')
+    kubepods = 'kubepods.slice' if config.get('cgroupDriver') == 'systemd' else 'kubepods'
+    memory_limit, cpu_shares = kubepods_settings(config, capacity_memory, capacity_millicores)
+    log('start', sources=sources, kube_reserved=config.get('kubeReserved') or {},
+        system_reserved=config.get('systemReserved') or {}, kubepods=kubepods,
+        kubepods_memory_limit_bytes=memory_limit, kubepods_cpu_shares=cpu_shares)
+
+    health = Health(faults)
+    port = int(config.get('healthzPort', 10248))
+    server = serve_healthz(config.get('healthzBindAddress', '127.0.0.1'), port, health) if port else None
+
+    die_at = time.monotonic() + float(faults['die_after_seconds']) if faults.get('die_after_seconds') else None
+    pending = True
+    while not stop.is_set():
+        if pending:
+            error = write_kubepods(layout, kubepods, memory_limit, cpu_shares)
+            if error is None:
+                pending = False
+                log('cgroup', kubepods=kubepods, memory_limit_bytes=memory_limit, cpu_shares=cpu_shares)
+            else:
+                log('cgroup-retry', error=str(error))
+        if die_at is not None and time.monotonic() >= die_at:
+            log('died', reason='die_after_seconds fault')
+            os._exit(1)
+        stop.wait(0.2 if not pending else RETRY_SECONDS)
+    if server:
+        server.shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
