@@ -29,4 +29,20 @@ options:
       - The least CPU headroom, in millicores.
     type: int
     default: 50
+  change_threshold_percent:
+    description:
+      - A recommendation becomes an action (RV(decision.action) V(increase) or V(decrease)) only when the
+        recommended total (kubeReserved + systemReserved) differs from the current total by more than this
+        percentage of the current total, and by more than O(change_threshold_min_bytes) for memory or
+        O(change_threshold_min_millicores) for CPU. Otherwise the action is V(keep) and no kubelet restarts.
+    type: float
+    default: 10.0
+  change_threshold_min_bytes:
+    description: The least memory difference, in bytes, that is worth a kubelet restart.
+    type: int
+    default: 67108864
+  change_threshold_min_millicores:
+    description: The least CPU difference, in millicores, that is worth a kubelet restart.
+    type: int
+    default: 50
 '''

@@ -7,7 +7,7 @@ import os
 import time
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cgroup, _kubelet_config_file, _kubelet_process, _procfs, _quantity, _recommend)
+    _cgroup, _decision, _kubelet_config_file, _kubelet_process, _procfs, _quantity, _recommend)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
 DEFAULT_KUBELET_CONFIG_PATH = '/var/lib/kubelet/config.yaml'
@@ -19,7 +19,8 @@ def _kubelet_settings(options, proc_root, not_found):
     """Locate the kubelet and read its effective settings; returns (kubelet dict, current or None)."""
     processes = _kubelet_process.find_processes(options.get('kubelet_process_names')
                                                 or _kubelet_process.DEFAULT_KUBELET_NAMES, proc_root)
-    kubelet = {'pid': None, 'argv': None, 'config_path': None, 'config_dir': None, 'config_found_by': None}
+    kubelet = {'pid': None, 'argv': None, 'config_path': None, 'config_dir': None, 'config_found_by': None,
+               'unit': None}
     flag_fields = {}
     if processes:
         process = processes[0]
@@ -27,6 +28,7 @@ def _kubelet_settings(options, proc_root, not_found):
         kubelet['argv'] = process.argv
         kubelet['config_path'], kubelet['config_dir'] = _kubelet_process.config_paths(process.argv)
         kubelet['config_found_by'] = 'running kubelet command line' if kubelet['config_path'] else None
+        kubelet['unit'] = _kubelet_process.systemd_unit(_procfs.read_process_cgroups(process.pid, proc_root))
         flag_fields = _kubelet_process.config_from_flags(process.argv)
     else:
         not_found.append('no running kubelet process (looked for %s in %s/*/cmdline)'
@@ -162,6 +164,7 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
         'kube_components_millicores': cpu['kube_components_millicores'],
     }
     recommendation = _recommend.recommend(measured, options, current)
+    decision = _decision.decide(current, recommendation, options)
 
     memory = {
         'mem_total_bytes': meminfo['MemTotal'],
@@ -191,5 +194,6 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
         'components': components,
         'current': current,
         'recommendation': recommendation,
+        'decision': decision,
         'not_found': not_found,
     }

@@ -49,13 +49,28 @@ def program_name(argv):
     return first
 
 
+def _mount_namespace(pid, proc_root):
+    try:
+        return os.readlink(os.path.join(proc_root, str(pid), 'ns', 'mnt'))
+    except OSError:
+        return None
+
+
 def find_processes(names, proc_root='/proc'):
-    """All processes whose program name is one of ``names``, lowest pid first."""
+    """Processes whose program name is one of ``names``, lowest pid first.
+
+    Only processes in our own mount namespace count: a kubelet inside a container on this
+    machine (kind, nspawn) names paths that mean something else here, and is not this node's.
+    """
     wanted = set(names)
+    own_namespace = _mount_namespace('self', proc_root)
     found = []
     for pid in _procfs.list_pids(proc_root):
         argv = _procfs.read_cmdline(pid, proc_root)
         if argv and program_name(argv) in wanted:
+            namespace = _mount_namespace(pid, proc_root)
+            if own_namespace and namespace and namespace != own_namespace:
+                continue
             found.append(Process(pid, argv))
     return found
 
@@ -109,3 +124,15 @@ def config_paths(argv):
     """(--config, --config-dir) of a kubelet command line; either may be None."""
     flags = flag_values(argv)
     return flags.get('--config') or None, flags.get('--config-dir') or None
+
+
+def systemd_unit(process_cgroups):
+    """The systemd unit a process runs in (``kubelet.service``), from its name=systemd or v2 cgroup path."""
+    if not process_cgroups:
+        return None
+    for key in ('name=systemd', ''):
+        path = process_cgroups.get(key) or ''
+        for part in reversed(path.split('/')):
+            if part.endswith('.service'):
+                return part
+    return None

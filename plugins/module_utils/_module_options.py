@@ -18,4 +18,7 @@ POLICY_OPTIONS = dict(
     memory_headroom_min_bytes=dict(type='int', default=104857600),
     cpu_headroom_percent=dict(type='float', default=10.0),
     cpu_headroom_min_millicores=dict(type='int', default=50),
+    change_threshold_percent=dict(type='float', default=10.0),
+    change_threshold_min_bytes=dict(type='int', default=67108864),
+    change_threshold_min_millicores=dict(type='int', default=50),
 )

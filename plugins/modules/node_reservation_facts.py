@@ -153,6 +153,18 @@ recommendation:
       description: Every input and every step of the arithmetic, one line each.
       type: list
       elements: str
+decision:
+  description: Whether the recommendation is worth applying, from the current reservations and the thresholds.
+  returned: always
+  type: dict
+  contains:
+    action:
+      description: V(keep), V(increase) or V(decrease).
+      type: str
+    reasons:
+      description: The comparison for memory and CPU, one line each.
+      type: list
+      elements: str
 not_found:
   description: Plain statements of what was looked for and not found on this node.
   returned: always

@@ -1,0 +1,41 @@
+"""keep / increase / decrease, and the thresholds that decide."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._decision import decide
+
+MI = 1 << 20
+
+
+def rec(memory_mi, cpu_m):
+    return {'kube_reserved': {'memory': '%dMi' % (memory_mi // 2), 'cpu': '%dm' % (cpu_m // 2)},
+            'system_reserved': {'memory': '%dMi' % (memory_mi - memory_mi // 2), 'cpu': '%dm' % (cpu_m - cpu_m // 2)}}
+
+
+CURRENT = {'kube_reserved': {'memory': '1Gi', 'cpu': '200m'}, 'system_reserved': {'memory': '1Gi'}}
+
+
+@pytest.mark.parametrize('memory_mi,cpu_m,action', [
+    (2048, 200, 'keep'),          # identical
+    (2048 + 200, 200, 'keep'),    # +200Mi is within 10% of 2Gi
+    (2048 + 210, 200, 'increase'),
+    (2048 - 210, 200, 'decrease'),
+    (2048, 260, 'increase'),      # +60m beyond the 50m minimum
+    (2048 - 300, 300, 'increase'),  # any increase wins: under-reservation risks a global OOM
+])
+def test_actions(memory_mi, cpu_m, action):
+    assert decide(CURRENT, rec(memory_mi, cpu_m))['action'] == action
+
+
+def test_no_current_reservations_means_increase_with_reasons():
+    result = decide(None, rec(512, 100))
+    assert result['action'] == 'increase'
+    assert result['memory_delta_bytes'] == 512 * MI
+    assert any('beyond' in reason for reason in result['reasons'])
+
+
+def test_thresholds_are_options():
+    assert decide(CURRENT, rec(2048 + 100, 200), {'change_threshold_percent': 1,
+                                                   'change_threshold_min_bytes': 0})['action'] == 'increase'
