@@ -38,7 +38,9 @@ ansible_doc_renders() {
   ansible-doc -t filter nodealloc.kubelet.reservation_report >/dev/null
 }
 
-step "pytest unit and real-kernel integration" python -m pytest -p no:cacheprovider -q tests/unit tests/integration
+step "pytest: unit, real-kernel integration, multi-node rollout scenarios" \
+  python -m pytest -p no:cacheprovider -q -rs tests/unit tests/integration tests/scenarios
+step "molecule test (rollout scenario on three nodes)" molecule test -s rollout
 step "ansible-test sanity" sanity
 step "ansible-doc" ansible_doc_renders
 lint_targets=(playbooks)

@@ -69,9 +69,9 @@ healthzBindAddress: 127.0.0.1
 healthzPort: 10248
 kubeReserved:
   cpu: 100m
-  memory: 256Mi
+  memory: 100Mi
 systemReserved:
-  memory: 256Mi
+  memory: 100Mi
 rotateCertificates: true
 """
 
@@ -229,13 +229,48 @@ def write_inventory(state_dir, nodes, key):
         lines.append('%s ansible_host=%s' % (node['name'], node['address']))
     lines += ['', '[nodes:vars]', 'ansible_user=root', 'ansible_ssh_private_key_file=%s' % key,
               "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
-              "-o ConnectTimeout=5'", 'ansible_python_interpreter=/usr/bin/python3', '']
+              "-o ConnectTimeout=5 -o ServerAliveInterval=3 -o ServerAliveCountMax=3'", 'ansible_python_interpreter=/usr/bin/python3', '']
     path = os.path.join(state_dir, 'inventory.ini')
     write(path, '\n'.join(lines))
     return path
 
 
+def cleanup_stale():
+    """Remove what a killed earlier run left: containers, overlays, network namespaces, cgroup subtrees."""
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as handle:
+                argv = handle.read().split(b'\0')
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b'systemd-nspawn') and any(NODES_DIR.encode() in a for a in argv):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            deadline = time.monotonic() + 10
+            while os.path.exists('/proc/' + pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+    if os.path.isdir(NODES_DIR):
+        for name in os.listdir(NODES_DIR):
+            run('umount', '-l', os.path.join(NODES_DIR, name, 'merged'), check=False)
+            _remove_cgroups(name)
+            shutil.rmtree('/run/systemd/nspawn/propagate/' + name, ignore_errors=True)
+            shutil.rmtree(os.path.join(NODES_DIR, name), ignore_errors=True)
+    for line in run('ip', 'netns', 'list', check=False).stdout.splitlines():
+        namespace = line.split()[0] if line.split() else ''
+        if namespace.startswith('nodealloc-'):
+            run('ip', 'netns', 'del', namespace, check=False)
+    for line in run('ip', '-br', 'link', check=False).stdout.splitlines():
+        interface = line.split('@')[0].split()[0] if line.split() else ''
+        if interface.startswith('nah') and interface[3:].isdigit():
+            run('ip', 'link', 'del', interface, check=False)
+
+
 def up(count, state_dir, prefix='node'):
+    cleanup_stale()
     os.makedirs(state_dir, exist_ok=True)
     key, public_key = ensure_ssh_key(state_dir)
     nodes = []
@@ -307,6 +342,53 @@ def down(state_dir):
         except OSError:
             pass
     os.unlink(state_path)
+
+
+def ssh(node, state_dir, command, check=True):
+    """Run a shell command on a node over its veth link, as Ansible reaches it."""
+    return run('ssh', '-i', os.path.join(state_dir, 'id_ed25519'), '-o', 'StrictHostKeyChecking=no',
+               '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-o', 'ConnectTimeout=5',
+               'root@' + node['address'], command, check=check)
+
+
+def node_path(node, relative):
+    """A path inside a running node, seen from the host through its overlay mount."""
+    return os.path.join(node['merged'], relative.lstrip('/'))
+
+
+def reset(nodes, state_dir):
+    """Put every node back to its first state: initial config, no backups, no drop-ins, no faults, fresh log."""
+    for node in nodes:
+        write(node_path(node, '/var/lib/kubelet/config.yaml'), KUBELET_CONFIG)
+        for directory, pattern in (('/var/lib/kubelet', '.nodealloc.bak'), ('/etc/kubernetes/kubelet.conf.d', '.conf')):
+            for name in os.listdir(node_path(node, directory)):
+                if name.endswith(pattern):
+                    os.unlink(os.path.join(node_path(node, directory), name))
+        faults = node_path(node, '/etc/kubelet-standin/faults.json')
+        if os.path.exists(faults):
+            os.unlink(faults)
+        ssh(node, state_dir, ': > /var/log/kubelet-standin.log && systemctl restart kubelet.service')
+    for node in nodes:
+        deadline = time.monotonic() + 30
+        while ssh(node, state_dir, 'python3 -c "import urllib.request as u; '
+                  'print(u.urlopen(\'http://127.0.0.1:10248/healthz\').read().decode())"',
+                  check=False).stdout.strip() != 'ok':
+            if time.monotonic() > deadline:
+                raise RuntimeError('%s did not become healthy after reset' % node['name'])
+            time.sleep(0.3)
+
+
+def set_faults(node, faults):
+    write(node_path(node, '/etc/kubelet-standin/faults.json'), json.dumps(faults))
+
+
+def events(node):
+    """The stand-in's log on a node, as a list of dicts."""
+    path = node_path(node, '/var/log/kubelet-standin.log')
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding='utf-8') as handle:
+        return [json.loads(line) for line in handle if line.strip()]
 
 
 def main(argv):

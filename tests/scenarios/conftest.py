@@ -1,0 +1,34 @@
+"""A fleet of real test nodes (tests/nodes/testnodes.py) shared by the rollout scenarios."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from nodes import testnodes
+
+FLEET_SIZE = int(os.environ.get('NODEALLOC_FLEET_SIZE', '4'))
+
+
+def _can_boot_nodes():
+    return os.geteuid() == 0 and all(shutil.which(tool) for tool in ('systemd-nspawn', 'debootstrap', 'ssh', 'ip'))
+
+
+@pytest.fixture(scope='session')
+def fleet(tmp_path_factory):
+    if not _can_boot_nodes():
+        pytest.skip('needs root, systemd-nspawn, debootstrap, ssh and ip (make test installs them)')
+    state_dir = str(tmp_path_factory.mktemp('fleet'))
+    inventory, nodes = testnodes.up(FLEET_SIZE, state_dir)
+    try:
+        yield {'inventory': inventory, 'nodes': nodes, 'state_dir': state_dir}
+    finally:
+        testnodes.down(state_dir)
+
+
+@pytest.fixture
+def fresh_fleet(fleet):
+    testnodes.reset(fleet['nodes'], fleet['state_dir'])
+    return fleet
