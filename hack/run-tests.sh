@@ -45,6 +45,7 @@ step "ansible-test sanity" sanity
 step "ansible-doc" ansible_doc_renders
 lint_targets=(playbooks)
 [[ -d roles ]] && lint_targets+=(roles)
+[[ -d extensions ]] && lint_targets+=(extensions)
 step "ansible-lint --profile production" ansible-lint --profile production -q "${lint_targets[@]}"
 step "antsibull-changelog lint" antsibull-changelog lint
 

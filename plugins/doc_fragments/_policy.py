@@ -45,4 +45,58 @@ options:
     description: The least CPU difference, in millicores, that is worth a kubelet restart.
     type: int
     default: 50
+  history:
+    description:
+      - Keep a history of measurements on the node and recommend from it. Each run outside check mode appends
+        its reading to O(history_path); the recommendation uses the O(percentile) of the window.
+    type: bool
+    default: true
+  history_path:
+    description: The history file (JSON lines, bounded, rotated). The directory is created when missing.
+    type: path
+    default: /var/lib/nodealloc/history.jsonl
+  history_window:
+    description: How far back the recommendation looks, as V(7d), V(24h), V(90m) or any Go duration.
+    type: str
+    default: 7d
+  percentile:
+    description:
+      - The percentile of non-pod usage over the window the reservation must cover. V(100) (the peak) by default,
+        because reserving too little risks a global OOM that takes the kubelet down, while reserving a little too
+        much only wastes memory. Lower values trade that safety for capacity.
+    type: float
+    default: 100.0
+  stabilization_window:
+    description:
+      - Increases act at once. A decrease acts only once the history covers this window and the lower value has
+        held through it (the recommendation never goes below the peak of this window).
+    type: str
+    default: 24h
+  single_reading_headroom_factor:
+    description: With no history yet, the headroom is multiplied by this factor, and the explanation says so.
+    type: float
+    default: 2.0
+  min_reserved:
+    description: The least memory kubeReserved + systemReserved may add up to, as a quantity.
+    type: str
+    default: 256Mi
+  max_reserved_fraction:
+    description: The most of the node's memory the reservations may take; a larger need is capped and reported.
+    type: float
+    default: 0.5
+  policy:
+    description:
+      - V(measured) recommends from the measurement. A vendor name applies that vendor's static formula instead
+        (see C(docs/formulas.md)); the formulas are always returned in RV(formulas) for comparison.
+    type: str
+    default: measured
+    choices: [measured, gke, aks, aks-legacy, eks, openshift]
+  floor_policy:
+    description: Recommend from the measurement, but never below what this vendor formula reserves.
+    type: str
+    default: none
+    choices: [none, gke, aks, aks-legacy, eks, openshift]
+  max_pods:
+    description: Maximum pods per node for the formulas that use it (AKS, EKS); by default the kubelet's C(maxPods), else 110.
+    type: int
 '''

@@ -23,7 +23,7 @@ def _total(reservations, resource, scale):
     return sum(_node_allocatable.reserved_amount(r, resource, scale) for r in reservations)
 
 
-def decide(current, recommendation, settings=None):
+def decide(current, recommendation, settings=None, basis=None):
     """Return {'action': keep|increase|decrease, 'reasons': [...], 'memory_delta_bytes', 'cpu_delta_millicores'}."""
     options = dict(DEFAULTS)
     options.update({k: v for k, v in (settings or {}).items() if k in DEFAULTS and v is not None})
@@ -49,6 +49,13 @@ def decide(current, recommendation, settings=None):
         action = 'increase'
     elif memory_moves or cpu_moves:
         action = 'decrease'
+        stabilization = (basis or {}).get('stabilization_seconds') or 0
+        span = (basis or {}).get('span_seconds') or 0
+        if span < stabilization:
+            # Increases act at once; a decrease waits until the history covers the stabilization window.
+            action = 'keep'
+            reasons.append('decrease deferred: the history covers %.1f h of the %.1f h stabilization window'
+                           % (span / 3600.0, stabilization / 3600.0))
     else:
         action = 'keep'
     return {'action': action, 'reasons': reasons, 'memory_delta_bytes': memory_delta,

@@ -7,7 +7,9 @@ import os
 import time
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cgroup, _decision, _kubelet_config_file, _kubelet_process, _procfs, _quantity, _recommend)
+    _cgroup, _decision, _formulas, _history, _kubelet_config_file, _kubelet_process, _procfs, _quantity,
+    _recommend)
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
 DEFAULT_KUBELET_CONFIG_PATH = '/var/lib/kubelet/config.yaml'
@@ -63,6 +65,8 @@ def _kubelet_settings(options, proc_root, not_found):
         'kube_reserved_cgroup': config.get('kubeReservedCgroup') or '',
         'system_reserved_cgroup': config.get('systemReservedCgroup') or '',
         'cgroup_driver': config.get('cgroupDriver'),
+        'eviction_pressure_transition_period': config.get('evictionPressureTransitionPeriod'),
+        'max_pods': config.get('maxPods'),
         'sources': sources,
     }
     return kubelet, current
@@ -119,6 +123,49 @@ def sample_cpu(layout, kubepods, component_cgroups, component_pids, capacity_mil
     }
 
 
+def _record_and_read_history(options, measured, meminfo, kubepods_memory, cpu):
+    """Append this reading to the node's history (not in check mode) and summarise the window."""
+    now = time.time()
+    reading = {
+        't': round(now, 3),
+        'non_pod_bytes': max(0, meminfo['MemTotal'] - meminfo['MemAvailable'] - kubepods_memory['working_set_bytes']),
+        'non_pod_millicores': cpu['non_pod_millicores'],
+        'kube_components_bytes': measured['kube_components_working_set_bytes'],
+        'kubepods_bytes': kubepods_memory['working_set_bytes'],
+        'source': options.get('history_source') or 'module',
+    }
+    result = {'enabled': bool(options.get('history', True)), 'path': None, 'recorded': False, 'problems': [],
+              'samples': 1, 'span_seconds': 0}
+    samples = []
+    if result['enabled']:
+        path = options.get('history_path') or _history.DEFAULT_PATH
+        window = _history.parse_window(options.get('history_window') or '7d')
+        result['path'] = path
+        samples, result['problems'] = _history.read(path, now, window)
+        if not options.get('_check_mode'):
+            try:
+                _history.append(path, reading, window_seconds=window)
+                result['recorded'] = True
+            except (OSError, NodeallocError) as exc:
+                result['problems'].append('%s: this reading was not recorded: %s' % (path, exc))
+    samples.append(reading)
+    samples.sort(key=lambda s: s['t'])
+    percent = float(options.get('percentile') if options.get('percentile') is not None else 100.0)
+    basis = _history.summarize(samples, percent)
+    stabilization = _history.parse_window(options.get('stabilization_window') or '24h')
+    recent = [s for s in samples if s['t'] >= now - stabilization]
+    recent_peak = max(s['non_pod_bytes'] for s in recent)
+    recent_peak_cpu = max(s['non_pod_millicores'] for s in recent)
+    # A lower value must have held for the whole stabilization window before it can take effect.
+    if recent_peak > basis['non_pod_bytes'] or recent_peak_cpu > basis['non_pod_millicores']:
+        basis['non_pod_bytes'] = max(basis['non_pod_bytes'], recent_peak)
+        basis['non_pod_millicores'] = max(basis['non_pod_millicores'], recent_peak_cpu)
+        basis['stabilized'] = True
+    basis['stabilization_seconds'] = stabilization
+    result.update(samples=basis['samples'], span_seconds=basis['span_seconds'], basis=basis)
+    return result
+
+
 def gather(options, proc_root='/proc', sleep=time.sleep):
     """Measure the node. ``options`` are the module's parameters (missing ones take defaults)."""
     not_found = []
@@ -163,8 +210,11 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
         'non_pod_millicores': cpu['non_pod_millicores'],
         'kube_components_millicores': cpu['kube_components_millicores'],
     }
-    recommendation = _recommend.recommend(measured, options, current)
-    decision = _decision.decide(current, recommendation, options)
+    history = _record_and_read_history(options, measured, meminfo, kubepods_memory, cpu)
+    max_pods = options.get('max_pods') or (current or {}).get('max_pods') or 110
+    formulas = _formulas.all_formulas(meminfo['MemTotal'], capacity_millicores // 1000, max_pods)
+    recommendation = _recommend.recommend(measured, options, current, history['basis'], formulas)
+    decision = _decision.decide(current, recommendation, options, history['basis'])
 
     memory = {
         'mem_total_bytes': meminfo['MemTotal'],
@@ -195,5 +245,7 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
         'current': current,
         'recommendation': recommendation,
         'decision': decision,
+        'history': {k: v for k, v in history.items() if k != 'basis'},
+        'formulas': formulas,
         'not_found': not_found,
     }

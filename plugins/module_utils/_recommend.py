@@ -24,6 +24,11 @@ DEFAULTS = {
     'memory_headroom_min_bytes': 100 * MIB,
     'cpu_headroom_percent': 10.0,
     'cpu_headroom_min_millicores': 50,
+    'single_reading_headroom_factor': 2.0,
+    'min_reserved': '256Mi',
+    'max_reserved_fraction': 0.5,
+    'policy': 'measured',
+    'floor_policy': 'none',
 }
 
 
@@ -49,7 +54,29 @@ def _split(total, part, whole, step):
     return share, total - share
 
 
-def recommend(measured, settings=None, current=None):
+def _apply_bounds(reserved_memory, reserved_cpu, capacity_bytes, options, floor, lines):
+    """Floors (min_reserved, floor_policy) and the ceiling (max_reserved_fraction of capacity)."""
+    minimum = _quantity.quantity_value(_quantity.parse_quantity(str(options['min_reserved'])))
+    if floor is not None:
+        lines.append('floor_policy %s reserves %s and %dm'
+                     % (floor['name'], describe_bytes(floor['reserved_memory_bytes']), floor['reserved_millicores']))
+        minimum = max(minimum, floor['reserved_memory_bytes'])
+        if reserved_cpu < floor['reserved_millicores']:
+            lines.append('reserved CPU raised to the floor: %dm' % floor['reserved_millicores'])
+            reserved_cpu = floor['reserved_millicores']
+    if reserved_memory < minimum:
+        lines.append('reserved memory raised to the floor: %s' % describe_bytes(ceil_to(minimum, MIB)))
+        reserved_memory = ceil_to(minimum, MIB)
+    ceiling = int(capacity_bytes * options['max_reserved_fraction']) // MIB * MIB
+    if reserved_memory > ceiling:
+        lines.append('WARNING: reserved memory capped at max_reserved_fraction %.2f of capacity = %s; the node '
+                     'needs more than that outside its pods' % (options['max_reserved_fraction'],
+                                                                describe_bytes(ceiling)))
+        reserved_memory = ceiling
+    return reserved_memory, reserved_cpu
+
+
+def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     """Compute the recommendation.
 
     ``measured`` holds integers: mem_total_bytes, mem_available_bytes,
@@ -71,10 +98,26 @@ def recommend(measured, settings=None, current=None):
     lines.append('kubepods working set = usage - inactive_file = %s' % describe_bytes(pods_ws))
     lines.append('non-pod memory = MemTotal - MemAvailable - kubepods working set = %d - %d - %d = %s'
                  % (total, available, pods_ws, describe_bytes(non_pod)))
-    non_pod_used = max(0, non_pod)
+    non_pod_now = max(0, non_pod)
     if non_pod < 0:
         lines.append('non-pod memory is negative (page cache counted in the pods working set is '
                      'also in MemAvailable); using 0')
+    basis = basis or {'samples': 1, 'span_seconds': 0, 'percentile': 100.0, 'non_pod_bytes': non_pod_now,
+                      'non_pod_millicores': max(0, measured['non_pod_millicores'])}
+    single_reading = basis['samples'] <= 1
+    if single_reading:
+        factor = options['single_reading_headroom_factor']
+        options['memory_headroom_percent'] *= factor
+        options['memory_headroom_min_bytes'] = int(options['memory_headroom_min_bytes'] * factor)
+        options['cpu_headroom_percent'] *= factor
+        options['cpu_headroom_min_millicores'] = int(options['cpu_headroom_min_millicores'] * factor)
+        lines.append('this rests on one reading (no history yet): headroom widened %.1fx' % factor)
+    else:
+        lines.append('history: %d samples over %.1f h; p%g of non-pod memory = %s, of non-pod CPU = %dm%s'
+                     % (basis['samples'], basis['span_seconds'] / 3600.0, basis['percentile'],
+                        describe_bytes(basis['non_pod_bytes']), basis['non_pod_millicores'],
+                        ('; raised to the peak of the stabilization window' if basis.get('stabilized') else '')))
+    non_pod_used = max(0, int(basis['non_pod_bytes']))
 
     mem_headroom = _headroom(non_pod_used, options['memory_headroom_percent'],
                              options['memory_headroom_min_bytes'])
@@ -85,16 +128,8 @@ def recommend(measured, settings=None, current=None):
     lines.append('reserved memory = ceil_MiB(%d + %d) = %s'
                  % (non_pod_used, mem_headroom, describe_bytes(mem_needed)))
 
-    kube_ws = measured.get('kube_components_working_set_bytes') or 0
-    kube_mem, system_mem = _split(mem_needed, kube_ws, non_pod_used, MIB)
-    lines.append('kubelet + container runtime working set = %s, %.1f%% of non-pod memory'
-                 % (describe_bytes(kube_ws), 100.0 * kube_ws / non_pod_used if non_pod_used else 0.0))
-    lines.append('kubeReserved.memory = ceil_MiB(%d * %d / %d) = %s; systemReserved.memory = %d - %d = %s'
-                 % (mem_needed, min(kube_ws, non_pod_used), non_pod_used or 1, _quantity.format_memory(kube_mem),
-                    mem_needed, kube_mem, _quantity.format_memory(system_mem)))
-
     capacity_m = measured['capacity_millicores']
-    non_pod_m = max(0, measured['non_pod_millicores'])
+    non_pod_m = max(0, int(basis['non_pod_millicores']))
     lines.append('CPU capacity = %dm; non-pod CPU = node busy - kubepods = %dm over the sample'
                  % (capacity_m, non_pod_m))
     cpu_headroom = _headroom(non_pod_m, options['cpu_headroom_percent'],
@@ -103,10 +138,35 @@ def recommend(measured, settings=None, current=None):
     lines.append('reserved CPU = %dm + max(%dm * %s%%, %dm) = %dm'
                  % (non_pod_m, non_pod_m, options['cpu_headroom_percent'],
                     options['cpu_headroom_min_millicores'], cpu_needed))
-    kube_m_used = measured.get('kube_components_millicores') or 0
-    kube_cpu, system_cpu = _split(cpu_needed, kube_m_used, non_pod_m, 1)
-    lines.append('kubeReserved.cpu = %dm (kubelet + runtime used %dm); systemReserved.cpu = %dm'
-                 % (kube_cpu, kube_m_used, system_cpu))
+
+    formulas = formulas or {}
+    floor = formulas.get(options['floor_policy']) if options['floor_policy'] != 'none' else None
+    policy = options['policy']
+    if policy != 'measured':
+        chosen = formulas[policy]
+        lines.append('policy %s: the %s formula replaces the measurement: kubeReserved %s / %dm, systemReserved '
+                     '%s / %dm' % (policy, policy, describe_bytes(chosen['kube_reserved_memory_bytes']),
+                                   chosen['kube_reserved_millicores'],
+                                   describe_bytes(chosen['system_reserved_memory_bytes']),
+                                   chosen['system_reserved_millicores']))
+        kube_mem = ceil_to(chosen['kube_reserved_memory_bytes'], MIB)
+        system_mem = ceil_to(chosen['system_reserved_memory_bytes'], MIB)
+        kube_cpu, system_cpu = chosen['kube_reserved_millicores'], chosen['system_reserved_millicores']
+        mem_needed, cpu_needed = kube_mem + system_mem, kube_cpu + system_cpu
+    else:
+        mem_needed, cpu_needed = _apply_bounds(mem_needed, cpu_needed, total, options, floor, lines)
+        # Split by the kubelet and runtime's share of non-pod use now.
+        kube_ws = measured.get('kube_components_working_set_bytes') or 0
+        kube_mem, system_mem = _split(mem_needed, kube_ws, non_pod_now, MIB)
+        lines.append('kubelet + container runtime working set = %s, %.1f%% of non-pod memory now'
+                     % (describe_bytes(kube_ws), 100.0 * min(kube_ws, non_pod_now) / non_pod_now if non_pod_now else 0.0))
+        lines.append('kubeReserved.memory = ceil_MiB(%d * %d / %d) = %s; systemReserved.memory = %d - %d = %s'
+                     % (mem_needed, min(kube_ws, non_pod_now), non_pod_now or 1, _quantity.format_memory(kube_mem),
+                        mem_needed, kube_mem, _quantity.format_memory(system_mem)))
+        kube_m_used = measured.get('kube_components_millicores') or 0
+        kube_cpu, system_cpu = _split(cpu_needed, kube_m_used, max(0, measured['non_pod_millicores']), 1)
+        lines.append('kubeReserved.cpu = %dm (kubelet + runtime used %dm); systemReserved.cpu = %dm'
+                     % (kube_cpu, kube_m_used, system_cpu))
 
     kube_reserved = {'cpu': _quantity.format_cpu(kube_cpu), 'memory': _quantity.format_memory(kube_mem)}
     system_reserved = {'cpu': _quantity.format_cpu(system_cpu), 'memory': _quantity.format_memory(system_mem)}
@@ -146,5 +206,7 @@ def recommend(measured, settings=None, current=None):
         'memory_headroom_bytes': mem_headroom,
         'cpu_headroom_millicores': cpu_headroom,
         'settings': options,
+        'basis': basis,
+        'single_reading': single_reading,
         'explanation': lines,
     }

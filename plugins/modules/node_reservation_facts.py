@@ -33,6 +33,8 @@ options:
 notes:
   - Reading a YAML kubelet configuration needs PyYAML on the node; a JSON configuration needs only Python 3.
   - C(/proc/meminfo) describes the whole machine; inside a container it is the host's.
+  - Outside check mode the reading is appended to the history file (O(history_path)); that bookkeeping is not
+    reported as a change.
 seealso:
   - name: Reserve Compute Resources for System Daemons
     description: The Kubernetes documentation of kubeReserved, systemReserved and eviction thresholds.
@@ -165,6 +167,14 @@ decision:
       description: The comparison for memory and CPU, one line each.
       type: list
       elements: str
+history:
+  description: The history used (path, samples, span in seconds, whether this reading was recorded, problems found).
+  returned: always
+  type: dict
+formulas:
+  description: What each vendor formula (gke, aks, aks-legacy, eks, openshift) would reserve on this node, in bytes and millicores.
+  returned: always
+  type: dict
 not_found:
   description: Plain statements of what was looked for and not found on this node.
   returned: always
@@ -189,7 +199,7 @@ def main():
     if module.params['sample_seconds'] < 0:
         module.fail_json(msg='sample_seconds must be 0 or more, got %s' % module.params['sample_seconds'])
     try:
-        facts = _facts.gather(module.params)
+        facts = _facts.gather(dict(module.params, _check_mode=module.check_mode))
     except MissingLibraryError as exc:
         module.fail_json(msg=missing_required_lib(exc.library, reason=exc.reason))
     except (NodeallocError, ValueError) as exc:

@@ -57,7 +57,7 @@ def test_systemd_driver_layout(cgroup_tree, tmp_path):
                                 extra_args=['--config=%s' % config, '--kubeconfig=/dev/null'])
     cgroup_tree.spawn('system.slice/containerd.service', alloc_mib=30, program='containerd')
 
-    facts = _facts.gather({'sample_seconds': 2})
+    facts = _facts.gather({'sample_seconds': 2, 'history_path': str(tmp_path / 'history.jsonl')})
 
     assert facts['cgroup']['version'] == 'v1'
     assert facts['cgroup']['driver'] == 'systemd'
@@ -93,7 +93,8 @@ def test_cgroupfs_driver_layout_without_a_kubelet(cgroup_tree, tmp_path):
     cgroup_tree.spawn('kubepods/burstable/pod%s' % uid, alloc_mib=150)
     cgroup_tree.make('kubepods/besteffort')
 
-    facts = _facts.gather({'sample_seconds': 0.5, 'kubelet_config_path': str(tmp_path / 'absent.yaml')})
+    facts = _facts.gather({'sample_seconds': 0.5, 'kubelet_config_path': str(tmp_path / 'absent.yaml'),
+                           'history': False})
 
     assert facts['cgroup']['driver'] == 'cgroupfs'
     assert facts['cgroup']['kubepods'] == '/kubepods'
@@ -109,7 +110,7 @@ def test_inactive_file_cache_is_not_working_set(cgroup_tree, tmp_path):
     relative = cgroup_tree.make('kubepods.slice/kubepods-besteffort.slice')
     data = tmp_path / 'cache.bin'
     data.write_bytes(os.urandom(64 * MIB))
-    before = _facts.gather({'sample_seconds': 0})['memory']['kubepods']
+    before = _facts.gather({'sample_seconds': 0, 'history': False})['memory']['kubepods']
 
     def read_inside_group():
         with open('/sys/fs/cgroup/memory/%s/cgroup.procs' % relative, 'w') as handle:
@@ -121,7 +122,7 @@ def test_inactive_file_cache_is_not_working_set(cgroup_tree, tmp_path):
         os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
     subprocess.run([sys.executable, '-c', 'open(%r, "rb").read()' % str(data)], check=True,
                    preexec_fn=read_inside_group)
-    after = _facts.gather({'sample_seconds': 0})['memory']['kubepods']
+    after = _facts.gather({'sample_seconds': 0, 'history': False})['memory']['kubepods']
     assert after['usage_bytes'] - before['usage_bytes'] >= 60 * MIB
     assert after['inactive_file_bytes'] - before['inactive_file_bytes'] >= 60 * MIB
     assert after['working_set_bytes'] - before['working_set_bytes'] < 8 * MIB
@@ -131,4 +132,4 @@ def test_inactive_file_cache_is_not_working_set(cgroup_tree, tmp_path):
 def test_override_to_a_missing_cgroup_is_refused(cgroup_tree, relative):
     cgroup_tree.make('kubepods.slice')
     with pytest.raises(LayoutError, match='does not exist'):
-        _facts.gather({'sample_seconds': 0, 'kubepods_cgroup': relative})
+        _facts.gather({'sample_seconds': 0, 'kubepods_cgroup': relative, 'history': False})

@@ -47,7 +47,8 @@ After=network.target
 Environment=PYTHONPATH=/opt/nodealloc
 # The host binds this node's cgroup subtree over /sys/fs/cgroup/<controller> after boot, then marks it.
 ExecStartPre=/bin/sh -c 'until [ -e /run/nodealloc-cgroups-ready ]; do sleep 0.2; done'
-ExecStart=/usr/bin/python3 /usr/bin/kubelet --config=/var/lib/kubelet/config.yaml --config-dir=/etc/kubernetes/kubelet.conf.d --kubeconfig=/etc/kubernetes/kubelet.conf
+ExecStart=/usr/bin/python3 /usr/bin/kubelet --config=/var/lib/kubelet/config.yaml \\
+    --config-dir=/etc/kubernetes/kubelet.conf.d --kubeconfig=/etc/kubernetes/kubelet.conf
 Restart=always
 RestartSec=2
 TimeoutStopSec=5
@@ -364,6 +365,9 @@ def reset(nodes, state_dir):
             for name in os.listdir(node_path(node, directory)):
                 if name.endswith(pattern):
                     os.unlink(os.path.join(node_path(node, directory), name))
+        history = node_path(node, '/var/lib/nodealloc/history.jsonl')
+        if os.path.exists(history):
+            os.unlink(history)
         faults = node_path(node, '/etc/kubelet-standin/faults.json')
         if os.path.exists(faults):
             os.unlink(faults)

@@ -40,6 +40,9 @@ def apply(fleet, *extra, check=False, playbook='playbooks/apply.yml'):
     start = time.monotonic()
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=900)
     result.wall_seconds = time.monotonic() - start
+    test_name = os.environ.get('PYTEST_CURRENT_TEST', 'playbook').split('::')[-1].split(' ')[0]
+    with open(os.path.join(fleet['state_dir'], '%s-%d.log' % (test_name, int(start))), 'w') as handle:
+        handle.write(result.stdout + '\n--- stderr ---\n' + result.stderr)
     return result
 
 
@@ -178,7 +181,7 @@ def test_rollback_playbook_restores_the_last_backup(fresh_fleet):
         assert yaml.safe_load(handle)['systemReserved'] == {'memory': '100Mi'}
 
 
-def test_runs_through_ansible_runner_like_awx(fresh_fleet, tmp_path):
+def test_runs_through_ansible_runner_like_awx(fresh_fleet, tmp_path, monkeypatch):
     import ansible_runner
     private = tmp_path / 'runner'
     (private / 'project').mkdir(parents=True)
@@ -189,8 +192,9 @@ def test_runs_through_ansible_runner_like_awx(fresh_fleet, tmp_path):
     (private / 'env' / 'envvars').write_text(yaml.safe_dump({
         'ANSIBLE_COLLECTIONS_PATH': os.path.join(ROOT, '.build'), 'ANSIBLE_HOST_KEY_CHECKING': 'False'}))
     (private / 'env' / 'extravars').write_text(json.dumps(NOISE_TOLERANT))
+    monkeypatch.setenv('PATH', BIN + os.pathsep + os.environ.get('PATH', ''))
     runner = ansible_runner.run(private_data_dir=str(private), project_dir=ROOT, playbook='playbooks/apply.yml',
-                                quiet=True, binary=os.path.join(BIN, 'ansible-playbook'))
+                                quiet=True)
     assert runner.status == 'successful' and runner.rc == 0
     ok_hosts = {e['event_data']['host'] for e in runner.events
                 if e['event'] == 'runner_on_ok' and e['event_data'].get('task') == 'Restart the kubelet'}

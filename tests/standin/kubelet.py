@@ -148,7 +148,7 @@ def load(argv):
 
 
 def move_self_into(layout, relative):
-    for root in {layout.memory_root, layout.cpu_root, os.path.join(os.path.dirname(layout.cpu_root), 'cpu')}:
+    for root in sorted({layout.memory_root, layout.cpu_root, os.path.join(os.path.dirname(layout.cpu_root), 'cpu')}):
         if not os.path.isdir(root):
             continue
         directory = os.path.join(root, relative)

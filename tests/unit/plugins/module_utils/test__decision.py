@@ -37,5 +37,5 @@ def test_no_current_reservations_means_increase_with_reasons():
 
 
 def test_thresholds_are_options():
-    assert decide(CURRENT, rec(2048 + 100, 200), {'change_threshold_percent': 1,
-                                                   'change_threshold_min_bytes': 0})['action'] == 'increase'
+    settings = {'change_threshold_percent': 1, 'change_threshold_min_bytes': 0}
+    assert decide(CURRENT, rec(2048 + 100, 200), settings)['action'] == 'increase'

@@ -36,7 +36,7 @@ def advancing_sleep(root, usage_per_second_usec):
 
 
 def test_v2_node_measures_working_sets_and_cpu(v2_node, tmp_path):
-    facts = _facts.gather({'cgroup_root': v2_node, 'sample_seconds': 0.3,
+    facts = _facts.gather({'cgroup_root': v2_node, 'sample_seconds': 0.3, 'history': False,
                            'kubelet_config_path': str(tmp_path / 'none.yaml')},
                           sleep=advancing_sleep(v2_node, 750000))
     assert facts['cgroup']['version'] == 'v2'
@@ -52,14 +52,16 @@ def test_malformed_kubelet_config_is_an_error_naming_the_file(v2_node, tmp_path)
     config = tmp_path / 'config.yaml'
     config.write_text('apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nkubeReserved: [\n')
     with pytest.raises(ConfigError, match=str(config)):
-        _facts.gather({'cgroup_root': v2_node, 'sample_seconds': 0, 'kubelet_config_path': str(config)})
+        _facts.gather({'cgroup_root': v2_node, 'sample_seconds': 0, 'kubelet_config_path': str(config),
+                       'history': False})
 
 
 def test_config_found_by_option_is_read(v2_node, tmp_path):
     config = tmp_path / 'config.json'
     config.write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", '
                       '"systemReserved": {"memory": "1Gi"}, "enforceNodeAllocatable": ["pods", "system-reserved"]}')
-    facts = _facts.gather({'cgroup_root': v2_node, 'sample_seconds': 0, 'kubelet_config_path': str(config)})
+    facts = _facts.gather({'cgroup_root': v2_node, 'sample_seconds': 0, 'kubelet_config_path': str(config),
+                           'history': False})
     assert facts['kubelet']['config_found_by'] == 'kubelet_config_path option'
     assert facts['current']['system_reserved'] == {'memory': '1Gi'}
     assert facts['current']['eviction_hard_source'] == 'default'
