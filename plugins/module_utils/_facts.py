@@ -17,10 +17,10 @@ DEFAULT_KUBELET_CONFIG_PATH = '/var/lib/kubelet/config.yaml'
 _SHARED_CGROUPS = ('', 'system.slice', 'user.slice', 'init.scope')
 
 
-def _kubelet_settings(options, proc_root, not_found):
+def _kubelet_settings(options, proc_root, not_found, found):
     """Locate the kubelet and read its effective settings; returns (kubelet dict, current or None)."""
-    processes = _kubelet_process.find_processes(options.get('kubelet_process_names')
-                                                or _kubelet_process.DEFAULT_KUBELET_NAMES, proc_root)
+    kubelet_names = options.get('kubelet_process_names') or _kubelet_process.DEFAULT_KUBELET_NAMES
+    processes = [p for p in found if _kubelet_process.program_name(p.argv) in kubelet_names]
     kubelet = {'pid': None, 'argv': None, 'config_path': None, 'config_dir': None, 'config_found_by': None,
                'unit': None}
     flag_fields = {}
@@ -72,10 +72,10 @@ def _kubelet_settings(options, proc_root, not_found):
     return kubelet, current
 
 
-def _component_targets(layout, names, proc_root, kubepods):
+def _component_targets(layout, found, proc_root, kubepods):
     """Where to measure the kubelet and runtime: their own cgroups, or their processes."""
     cgroups, pids, seen = [], [], []
-    for process in _kubelet_process.find_processes(names, proc_root):
+    for process in found:
         seen.append({'pid': process.pid, 'program': _kubelet_process.program_name(process.argv)})
         relative = _cgroup.process_memory_cgroup(layout, _procfs.read_process_cgroups(process.pid, proc_root))
         dedicated = (relative is not None and relative not in _SHARED_CGROUPS
@@ -173,7 +173,11 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
     capacity_millicores = (os.cpu_count() or 1) * 1000
     layout = _cgroup.discover_layout(options.get('cgroup_root'), proc_root)
 
-    kubelet, current = _kubelet_settings(options, proc_root, not_found)
+    # One pass over /proc finds the kubelet and the container runtime: it is most of the cost of a run.
+    names = tuple(options.get('kubelet_process_names') or _kubelet_process.DEFAULT_KUBELET_NAMES) \
+        + tuple(options.get('runtime_process_names') or _kubelet_process.DEFAULT_RUNTIME_NAMES)
+    found = _kubelet_process.find_processes(names, proc_root)
+    kubelet, current = _kubelet_settings(options, proc_root, not_found, found)
     driver_hint = (current or {}).get('cgroup_driver')
     driver, kubepods = _cgroup.find_kubepods(layout, options.get('kubepods_cgroup'), driver_hint)
     if kubepods is None:
@@ -187,9 +191,7 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
     if _cgroup.cgroup_exists(layout, 'system.slice'):
         system_slice = _cgroup.memory_working_set(layout, 'system.slice')
 
-    names = tuple(options.get('kubelet_process_names') or _kubelet_process.DEFAULT_KUBELET_NAMES) \
-        + tuple(options.get('runtime_process_names') or _kubelet_process.DEFAULT_RUNTIME_NAMES)
-    components, component_cgroups, component_pids = _component_targets(layout, names, proc_root, kubepods)
+    components, component_cgroups, component_pids = _component_targets(layout, found, proc_root, kubepods)
     if not components:
         not_found.append('no kubelet or container runtime processes (%s): kubeReserved gets no '
                          'measured share, all non-pod memory goes to systemReserved' % ', '.join(names))

@@ -1,0 +1,136 @@
+"""What measuring a node costs: node_reservation_facts' work against reading the same kernel files.
+
+Usage: python benchmarks/facts_cost.py [--json] [--pods 10,110,1000] [--repeat N]
+
+For each pod count, creates that many real pod cgroups (v1, systemd layout) under kubepods.slice,
+then times, in the same run and alternating, (a) the collection's gathering with no CPU sampling
+wait (``_facts.gather``, sample_seconds 0, no history) and (b) a baseline that only reads the
+kernel files gathering reads (mountinfo, meminfo, stat, the kubepods and system.slice files, every
+/proc/<pid>/cmdline once). Reports the median ratio a/b and the peak RSS of a fresh process that
+imports the collection and gathers once, and the same for the sampler (one timer run).
+Needs root and cgroup v1 (as the integration tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, '.build'))
+sys.path.insert(0, os.path.join(ROOT, 'tests'))
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts  # noqa: E402
+from helpers import cgroups_v1  # noqa: E402
+
+
+def baseline():
+    """Read, once each, the kernel files gathering reads: nothing parsed beyond what reading needs."""
+    paths = ['/proc/self/mountinfo', '/proc/meminfo', '/proc/stat', '/proc/stat']
+    for controller, names in (('memory', ('memory.usage_in_bytes', 'memory.stat')), ('cpuacct', ('cpuacct.usage',))):
+        for group in ('kubepods.slice', 'system.slice'):
+            for name in names:
+                path = os.path.join('/sys/fs/cgroup', controller, group, name)
+                if os.path.exists(path):
+                    paths.append(path)
+    for path in paths:
+        with open(path, 'rb') as handle:
+            handle.read()
+    for pid in os.listdir('/proc'):
+        if pid.isdigit():
+            try:
+                with open('/proc/%s/cmdline' % pid, 'rb') as handle:
+                    handle.read()
+            except OSError:
+                pass
+
+
+def gather():
+    _facts.gather({'sample_seconds': 0, 'history': False}, sleep=lambda _s: None)
+
+
+def timed(function, repeat):
+    samples = []
+    for _index in range(repeat):
+        start = time.perf_counter()
+        function()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def peak_rss_kib(code):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, '-c', code], check=True, env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, '.build')))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_maxrss, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def measure(pod_counts, repeat):
+    results = []
+    for pods in pod_counts:
+        tree = cgroups_v1.CgroupTree()
+        try:
+            tree.make('system.slice')
+            for index in range(pods):
+                tree.make('kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod%05d.slice' % index)
+            gather()  # warm caches and imports for both sides
+            baseline()
+            gather_seconds, baseline_seconds = [], []
+            for _round in range(5):
+                gather_seconds.append(timed(gather, repeat))
+                baseline_seconds.append(timed(baseline, repeat))
+            rss_kib, cpu_seconds = peak_rss_kib(
+                'from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts; '
+                '_facts.gather({"sample_seconds": 0, "history": False})')
+        finally:
+            tree.cleanup()
+        results.append({'pods': pods, 'gather_ms': round(statistics.median(gather_seconds) * 1000, 3),
+                        'baseline_ms': round(statistics.median(baseline_seconds) * 1000, 3),
+                        'ratio': round(statistics.median(gather_seconds) / statistics.median(baseline_seconds), 2),
+                        'peak_rss_mib': round(rss_kib / 1024.0, 1), 'process_cpu_seconds': round(cpu_seconds, 3)})
+    return results
+
+
+def sampler_cost(tmp_history):
+    script = os.path.join(ROOT, 'roles', 'reservations', 'files', 'nodealloc-sampler.py')
+    code = ('import runpy, sys; sys.argv = [%r, %r, "0"]; runpy.run_path(%r, run_name="__main__")'
+            % (script, tmp_history, script))
+    try:
+        rss_kib, cpu_seconds = peak_rss_kib(code)
+    except subprocess.CalledProcessError:
+        rss_kib, cpu_seconds = 0, 0.0
+    return {'peak_rss_mib': round(rss_kib / 1024.0, 1), 'cpu_seconds_per_run': round(cpu_seconds, 3)}
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--json', action='store_true')
+    parser.add_argument('--pods', default='10,110,1000')
+    parser.add_argument('--repeat', type=int, default=20)
+    args = parser.parse_args(argv)
+    if not cgroups_v1.v1_available():
+        print(json.dumps({'name': 'facts_cost', 'skipped': 'needs root and cgroup v1'}))
+        return 0
+    rows = measure([int(p) for p in args.pods.split(',')], args.repeat)
+    result = {'name': 'facts_cost', 'ratio': max(r['ratio'] for r in rows), 'target': 2.0, 'rows': rows,
+              'peak_rss_mib': max(r['peak_rss_mib'] for r in rows), 'rss_target_mib': 50,
+              'sampler': sampler_cost('/tmp/nodealloc-bench-history.jsonl')}
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print('pods  gather ms  baseline ms  ratio  peak RSS MiB')
+        for row in rows:
+            print('%4d  %9.3f  %11.3f  %5.2f  %12.1f' % (row['pods'], row['gather_ms'], row['baseline_ms'],
+                                                        row['ratio'], row['peak_rss_mib']))
+        print('sampler: %(peak_rss_mib).1f MiB peak RSS, %(cpu_seconds_per_run).3f s CPU per run' % result['sampler'])
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
