@@ -33,3 +33,7 @@ POLICY_OPTIONS = dict(
     floor_policy=dict(type='str', default='none', choices=['none', 'gke', 'aks', 'aks-legacy', 'eks', 'openshift']),
     max_pods=dict(type='int'),
 )
+
+OUTPUT_OPTIONS = dict(
+    textfile_path=dict(type='path'),
+)

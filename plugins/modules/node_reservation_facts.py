@@ -30,6 +30,13 @@ options:
       - How long to sample CPU use. Longer samples smooth out bursts.
     type: float
     default: 5
+  textfile_path:
+    description:
+      - Also write the figures as Prometheus metrics (C(nodealloc_*)) to this file, for node_exporter's textfile
+        collector (for example C(/var/lib/node_exporter/textfile_collector/nodealloc.prom)). Written atomically,
+        so the collector never reads half a file; not written in check mode.
+    type: path
+    version_added: 0.1.0
 notes:
   - Reading a YAML kubelet configuration needs PyYAML on the node; a JSON configuration needs only Python 3.
   - C(/proc/meminfo) describes the whole machine; inside a container it is the host's.
@@ -182,19 +189,22 @@ not_found:
   elements: str
 '''
 
+import time
+
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts, _file_io, _metrics
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import (
     MissingLibraryError, NodeallocError)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import (
-    KUBELET_OPTIONS, POLICY_OPTIONS)
+    KUBELET_OPTIONS, OUTPUT_OPTIONS, POLICY_OPTIONS)
 
 
 def main():
     argument_spec = dict(sample_seconds=dict(type='float', default=5))
     argument_spec.update(KUBELET_OPTIONS)
     argument_spec.update(POLICY_OPTIONS)
+    argument_spec.update(OUTPUT_OPTIONS)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     if module.params['sample_seconds'] < 0:
         module.fail_json(msg='sample_seconds must be 0 or more, got %s' % module.params['sample_seconds'])
@@ -204,6 +214,11 @@ def main():
         module.fail_json(msg=missing_required_lib(exc.library, reason=exc.reason))
     except (NodeallocError, ValueError) as exc:
         module.fail_json(msg=str(exc))
+    if module.params['textfile_path'] and not module.check_mode:
+        try:
+            _file_io.write_atomic(module.params['textfile_path'], _metrics.render(facts, time.time()), mode=0o644)
+        except NodeallocError as exc:
+            module.fail_json(msg=str(exc))
     module.exit_json(changed=False, **facts)
 
 
