@@ -5,7 +5,7 @@ BIN := $(CURDIR)/$(VENV)/bin
 COLLECTION := $(CURDIR)/.build/ansible_collections/nodealloc/kubelet
 # Debian packages the test suite uses (installed only where missing): the multi-node tests boot
 # debootstrap trees with systemd-nspawn in network namespaces and reach them over SSH.
-TEST_DEBS ?= systemd-container debootstrap openssh-client iproute2 prometheus
+TEST_DEBS ?= systemd-container debootstrap openssh-client iproute2 prometheus chromium
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.build
 export PATH := $(BIN):$(PATH)

@@ -9,7 +9,8 @@ short_description: Build the fleet reservation report from node_reservation_fact
 version_added: 0.1.0
 description:
   - Takes a mapping of host name to the registered result of M(nodealloc.kubelet.node_reservation_facts)
-    and returns the report as a dictionary with C(data) (the JSON document), C(json), C(markdown) and C(text).
+    and returns the report as a dictionary with C(data) (the JSON document), C(json), C(markdown), C(text) and
+    C(html) (a self-contained page with a chart per node).
   - Nodes are sorted by risk, closest to a global OOM first.
 author:
   - nodealloc.kubelet developers (@nodealloc)
@@ -30,7 +31,7 @@ EXAMPLES = r'''
 
 RETURN = r'''
 _value:
-  description: The report as C(data), C(json), C(markdown) and C(text).
+  description: The report as C(data), C(json), C(markdown), C(text) and C(html).
   type: dict
 '''
 
@@ -45,7 +46,7 @@ def reservation_report(results):
                                  % type(results).__name__)
     data = _report.build_report(dict(results))
     return {'data': data, 'json': _report.render_json(data), 'markdown': _report.render_markdown(data),
-            'text': _report.render_text(data)}
+            'text': _report.render_text(data), 'html': _report.render_html(data)}
 
 
 class FilterModule:

@@ -162,8 +162,22 @@ def _record_and_read_history(options, measured, meminfo, kubepods_memory, cpu):
         basis['non_pod_millicores'] = max(basis['non_pod_millicores'], recent_peak_cpu)
         basis['stabilized'] = True
     basis['stabilization_seconds'] = stabilization
-    result.update(samples=basis['samples'], span_seconds=basis['span_seconds'], basis=basis)
+    result.update(samples=basis['samples'], span_seconds=basis['span_seconds'], basis=basis,
+                  series=_downsample(samples, 120))
     return result
+
+
+def _downsample(samples, points):
+    """At most ``points`` [t, non_pod_bytes] pairs for a chart, keeping each bucket's peak."""
+    if len(samples) <= points:
+        return [[s['t'], s['non_pod_bytes']] for s in samples]
+    size = len(samples) / float(points)
+    series = []
+    for index in range(points):
+        bucket = samples[int(index * size):int((index + 1) * size)] or [samples[-1]]
+        peak = max(bucket, key=lambda s: s['non_pod_bytes'])
+        series.append([peak['t'], peak['non_pod_bytes']])
+    return series
 
 
 def gather(options, proc_root='/proc', sleep=time.sleep):

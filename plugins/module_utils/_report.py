@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 import json
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _node_allocatable, _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _node_allocatable, _quantity, _report_html
 
 SCHEMA_VERSION = 1
 MIB = 1024 * 1024
@@ -62,6 +62,12 @@ def _node(host, result):
         'kubelet_config': (result.get('kubelet') or {}).get('config_path'),
         'not_found': result.get('not_found') or [],
         'explanation': recommendation['explanation'],
+        'decision': (result.get('decision') or {}).get('action'),
+        'history': {k: (result.get('history') or {}).get(k) for k in ('samples', 'span_seconds', 'series')},
+        'recommended_reserved_memory_bytes': recommendation['reserved_memory_bytes'],
+        'formulas': {name: {'reserved_memory_bytes': f['reserved_memory_bytes'],
+                            'reserved_millicores': f['reserved_millicores']}
+                     for name, f in (result.get('formulas') or {}).items()},
     }
 
 
@@ -94,6 +100,10 @@ def _rows(node):
          node['recommended']['system_reserved']['cpu']),
         ('allocatable (recommended)', node['allocatable']['memory'], node['allocatable']['cpu']),
     ]
+    for name, formula in sorted((node.get('formulas') or {}).items()):
+        rows.append(('%s formula (total reserved)' % name,
+                     _quantity.format_memory(-(-formula['reserved_memory_bytes'] // MIB) * MIB),
+                     _quantity.format_cpu(formula['reserved_millicores'])))
     return rows
 
 
@@ -143,6 +153,10 @@ def render_markdown(report):
         out.extend(node['explanation'])
         out.extend(['```', '', '</details>', ''])
     return '\n'.join(out)
+
+
+def render_html(report):
+    return _report_html.render_html(report, _rows)
 
 
 def render_json(report):

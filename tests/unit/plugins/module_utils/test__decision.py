@@ -39,3 +39,14 @@ def test_no_current_reservations_means_increase_with_reasons():
 def test_thresholds_are_options():
     settings = {'change_threshold_percent': 1, 'change_threshold_min_bytes': 0}
     assert decide(CURRENT, rec(2048 + 100, 200), settings)['action'] == 'increase'
+
+
+def test_a_decrease_waits_for_the_stabilization_window():
+    lower = rec(1024, 200)
+    short = {'span_seconds': 3600, 'stabilization_seconds': 86400}
+    long_enough = {'span_seconds': 2 * 86400, 'stabilization_seconds': 86400}
+    deferred = decide(CURRENT, lower, None, short)
+    assert deferred['action'] == 'keep' and any('deferred' in r for r in deferred['reasons'])
+    assert decide(CURRENT, lower, None, long_enough)['action'] == 'decrease'
+    # Increases never wait.
+    assert decide(CURRENT, rec(4096, 200), None, short)['action'] == 'increase'
