@@ -43,6 +43,14 @@ step "pytest: unit, real-kernel integration, multi-node rollout scenarios" \
 step "molecule test (rollout scenario on three nodes)" molecule test -s rollout
 step "ansible-test sanity" sanity
 step "ansible-doc" ansible_doc_renders
+benchmarks() {
+  # Run, not timed: small sizes, each prints its --json line. Figures for the docs come from full runs.
+  python benchmarks/facts_cost.py --json --pods 10,110 --repeat 5 \
+    && python benchmarks/quality.py --json --days 2 --live-seconds 10 | python -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({k: d[k] for k in ("traces", "policies")}))' \
+    && python benchmarks/rollout.py --json --nodes 3
+}
+
+step "benchmarks (small sizes)" benchmarks
 lint_targets=(playbooks)
 [[ -d roles ]] && lint_targets+=(roles)
 [[ -d extensions ]] && lint_targets+=(extensions)
