@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _eviction, _file_io, _kubelet_config_edit as edit, _kubelet_config_file as files,
+    _file_io, _kubelet_config_edit as edit, _kubelet_config_file as files,
     _kubelet_config_rules as rules, _node_allocatable)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ConfigError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._json_merge_patch import merge_patch
@@ -28,11 +28,7 @@ def _effective(main_config, drop_ins):
 def _allocatable(config, capacity_memory_bytes, capacity_millicores):
     if capacity_memory_bytes is None:
         return None
-    eviction_hard = config.get('evictionHard')
-    derived = _node_allocatable.compute(
-        capacity_memory_bytes, capacity_millicores, config.get('kubeReserved'), config.get('systemReserved'),
-        eviction_hard if eviction_hard is not None else _eviction.DEFAULT_EVICTION_HARD,
-        config.get('enforceNodeAllocatable') if config.get('enforceNodeAllocatable') is not None else ['pods'])
+    derived = _node_allocatable.compute_for_config(config, capacity_memory_bytes, capacity_millicores)
     result = _node_allocatable.as_quantities(derived)
     result['kubepods_memory_limit_bytes'] = derived['kubepods_memory_limit_bytes']
     return result

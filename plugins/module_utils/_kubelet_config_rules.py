@@ -164,10 +164,7 @@ def validate(config, capacity_memory_bytes=None, capacity_millicores=None,
     if capacity_memory_bytes is None or capacity_millicores is None:
         return checked
 
-    derived = _node_allocatable.compute(
-        capacity_memory_bytes, capacity_millicores, config.get('kubeReserved'), config.get('systemReserved'),
-        config.get('evictionHard') if config.get('evictionHard') is not None else _eviction.DEFAULT_EVICTION_HARD,
-        config.get('enforceNodeAllocatable') if config.get('enforceNodeAllocatable') is not None else ['pods'])
+    derived = _node_allocatable.compute_for_config(config, capacity_memory_bytes, capacity_millicores)
     if derived['reservation_exceeds_capacity']['memory']:
         raise ValidationError('reservation-within-capacity', 'kubeReserved.memory + systemReserved.memory',
                               'reserve %d bytes with hard eviction %d bytes, above memory capacity %d'

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _quantity
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import (
-    hard_eviction_memory_bytes)
+    DEFAULT_EVICTION_HARD, hard_eviction_memory_bytes)
 
 MIN_SHARES = 2
 MAX_SHARES = 262144
@@ -75,6 +75,20 @@ def compute(capacity_memory_bytes, capacity_millicores, kube_reserved, system_re
             'cpu': kube_cpu + system_cpu > capacity_millicores,
         },
     }
+
+
+def compute_for_config(config, capacity_memory_bytes, capacity_millicores):
+    """``compute`` for a KubeletConfiguration dict, with the kubelet's defaults for what it leaves out.
+
+    No ``evictionHard`` means the Linux default (pkg/kubelet/eviction/defaults_linux.go); no
+    ``enforceNodeAllocatable`` means ``[pods]`` (the v1beta1 default).
+    """
+    eviction_hard = config.get('evictionHard')
+    enforce = config.get('enforceNodeAllocatable')
+    return compute(capacity_memory_bytes, capacity_millicores, config.get('kubeReserved'),
+                   config.get('systemReserved'),
+                   eviction_hard if eviction_hard is not None else DEFAULT_EVICTION_HARD,
+                   enforce if enforce is not None else ['pods'])
 
 
 def as_quantities(result):

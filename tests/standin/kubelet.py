@@ -63,7 +63,7 @@ import time
 import yaml
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cgroup, _eviction, _kubelet_config_file, _kubelet_config_rules, _node_allocatable, _procfs)
+    _cgroup, _kubelet_config_file, _kubelet_config_rules, _node_allocatable, _procfs)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._json_merge_patch import merge_patch
 
 LOG_PATH = os.environ.get('STANDIN_LOG', '/var/log/kubelet-standin.log')
@@ -158,11 +158,7 @@ def move_self_into(layout, relative):
 
 
 def kubepods_settings(config, capacity_memory, capacity_millicores):
-    eviction_hard = config.get('evictionHard')
-    derived = _node_allocatable.compute(
-        capacity_memory, capacity_millicores, config.get('kubeReserved'), config.get('systemReserved'),
-        eviction_hard if eviction_hard is not None else _eviction.DEFAULT_EVICTION_HARD,
-        config.get('enforceNodeAllocatable') if config.get('enforceNodeAllocatable') is not None else ['pods'])
+    derived = _node_allocatable.compute_for_config(config, capacity_memory, capacity_millicores)
     return derived['kubepods_memory_limit_bytes'], derived['kubepods_cpu_shares']
 
 
