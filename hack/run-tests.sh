@@ -30,6 +30,12 @@ sanity() {
           --skip-test shellcheck 2>&1 | grep -v -E "^WARNING: Location 'file:///|^(Collecting|Downloading|Installing|Successfully|Requirement|Using cached|Looking in|Processing) |━")
 }
 
+units() {
+  # The unit tests again, the way ansible-test runs them (its own pytest, collection import paths).
+  (cd "$collection" && ansible-test units --python "$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" --local \
+     2>&1 | grep -v -E "^WARNING: Location 'file:///|^(Collecting|Downloading|Installing|Successfully|Requirement|Using cached|Looking in|Processing) |━")
+}
+
 ansible_doc_renders() {
   local plugin
   for plugin in nodealloc.kubelet.node_reservation_facts nodealloc.kubelet.kubelet_config; do
@@ -42,6 +48,7 @@ step "pytest: unit, real-kernel integration, multi-node rollout scenarios" \
   python -m pytest -p no:cacheprovider -q -rs tests/unit tests/integration tests/scenarios
 step "molecule test (rollout scenario on three nodes)" molecule test -s rollout
 step "ansible-test sanity" sanity
+step "ansible-test units" units
 step "ansible-doc" ansible_doc_renders
 benchmarks() {
   # Run, not timed: small sizes, each prints its --json line. Figures for the docs come from full runs.

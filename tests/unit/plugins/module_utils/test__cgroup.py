@@ -1,4 +1,4 @@
-"""cgroup layout discovery and reading; v2 against trees from tests/fixtures/cgroup_v2.py."""
+"""cgroup layout discovery and reading; v2 against trees from tests/unit/fixtures/cgroup_v2.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cgroup
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import LayoutError, MeasurementError
-from fixtures import cgroup_v2
+from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
 
 # This build machine's /proc/self/mountinfo (Debian 12 guest, hybrid: v1 controllers + empty cgroup2).
 HYBRID_MOUNTINFO = """31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755

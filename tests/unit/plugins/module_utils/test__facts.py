@@ -1,4 +1,4 @@
-"""gather() on a cgroup v2 node, reproduced as a file tree (see tests/fixtures/cgroup_v2.py)."""
+"""gather() on a cgroup v2 node, reproduced as a file tree (see tests/unit/fixtures/cgroup_v2.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ConfigError
-from fixtures import cgroup_v2
+from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
 
 MIB = 1024 * 1024
 
