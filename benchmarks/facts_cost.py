@@ -126,8 +126,8 @@ def main(argv):
     else:
         print('pods  gather ms  baseline ms  ratio  peak RSS MiB')
         for row in rows:
-            print('%4d  %9.3f  %11.3f  %5.2f  %12.1f' % (row['pods'], row['gather_ms'], row['baseline_ms'],
-                                                        row['ratio'], row['peak_rss_mib']))
+            print('%4d  %9.3f  %11.3f  %5.2f  %12.1f'
+                  % (row['pods'], row['gather_ms'], row['baseline_ms'], row['ratio'], row['peak_rss_mib']))
         print('sampler: %(peak_rss_mib).1f MiB peak RSS, %(cpu_seconds_per_run).3f s CPU per run' % result['sampler'])
     return 0
 

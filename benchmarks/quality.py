@@ -134,8 +134,7 @@ def replay_measured(trace):
                     'capacity_millicores': trace['cpus'] * 1000, 'non_pod_millicores': sample['non_pod_millicores'],
                     'kube_components_millicores': 0}
         recommendation = _recommend.recommend(measured, None, None, basis, {})
-        state = None if current is None else {'kube_reserved': current['kube_reserved'],
-                                                'system_reserved': current['system_reserved']}
+        state = None if current is None else dict(current)
         if current is None or _decision.decide(state, recommendation, None, basis)['action'] != 'keep':
             if current is not None:
                 changes += 1
@@ -210,10 +209,9 @@ def markdown(result):
     lines = ['| policy | exposure samples | beyond eviction | waste (GiB·h) | changes | max changes/day |',
              '|---|---:|---:|---:|---:|---:|']
     for name, entry in result['policies'].items():
-        lines.append('| %s | %d | %d | %.1f | %d | %.2f |' % (name, entry['exposure_samples'],
-                                                            entry['exposure_beyond_eviction_samples'],
-                                                            entry['waste_gib_hours'], entry['changes'],
-                                                            entry['max_changes_per_day']))
+        lines.append('| %s | %d | %d | %.1f | %d | %.2f |'
+                     % (name, entry['exposure_samples'], entry['exposure_beyond_eviction_samples'],
+                        entry['waste_gib_hours'], entry['changes'], entry['max_changes_per_day']))
     return '\n'.join(lines)
 
 

@@ -54,7 +54,7 @@ def _split(total, part, whole, step):
     return share, total - share
 
 
-def _apply_bounds(reserved_memory, reserved_cpu, capacity_bytes, options, floor, lines):
+def _apply_bounds(reserved_memory, reserved_cpu, capacity_bytes, capacity_millicores, options, floor, lines):
     """Floors (min_reserved, floor_policy) and the ceiling (max_reserved_fraction of capacity)."""
     minimum = _quantity.quantity_value(_quantity.parse_quantity(str(options['min_reserved'])))
     if floor is not None:
@@ -73,6 +73,13 @@ def _apply_bounds(reserved_memory, reserved_cpu, capacity_bytes, options, floor,
                      'needs more than that outside its pods' % (options['max_reserved_fraction'],
                                                                 describe_bytes(ceiling)))
         reserved_memory = ceiling
+    # CPU too: a busy node (or a sample taken during a burst) must not reserve more than it has,
+    # which the kubelet would refuse to start with.
+    cpu_ceiling = int(capacity_millicores * options['max_reserved_fraction'])
+    if reserved_cpu > cpu_ceiling:
+        lines.append('WARNING: reserved CPU capped at max_reserved_fraction %.2f of capacity = %dm'
+                     % (options['max_reserved_fraction'], cpu_ceiling))
+        reserved_cpu = cpu_ceiling
     return reserved_memory, reserved_cpu
 
 
@@ -154,7 +161,7 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
         kube_cpu, system_cpu = chosen['kube_reserved_millicores'], chosen['system_reserved_millicores']
         mem_needed, cpu_needed = kube_mem + system_mem, kube_cpu + system_cpu
     else:
-        mem_needed, cpu_needed = _apply_bounds(mem_needed, cpu_needed, total, options, floor, lines)
+        mem_needed, cpu_needed = _apply_bounds(mem_needed, cpu_needed, total, capacity_m, options, floor, lines)
         # Split by the kubelet and runtime's share of non-pod use now.
         kube_ws = measured.get('kube_components_working_set_bytes') or 0
         kube_mem, system_mem = _split(mem_needed, kube_ws, non_pod_now, MIB)

@@ -36,10 +36,10 @@ def _chart(node):
         y = 5 + index * (BAR_HEIGHT + 6)
         width = max(1, int(WIDTH * value / scale))
         parts.append('<text x="0" y="%d" font-size="12">%s</text>' % (y + 13, html.escape(label)))
-        parts.append('<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>' % (LABEL_WIDTH, y, width, BAR_HEIGHT,
-                                                                             colour))
-        parts.append('<text x="%d" y="%d" font-size="12">%.0f MiB</text>' % (LABEL_WIDTH + width + 4, y + 13,
-                                                                           value / MIB))
+        parts.append('<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>'
+                     % (LABEL_WIDTH, y, width, BAR_HEIGHT, colour))
+        parts.append('<text x="%d" y="%d" font-size="12">%.0f MiB</text>'
+                     % (LABEL_WIDTH + width + 4, y + 13, value / MIB))
     parts.append('</svg>')
     return ''.join(parts)
 
@@ -78,8 +78,8 @@ def render_html(report, rows):
         out.append(_sparkline((node.get('history') or {}).get('series') or []))
         out.append('<table><tr><th></th><th>memory</th><th>cpu</th></tr>')
         for label, memory, cpu in rows(node):
-            out.append('<tr><td>%s</td><td>%s</td><td>%s</td></tr>' % tuple(html.escape(str(v))
-                                                                       for v in (label, memory, cpu)))
+            cells = tuple(html.escape(str(v)) for v in (label, memory, cpu))
+            out.append('<tr><td>%s</td><td>%s</td><td>%s</td></tr>' % cells)
         out.append('</table>')
         for line in node['not_found']:
             out.append('<p class="muted">not found: %s</p>' % html.escape(line))

@@ -103,3 +103,9 @@ def test_floor_policy_and_formula_policy():
     assert floored['reserved_memory_bytes'] >= formulas.gke(10 * GI, 4)['reserved_memory_bytes']
     eks = settled(measured(), policy='eks')
     assert total_memory(eks) == -(-formulas.eks(10 * GI, 4)['reserved_memory_bytes'] // MI) * MI
+
+
+def test_cpu_is_capped_too():
+    busy = settled(measured(non_pod_millicores=3900, capacity_millicores=4000))
+    assert busy['reserved_millicores'] == 2000
+    assert any('reserved CPU capped' in line for line in busy['explanation'])
