@@ -41,7 +41,8 @@ ansible_doc_renders() {
   for plugin in nodealloc.kubelet.node_reservation_facts nodealloc.kubelet.kubelet_config; do
     ansible-doc -t module "$plugin" >/dev/null || return 1
   done
-  ansible-doc -t filter nodealloc.kubelet.reservation_report >/dev/null
+  ansible-doc -t filter nodealloc.kubelet.reservation_report >/dev/null || return 1
+  ansible-doc -t role nodealloc.kubelet.reservations >/dev/null
 }
 
 step "pytest: unit, real-kernel integration, multi-node rollout scenarios" \
