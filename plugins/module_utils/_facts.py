@@ -223,6 +223,7 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
         'kubepods_working_set_bytes': kubepods_memory['working_set_bytes'],
         'kube_components_working_set_bytes': kube_components_ws,
         'capacity_millicores': capacity_millicores,
+        'hugepages_bytes': _procfs.read_hugepages_bytes(),
         'non_pod_millicores': cpu['non_pod_millicores'],
         'kube_components_millicores': cpu['kube_components_millicores'],
     }

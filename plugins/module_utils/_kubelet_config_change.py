@@ -25,17 +25,18 @@ def _effective(main_config, drop_ins):
     return merged
 
 
-def _allocatable(config, capacity_memory_bytes, capacity_millicores):
+def _allocatable(config, capacity_memory_bytes, capacity_millicores, hugepages_bytes=0):
     if capacity_memory_bytes is None:
         return None
-    derived = _node_allocatable.compute_for_config(config, capacity_memory_bytes, capacity_millicores)
+    derived = _node_allocatable.compute_for_config(config, capacity_memory_bytes, capacity_millicores,
+                                                   hugepages_bytes)
     result = _node_allocatable.as_quantities(derived)
     result['kubepods_memory_limit_bytes'] = derived['kubepods_memory_limit_bytes']
     return result
 
 
 def plan(params, capacity_memory_bytes=None, capacity_millicores=None, kubepods_working_set_bytes=None,
-         kubepods_margin_bytes=0):
+         kubepods_margin_bytes=0, hugepages_bytes=0):
     """Decide what to write. ``params`` are the module's parameters.
 
     Returns a dict: changed, target (path), action ('write'|'remove'|None), text (new content),
@@ -98,13 +99,13 @@ def plan(params, capacity_memory_bytes=None, capacity_millicores=None, kubepods_
                                       'that it sorts last (drop_in_name)' % edit.FIELDS[option][0])
 
     result['validation'] = rules.validate(after, capacity_memory_bytes, capacity_millicores,
-                                          kubepods_working_set_bytes, kubepods_margin_bytes)
+                                          kubepods_working_set_bytes, kubepods_margin_bytes, hugepages_bytes)
     result['changed'] = result['action'] is not None
     result['changed_fields'] = changed_fields
     result['previous'] = edit.reservations(before)
     result['new'] = edit.reservations(after)
-    result['allocatable_before'] = _allocatable(before, capacity_memory_bytes, capacity_millicores)
-    result['allocatable_after'] = _allocatable(after, capacity_memory_bytes, capacity_millicores)
+    result['allocatable_before'] = _allocatable(before, capacity_memory_bytes, capacity_millicores, hugepages_bytes)
+    result['allocatable_after'] = _allocatable(after, capacity_memory_bytes, capacity_millicores, hugepages_bytes)
     return result
 
 

@@ -148,7 +148,7 @@ def _check_enforcement(config):
 
 
 def validate(config, capacity_memory_bytes=None, capacity_millicores=None,
-             kubepods_working_set_bytes=None, kubepods_margin_bytes=0):
+             kubepods_working_set_bytes=None, kubepods_margin_bytes=0, hugepages_bytes=0):
     """Check ``config`` (the effective KubeletConfiguration as a dict); returns the rules checked.
 
     Raises ValidationError for the first rule that fails.
@@ -164,7 +164,8 @@ def validate(config, capacity_memory_bytes=None, capacity_millicores=None,
     if capacity_memory_bytes is None or capacity_millicores is None:
         return checked
 
-    derived = _node_allocatable.compute_for_config(config, capacity_memory_bytes, capacity_millicores)
+    derived = _node_allocatable.compute_for_config(config, capacity_memory_bytes, capacity_millicores,
+                                                   hugepages_bytes)
     if derived['reservation_exceeds_capacity']['memory']:
         raise ValidationError('reservation-within-capacity', 'kubeReserved.memory + systemReserved.memory',
                               'reserve %d bytes with hard eviction %d bytes, above memory capacity %d'

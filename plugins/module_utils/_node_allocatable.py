@@ -43,8 +43,13 @@ def reserved_amount(reserved, resource, scale):
 
 
 def compute(capacity_memory_bytes, capacity_millicores, kube_reserved, system_reserved,
-            eviction_hard, enforce_node_allocatable=('pods',)):
-    """Everything the kubelet derives from one set of reservations, as integers."""
+            eviction_hard, enforce_node_allocatable=('pods',), hugepages_bytes=0):
+    """Everything the kubelet derives from one set of reservations, as integers.
+
+    Pre-allocated huge pages are part of MemTotal but not available to pods as memory: the kubelet
+    takes them out of allocatable memory (pkg/kubelet/nodestatus/setters.go, MachineInfo) and out of
+    the kubepods limit (getNodeAllocatableAbsoluteImpl).
+    """
     kube_memory = reserved_amount(kube_reserved, 'memory', 0)
     system_memory = reserved_amount(system_reserved, 'memory', 0)
     kube_cpu = reserved_amount(kube_reserved, 'cpu', -3)
@@ -52,7 +57,7 @@ def compute(capacity_memory_bytes, capacity_millicores, kube_reserved, system_re
     eviction_memory = hard_eviction_memory_bytes(eviction_hard, capacity_memory_bytes)
 
     enforce_pods = 'pods' in (enforce_node_allocatable or ())
-    limit_memory = max(0, capacity_memory_bytes - kube_memory - system_memory)
+    limit_memory = max(0, capacity_memory_bytes - kube_memory - system_memory - hugepages_bytes)
     limit_cpu = max(0, capacity_millicores - kube_cpu - system_cpu)
     if not enforce_pods:
         limit_memory, limit_cpu = capacity_memory_bytes, capacity_millicores
@@ -65,7 +70,8 @@ def compute(capacity_memory_bytes, capacity_millicores, kube_reserved, system_re
         'system_reserved_millicores': system_cpu,
         'eviction_hard_memory_bytes': eviction_memory,
         'allocatable_memory_bytes': max(0, capacity_memory_bytes - kube_memory - system_memory
-                                        - eviction_memory),
+                                        - eviction_memory - hugepages_bytes),
+        'hugepages_bytes': hugepages_bytes,
         'allocatable_millicores': max(0, capacity_millicores - kube_cpu - system_cpu),
         'kubepods_memory_limit_bytes': limit_memory,
         'kubepods_cpu_shares': milli_cpu_to_shares(limit_cpu),
@@ -77,7 +83,7 @@ def compute(capacity_memory_bytes, capacity_millicores, kube_reserved, system_re
     }
 
 
-def compute_for_config(config, capacity_memory_bytes, capacity_millicores):
+def compute_for_config(config, capacity_memory_bytes, capacity_millicores, hugepages_bytes=0):
     """``compute`` for a KubeletConfiguration dict, with the kubelet's defaults for what it leaves out.
 
     No ``evictionHard`` means the Linux default (pkg/kubelet/eviction/defaults_linux.go); no
@@ -88,7 +94,7 @@ def compute_for_config(config, capacity_memory_bytes, capacity_millicores):
     return compute(capacity_memory_bytes, capacity_millicores, config.get('kubeReserved'),
                    config.get('systemReserved'),
                    eviction_hard if eviction_hard is not None else DEFAULT_EVICTION_HARD,
-                   enforce if enforce is not None else ['pods'])
+                   enforce if enforce is not None else ['pods'], hugepages_bytes)
 
 
 def as_quantities(result):

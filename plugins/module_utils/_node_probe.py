@@ -21,6 +21,7 @@ def probe_node(params, proc_root='/proc'):
     result = {
         'capacity_memory_bytes': meminfo['MemTotal'],
         'capacity_millicores': (os.cpu_count() or 1) * 1000,
+        'hugepages_bytes': _procfs.read_hugepages_bytes(),
         'kubepods_working_set_bytes': None,
         'kubepods_margin_bytes': margin_bytes,
         'notes': [],

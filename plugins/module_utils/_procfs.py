@@ -137,3 +137,26 @@ def read_process_rss_bytes(pid, proc_root='/proc'):
     except (OSError, ValueError, IndexError):
         return None
     return 0
+
+
+def read_hugepages_bytes(sys_root='/sys'):
+    """Memory held as pre-allocated huge pages, every size: what cAdvisor reports as hugepages-<size>.
+
+    Sums nr_hugepages x page size under /sys/kernel/mm/hugepages (0 where the directory is absent).
+    """
+    base = os.path.join(sys_root, 'kernel', 'mm', 'hugepages')
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return 0
+    total = 0
+    for name in names:
+        if not (name.startswith('hugepages-') and name.endswith('kB')):
+            continue
+        try:
+            size_kib = int(name[len('hugepages-'):-2])
+            with open(os.path.join(base, name, 'nr_hugepages'), encoding='utf-8') as handle:
+                total += int(handle.read().strip()) * size_kib * _MEMINFO_UNIT_BYTES
+        except (OSError, ValueError):
+            continue
+    return total

@@ -183,8 +183,12 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     if eviction_hard is None:
         eviction_hard = DEFAULT_EVICTION_HARD
     enforce = current.get('enforce_node_allocatable') or ['pods']
+    hugepages = measured.get('hugepages_bytes') or 0
     derived = _node_allocatable.compute(total, capacity_m, kube_reserved, system_reserved,
-                                        eviction_hard, enforce)
+                                        eviction_hard, enforce, hugepages)
+    if hugepages:
+        lines.append('pre-allocated huge pages %s are taken out of allocatable memory and the kubepods limit, '
+                     'as the kubelet does' % describe_bytes(hugepages))
     lines.append('hard eviction memory.available = %s (from %s)'
                  % (describe_bytes(derived['eviction_hard_memory_bytes']),
                     'the kubelet config' if current.get('eviction_hard_source') == 'config'

@@ -158,7 +158,8 @@ def move_self_into(layout, relative):
 
 
 def kubepods_settings(config, capacity_memory, capacity_millicores):
-    derived = _node_allocatable.compute_for_config(config, capacity_memory, capacity_millicores)
+    derived = _node_allocatable.compute_for_config(config, capacity_memory, capacity_millicores,
+                                                   _procfs.read_hugepages_bytes())
     return derived['kubepods_memory_limit_bytes'], derived['kubepods_cpu_shares']
 
 

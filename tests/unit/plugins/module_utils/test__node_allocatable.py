@@ -42,3 +42,11 @@ def test_fractional_quantities_round_up():
     result = na.compute(GI, 1000, {'memory': '0.5', 'cpu': '0.0001'}, None, {})
     assert result['kube_reserved_memory_bytes'] == 1
     assert result['kube_reserved_millicores'] == 1
+
+
+def test_huge_pages_leave_allocatable_memory_and_the_kubepods_limit():
+    # 2 GiB of 2 MiB huge pages on a 32 GiB node: MemTotal counts them, pods cannot use them as memory.
+    plain = na.compute(32 * GI, 16000, {'memory': '1Gi'}, None, {'memory.available': '100Mi'})
+    huge = na.compute(32 * GI, 16000, {'memory': '1Gi'}, None, {'memory.available': '100Mi'}, hugepages_bytes=2 * GI)
+    assert plain['allocatable_memory_bytes'] - huge['allocatable_memory_bytes'] == 2 * GI
+    assert plain['kubepods_memory_limit_bytes'] - huge['kubepods_memory_limit_bytes'] == 2 * GI

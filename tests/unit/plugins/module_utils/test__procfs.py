@@ -66,3 +66,12 @@ def test_process_cpu_ticks_survive_parentheses_in_comm():
 def test_unreadable_file_names_the_path(tmp_path):
     with pytest.raises(MeasurementError, match=str(tmp_path / 'missing')):
         _procfs.read_text(str(tmp_path / 'missing'))
+
+
+def test_huge_pages_of_every_size_are_summed(tmp_path):
+    base = tmp_path / 'kernel' / 'mm' / 'hugepages'
+    for name, count in (('hugepages-2048kB', 512), ('hugepages-1048576kB', 2)):
+        (base / name).mkdir(parents=True)
+        (base / name / 'nr_hugepages').write_text('%d\n' % count)
+    assert _procfs.read_hugepages_bytes(str(tmp_path)) == 512 * 2 * 1024 * 1024 + 2 * 1024 ** 3
+    assert _procfs.read_hugepages_bytes(str(tmp_path / 'absent')) == 0
