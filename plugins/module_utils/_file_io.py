@@ -58,7 +58,9 @@ def write_atomic(path, content, mode=None, owner=None, group=None):
     current user for a new one).
     """
     data = content.encode('utf-8') if isinstance(content, str) else content
-    directory = os.path.dirname(os.path.abspath(path))
+    # A config reached through a symlink is replaced where it lives; the link stays a link.
+    path = os.path.realpath(path)
+    directory = os.path.dirname(path)
     try:
         existing = os.stat(path)
     except FileNotFoundError:

@@ -52,3 +52,13 @@ def test_lock_waits_then_fails_clearly(tmp_path):
         holder.stdout.close()
     with _file_io.directory_lock(str(tmp_path), timeout_seconds=0.5):
         pass
+
+
+def test_a_symlinked_file_is_replaced_where_it_lives(tmp_path):
+    real = tmp_path / 'real' / 'config.yaml'
+    real.parent.mkdir()
+    real.write_text('old\n')
+    link = tmp_path / 'config.yaml'
+    link.symlink_to(real)
+    _file_io.write_atomic(str(link), 'new\n')
+    assert link.is_symlink() and real.read_text() == 'new\n'
