@@ -56,6 +56,23 @@ TimeoutStopSec=5
 [Install]
 WantedBy=multi-user.target
 """
+API_PORT = 6443
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: nodealloc-test
+  cluster:
+    server: http://%s:%d
+contexts:
+- name: nodealloc-test
+  context:
+    cluster: nodealloc-test
+    user: nodealloc-test
+current-context: nodealloc-test
+users:
+- name: nodealloc-test
+  user: {}
+"""
 KUBELET_CONFIG = """apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 # As kubeadm writes it, shortened.
@@ -114,7 +131,7 @@ def write(path, text, mode=0o644):
     os.chmod(path, mode)
 
 
-def prepare_upper(upper, name, public_key):
+def prepare_upper(upper, name, public_key, host_ip):
     """Files that differ from the shared image: written into the node's own overlay layer."""
     write(os.path.join(upper, 'etc/hostname'), name + '\n')
     write(os.path.join(upper, 'root/.ssh/authorized_keys'), public_key, 0o600)
@@ -125,7 +142,8 @@ def prepare_upper(upper, name, public_key):
     os.symlink('/etc/systemd/system/kubelet.service', os.path.join(wants, 'kubelet.service'))
     write(os.path.join(upper, 'var/lib/kubelet/config.yaml'), KUBELET_CONFIG)
     os.makedirs(os.path.join(upper, 'etc/kubernetes/kubelet.conf.d'), exist_ok=True)
-    write(os.path.join(upper, 'etc/kubernetes/kubelet.conf'), '# no API server in these tests\n')
+    # The stand-in API server (tests/standin/apiserver.py) listens on the host end of this node's link.
+    write(os.path.join(upper, 'etc/kubernetes/kubelet.conf'), KUBECONFIG % (host_ip, API_PORT))
     standin = os.path.join(ROOT, 'tests', 'standin')
     shutil.copy(os.path.join(standin, 'kubelet.py'), _mkparent(upper, 'usr/bin/kubelet'))
     shutil.copy(os.path.join(standin, 'kubelet_config_v1beta1_fields.txt'),
@@ -194,7 +212,7 @@ def start_node(name, index, public_key, state_dir):
     upper, work, merged = (os.path.join(base, d) for d in ('upper', 'work', 'merged'))
     for directory in (upper, work, merged):
         os.makedirs(directory)
-    prepare_upper(upper, name, public_key)
+    prepare_upper(upper, name, public_key, node_addresses(index)[0])
     run('mount', '-t', 'overlay', 'overlay', '-o',
         'lowerdir=%s,upperdir=%s,workdir=%s' % (image, upper, work), merged)
     shutil.rmtree('/run/systemd/nspawn/propagate/' + name, ignore_errors=True)
@@ -343,6 +361,18 @@ def down(state_dir):
         except OSError:
             pass
     os.unlink(state_path)
+
+
+def start_apiserver(nodes, state_dir):
+    """The stand-in API server on loopback and the host end of every node's link; returns (process, kubeconfig)."""
+    addresses = ['127.0.0.1'] + [node_addresses(node['index'])[0] for node in nodes]
+    log = open(os.path.join(state_dir, 'apiserver.log'), 'w', encoding='utf-8')
+    process = subprocess.Popen([sys.executable, os.path.join(ROOT, 'tests', 'standin', 'apiserver.py'),
+                                str(API_PORT)] + addresses, stdout=log, stderr=subprocess.STDOUT)
+    wait_for_port('127.0.0.1', API_PORT, 15)
+    kubeconfig = os.path.join(state_dir, 'kubeconfig')
+    write(kubeconfig, KUBECONFIG % ('127.0.0.1', API_PORT), 0o600)
+    return process, kubeconfig
 
 
 def ssh(node, state_dir, command, check=True):

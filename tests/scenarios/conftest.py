@@ -22,9 +22,14 @@ def fleet(tmp_path_factory):
         pytest.skip('needs root, systemd-nspawn, debootstrap, ssh and ip (make test installs them)')
     state_dir = str(tmp_path_factory.mktemp('fleet'))
     inventory, nodes = testnodes.up(FLEET_SIZE, state_dir)
+    apiserver = None
     try:
-        yield {'inventory': inventory, 'nodes': nodes, 'state_dir': state_dir}
+        apiserver, kubeconfig = testnodes.start_apiserver(nodes, state_dir)
+        yield {'inventory': inventory, 'nodes': nodes, 'state_dir': state_dir, 'kubeconfig': kubeconfig}
     finally:
+        if apiserver is not None:
+            apiserver.terminate()
+            apiserver.wait(timeout=10)
         testnodes.down(state_dir)
 
 

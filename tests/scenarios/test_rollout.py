@@ -14,8 +14,11 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 import yaml
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._quantity import parse_quantity
 
 from nodes import testnodes
 
@@ -34,7 +37,8 @@ def apply(fleet, *extra, check=False, playbook='playbooks/apply.yml'):
     # running the test (tens of MiB per fork, a CPU burst as each play starts): thresholds of 256Mi
     # and 1500m keep that noise from looking like a change. The first run's changes are far larger.
     command = [os.path.join(BIN, 'ansible-playbook'), '-i', fleet['inventory'], playbook] + [
-        '-e%s=%s' % item for item in sorted(NOISE_TOLERANT.items())] + list(extra)
+        '-e%s=%s' % item for item in sorted(NOISE_TOLERANT.items())] + [
+        '-ereservations_kubeconfig=%s' % fleet['kubeconfig']] + list(extra)
     if check:
         command.append('--check')
     start = time.monotonic()
@@ -77,6 +81,15 @@ def test_happy_path_changes_every_node_once_in_order_never_two_at_once(fresh_fle
         starts = starts_since(node, mark)
         assert len(starts) == 1, (node['name'], starts)  # one restart each
         assert 'cpu' in starts[0]['system_reserved']  # running the new reservations
+    for node in nodes:  # the stand-in API server holds each Node Ready with the allocatable its kubelet reported
+        with urllib.request.urlopen('http://127.0.0.1:6443/api/v1/nodes/%s' % node['name']) as response:
+            status = json.load(response)['status']
+        assert [c['status'] for c in status['conditions'] if c['type'] == 'Ready'] == ['True']
+        with open(testnodes.node_path(node, '/var/lib/kubelet/config.yaml')) as handle:
+            config = yaml.safe_load(handle)
+        reserved = sum(parse_quantity(config[f]['memory']) for f in ('kubeReserved', 'systemReserved'))
+        assert parse_quantity(status['allocatable']['memory']) == (
+            parse_quantity(status['capacity']['memory']) - reserved - 100 * 1024 * 1024)  # default eviction
     windows = restart_windows(nodes, mark)
     assert [w[0] for w in windows] == [n['name'] for n in nodes]  # in inventory order
     for (_name, _stop, healthy), (_next, next_stop, _h) in zip(windows, windows[1:]):

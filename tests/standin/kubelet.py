@@ -33,6 +33,10 @@ depends on:
   ``cpu.weight``. A write the kernel refuses is retried, as the kubelet retries.
 * ``/healthz`` on ``healthzBindAddress:healthzPort`` (default 127.0.0.1:10248)
   answering ``ok`` (pkg/kubelet/server/server.go, healthz.InstallHandler).
+* Node status (pkg/kubelet/kubelet_node_status.go, nodestatus/setters.go): when ``--kubeconfig``
+  names an API server, ``status.capacity``, ``status.allocatable`` (capacity minus reservations
+  minus hard eviction minus huge pages) and the ``Ready`` condition (true once healthy) are PUT to
+  ``/api/v1/nodes/<hostname>/status``, and again whenever readiness changes.
 
 It also does what a real node's systemd would have done for the kubelet but
 cannot here (the controllers are read-only when the node's systemd starts):
@@ -56,14 +60,16 @@ import http.server
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import time
+import urllib.request
 
 import yaml
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cgroup, _kubelet_config_file, _kubelet_config_rules, _node_allocatable, _procfs)
+    _cgroup, _kubelet_config_file, _kubelet_config_rules, _node_allocatable, _procfs, _quantity)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._json_merge_patch import merge_patch
 
 LOG_PATH = os.environ.get('STANDIN_LOG', '/var/log/kubelet-standin.log')
@@ -230,6 +236,43 @@ def serve_healthz(address, port, health):
     return server
 
 
+def api_server(argv):
+    """The API server URL in the kubeconfig named by --kubeconfig, or None."""
+    path = None
+    for index, arg in enumerate(argv):
+        if arg.startswith('--kubeconfig='):
+            path = arg.split('=', 1)[1]
+        elif arg == '--kubeconfig' and index + 1 < len(argv):
+            path = argv[index + 1]
+    try:
+        with open(path, encoding='utf-8') as handle:
+            kubeconfig = yaml.safe_load(handle)
+        return kubeconfig['clusters'][0]['cluster']['server'].rstrip('/')
+    except (TypeError, OSError, KeyError, IndexError, yaml.YAMLError):
+        return None
+
+
+def report_node_status(server, node_name, derived, ready):
+    node = {
+        'kind': 'Node', 'apiVersion': 'v1', 'metadata': {'name': node_name},
+        'status': {
+            'capacity': {'memory': _quantity.format_memory(derived['capacity_memory_bytes']),
+                         'cpu': _quantity.format_cpu(derived['capacity_millicores'])},
+            'allocatable': _node_allocatable.as_quantities(derived),
+            'conditions': [{'type': 'Ready', 'status': 'True' if ready else 'False',
+                            'reason': 'KubeletReady' if ready else 'KubeletNotReady'}],
+        },
+    }
+    request = urllib.request.Request('%s/api/v1/nodes/%s/status' % (server, node_name),
+                                     data=json.dumps(node).encode('utf-8'), method='PUT',
+                                     headers={'Content-Type': 'application/json'})
+    try:
+        with urllib.request.urlopen(request, timeout=5):
+            log('node-status', ready=ready, allocatable=node['status']['allocatable'])
+    except (OSError, ValueError) as exc:
+        log('node-status-failed', error=str(exc))
+
+
 def main(argv):
     faults = {}
     if os.path.exists(FAULTS_PATH):
@@ -267,6 +310,10 @@ def main(argv):
     move_self_into(layout, 'system.slice/kubelet.service')
     kubepods = 'kubepods.slice' if config.get('cgroupDriver') == 'systemd' else 'kubepods'
     memory_limit, cpu_shares = kubepods_settings(config, capacity_memory, capacity_millicores)
+    derived = _node_allocatable.compute_for_config(config, capacity_memory, capacity_millicores,
+                                                   _procfs.read_hugepages_bytes())
+    api_url = api_server(argv)
+    reported_ready = None
     log('start', sources=sources, kube_reserved=config.get('kubeReserved') or {},
         system_reserved=config.get('systemReserved') or {}, kubepods=kubepods,
         kubepods_memory_limit_bytes=memory_limit, kubepods_cpu_shares=cpu_shares)
@@ -285,10 +332,15 @@ def main(argv):
                 log('cgroup', kubepods=kubepods, memory_limit_bytes=memory_limit, cpu_shares=cpu_shares)
             else:
                 log('cgroup-retry', error=str(error))
+        if api_url and not pending:
+            ready = health.ok()
+            if ready != reported_ready:
+                report_node_status(api_url, socket.gethostname(), derived, ready)
+                reported_ready = ready
         if die_at is not None and time.monotonic() >= die_at:
             log('died', reason='die_after_seconds fault')
             os._exit(1)
-        stop.wait(0.2 if not pending else RETRY_SECONDS)
+        stop.wait(0.5 if not pending else RETRY_SECONDS)
     if server:
         server.shutdown()
     return 0
