@@ -282,12 +282,3 @@ def format_memory(value_bytes):
 def format_cpu(millicores):
     """Canonical form of a CPU amount given in millicores (``80m``, ``2``, ``1500m``)."""
     return canonical_string(decimal.Decimal(int(millicores)).scaleb(-3), DECIMAL_SI)
-
-
-def is_quantity(text):
-    """True when ``text`` parses as a quantity."""
-    try:
-        parse(text)
-    except ValueError:
-        return False
-    return True
