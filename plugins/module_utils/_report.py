@@ -63,6 +63,7 @@ def _node(host, result):
         'not_found': result.get('not_found') or [],
         'explanation': recommendation['explanation'],
         'decision': (result.get('decision') or {}).get('action'),
+        'decision_reasons': (result.get('decision') or {}).get('reasons') or [],
         'history': {k: (result.get('history') or {}).get(k) for k in ('samples', 'span_seconds', 'series')},
         'recommended_reserved_memory_bytes': recommendation['reserved_memory_bytes'],
         'formulas': {name: {'reserved_memory_bytes': f['reserved_memory_bytes'],
@@ -122,6 +123,8 @@ def render_text(report):
         out.append('  %-28s %14s %10s' % ('', 'memory', 'cpu'))
         for label, memory, cpu in _rows(node):
             out.append('  %-28s %14s %10s' % (label, memory, cpu))
+        out.append('  decision: %s' % node.get('decision'))
+        out.extend('    %s' % reason for reason in node.get('decision_reasons') or [])
         if node['current'] is None:
             out.append('  no kubelet configuration found: current reservations unknown')
         for line in node['not_found']:
@@ -144,6 +147,8 @@ def render_markdown(report):
         out.extend(['| | memory | cpu |', '|---|---:|---:|'])
         for label, memory, cpu in _rows(node):
             out.append('| %s | %s | %s |' % (label, memory, cpu))
+        out.append('')
+        out.append('**Decision: %s.** %s' % (node.get('decision'), ' '.join(node.get('decision_reasons') or [])))
         out.append('')
         if node['current'] is None:
             out.extend(['No kubelet configuration was found: current reservations are unknown.', ''])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import json
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _recommend, _report
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _decision, _recommend, _report
 
 GI = 1 << 30
 
@@ -18,14 +18,16 @@ def result(non_pod_bytes, current_memory=None):
     if current_memory:
         current = {'kube_reserved': {'memory': current_memory}, 'system_reserved': {},
                    'eviction_hard': {'memory.available': '100Mi'}, 'enforce_node_allocatable': ['pods']}
+    recommendation = _recommend.recommend(measured, None, current)
     return {
+        'decision': _decision.decide(current, recommendation),
         'capacity': {'memory': '8Gi', 'cpu': '2'},
         'memory': {'non_pod_bytes': non_pod_bytes, 'kubepods_working_set_bytes': 0},
         'cpu': {'non_pod_millicores': 100, 'sample_seconds': 5.0},
         'cgroup': {'version': 'v1', 'mode': 'legacy', 'driver': 'systemd', 'kubepods': '/kubepods.slice'},
         'kubelet': {'config_path': '/var/lib/kubelet/config.yaml' if current else None},
         'current': current,
-        'recommendation': _recommend.recommend(measured, None, current),
+        'recommendation': recommendation,
         'not_found': [],
     }
 
@@ -51,4 +53,5 @@ def test_renderings_show_every_row_and_say_what_was_not_found():
                   'recommended systemReserved', 'allocatable (recommended)'):
         assert label in text and label in markdown
     assert 'current reservations unknown' in text
+    assert 'decision: increase' in text and '**Decision: increase.**' in markdown  # nothing reserved yet
     assert '1024Mi' in text or '1Gi' in text
