@@ -196,17 +196,6 @@ def cpu_usage_ns(layout, relative):
     return stat['usage_usec'] * 1000
 
 
-def memory_limit_bytes(layout, relative):
-    """The memory limit of a cgroup in bytes, or None when unlimited."""
-    directory = os.path.join(layout.memory_root, relative)
-    if layout.version == 'v1':
-        value = _read_int(os.path.join(directory, 'memory.limit_in_bytes'))
-        # v1 reports "no limit" as PAGE_COUNTER_MAX pages, rounded down to a page.
-        return None if value >= (1 << 62) else value
-    text = read_text(os.path.join(directory, 'memory.max')).strip()
-    return None if text == 'max' else int(text)
-
-
 def cgroup_exists(layout, relative):
     return os.path.isdir(os.path.join(layout.memory_root, relative))
 

@@ -129,16 +129,6 @@ def test_missing_inactive_file_is_a_measurement_error(tmp_path):
         _cgroup.memory_working_set(_cgroup.layout_from_root(root), 'kubepods')
 
 
-def test_memory_max_reads_unlimited_as_none(tmp_path):
-    root = str(tmp_path)
-    cgroup_v2.make_root(root)
-    cgroup_v2.make_group(root, 'a', 0, 0, 0)
-    cgroup_v2.make_group(root, 'b', 0, 0, 0, memory_max='1073741824')
-    layout = _cgroup.layout_from_root(root)
-    assert _cgroup.memory_limit_bytes(layout, 'a') is None
-    assert _cgroup.memory_limit_bytes(layout, 'b') == 1 << 30
-
-
 def test_neither_v1_nor_v2_root_is_refused(tmp_path):
     with pytest.raises(LayoutError, match='neither'):
         _cgroup.layout_from_root(str(tmp_path))
