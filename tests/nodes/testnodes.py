@@ -44,7 +44,6 @@ Description=kubelet (nodealloc stand-in)
 After=network.target
 
 [Service]
-Environment=PYTHONPATH=/opt/nodealloc
 # The host binds this node's cgroup subtree over /sys/fs/cgroup/<controller> after boot, then marks it.
 ExecStartPre=/bin/sh -c 'until [ -e /run/nodealloc-cgroups-ready ]; do sleep 0.2; done'
 ExecStart=/usr/bin/python3 /usr/bin/kubelet --config=/var/lib/kubelet/config.yaml \\
@@ -148,8 +147,8 @@ def prepare_upper(upper, name, public_key, host_ip):
     shutil.copy(os.path.join(standin, 'kubelet.py'), _mkparent(upper, 'usr/bin/kubelet'))
     shutil.copy(os.path.join(standin, 'kubelet_config_v1beta1_fields.txt'),
                 _mkparent(upper, 'usr/bin/kubelet_config_v1beta1_fields.txt'))
-    utils = os.path.join(upper, 'opt/nodealloc/ansible_collections/nodealloc/kubelet/plugins/module_utils')
-    shutil.copytree(os.path.join(ROOT, 'plugins', 'module_utils'), utils,
+    # The stand-in's own kubelet logic goes beside it; nothing of the collection is installed on the node.
+    shutil.copytree(os.path.join(standin, 'kubelet_logic'), _mkparent(upper, 'usr/bin/kubelet_logic'),
                     ignore=shutil.ignore_patterns('__pycache__'))
 
 

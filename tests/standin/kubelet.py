@@ -68,16 +68,14 @@ import urllib.request
 
 import yaml
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cgroup, _kubelet_config_file, _kubelet_config_rules, _node_allocatable, _procfs, _quantity)
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._json_merge_patch import merge_patch
+# The stand-in's own kubelet logic (tests/standin/kubelet_logic/), next to this file on the host and on a
+# node (/usr/bin/kubelet_logic/). It shares no code with the collection.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kubelet_logic import allocatable, config as kubelet_config, eviction, machine, validation  # noqa: E402
 
 LOG_PATH = os.environ.get('STANDIN_LOG', '/var/log/kubelet-standin.log')
 FAULTS_PATH = os.environ.get('STANDIN_FAULTS', '/etc/kubelet-standin/faults.json')
 FIELDS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'kubelet_config_v1beta1_fields.txt')
-# Fields whose JSON type we check, as Go's decoder would when it fills the struct.
-MAP_FIELDS = ('kubeReserved', 'systemReserved', 'evictionHard', 'evictionSoft', 'evictionSoftGracePeriod',
-              'evictionMinimumReclaim')
 RETRY_SECONDS = 5.0
 
 
@@ -98,63 +96,58 @@ def known_fields():
         return {line.strip() for line in handle if line.strip() and not line.startswith('#')}
 
 
-def decode(path):
-    try:
-        with open(path, encoding='utf-8') as handle:
-            text = handle.read()
-        data = yaml.safe_load(text) if _kubelet_config_file.detect_format(text) == 'yaml' else json.loads(text)
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        raise StartupError('failed to load Kubelet config file %s, error: %s' % (path, exc))
-    if not isinstance(data, dict):
-        raise StartupError('failed to decode %s: not an object' % path)
-    try:
-        _kubelet_config_file.check_kind(data, path)
-    except Exception as exc:  # ConfigError: the decoder does not know the group/version/kind
-        raise StartupError('failed to decode %s: %s' % (path, exc))
-    unknown = sorted(set(data) - known_fields())
-    if unknown:
-        log('lenient-decoding', file=path,
-            message='Using lenient decoding as strict decoding failed: strict decoding error: unknown field(s) %s'
-            % ', '.join('"%s"' % f for f in unknown))
-    for field in MAP_FIELDS:
-        value = data.get(field)
-        if value is not None and (not isinstance(value, dict)
-                                  or not all(isinstance(v, str) for v in value.values())):
-            raise StartupError('failed to decode %s: json: cannot unmarshal %s into Go struct field '
-                               'KubeletConfiguration.%s of type map[string]string' % (path, type(value).__name__, field))
-    enforce = data.get('enforceNodeAllocatable')
-    if enforce is not None and (not isinstance(enforce, list) or not all(isinstance(v, str) for v in enforce)):
-        raise StartupError('failed to decode %s: enforceNodeAllocatable must be a list of strings' % path)
-    return data
+def flag_value(argv, name):
+    """The value of ``--name=value`` or ``--name value`` (the last one wins, as with pflag)."""
+    value = None
+    for index, arg in enumerate(argv):
+        if arg.startswith(name + '='):
+            value = arg.split('=', 1)[1]
+        elif arg == name:
+            value = argv[index + 1] if index + 1 < len(argv) else ''
+    return value
 
 
 def load(argv):
-    config_path = config_dir = None
-    index = 0
-    while index < len(argv):
-        name, sep, value = argv[index].partition('=')
-        if name in ('--config', '--config-dir'):
-            if not sep:
-                index += 1
-                value = argv[index] if index < len(argv) else ''
-            if name == '--config':
-                config_path = value
-            else:
-                config_dir = value
-        index += 1
+    config_path = flag_value(argv, '--config')
     if not config_path:
         raise StartupError('--config is required by this stand-in')
-    config = decode(config_path)
-    sources = [config_path]
-    if config_dir:
-        for path in _kubelet_config_file.drop_in_files(config_dir):
-            config = merge_patch(config, decode(path))
-            sources.append(path)
-    return config, sources
+    try:
+        return kubelet_config.load(config_path, flag_value(argv, '--config-dir'), known_fields(), log)
+    except kubelet_config.ConfigError as exc:
+        raise StartupError(str(exc))
+
+
+def start_up(config, layout):
+    """The kubelet's start-up checks, in its order; returns what it derives, or raises StartupError.
+
+    ValidateKubeletConfiguration (validation.go), then in server.go run(): parseResourceList of
+    kubeReserved/systemReserved and ParseThresholdConfig, then NewContainerManager's
+    validateNodeAllocatable.
+    """
+    errors = validation.validate_configuration(config)
+    if errors:
+        raise StartupError('invalid configuration: %s' % '; '.join(errors))
+    try:
+        kube_reserved = validation.parse_resource_list(config.get('kubeReserved'))
+        system_reserved = validation.parse_resource_list(config.get('systemReserved'))
+        enforce = config.get('enforceNodeAllocatable', validation.DEFAULT_ENFORCE_NODE_ALLOCATABLE)
+        hard = eviction.parse_threshold_config([], eviction.effective_eviction_hard(config), None, None, None)
+        eviction.parse_threshold_config(enforce, eviction.effective_eviction_hard(config), config.get('evictionSoft'),
+                                        config.get('evictionSoftGracePeriod'), config.get('evictionMinimumReclaim'))
+        derived = allocatable.compute(machine.meminfo_total_bytes(), (os.cpu_count() or 1) * 1000, kube_reserved,
+                                      system_reserved, hard, enforce, machine.hugepages_bytes())
+    except (validation.ValidationError, eviction.EvictionError, allocatable.AllocatableError) as exc:
+        raise StartupError('invalid configuration: %s' % exc)
+    return derived, kube_reserved, system_reserved
+
+
+def hierarchy_roots(layout):
+    """The hierarchies the kubelet's cgroup manager creates its groups in (memory, cpu, cpuacct; one on v2)."""
+    return sorted({layout.memory_root, layout.cpu_root, layout.cpuacct_root})
 
 
 def move_self_into(layout, relative):
-    for root in sorted({layout.memory_root, layout.cpu_root, os.path.join(os.path.dirname(layout.cpu_root), 'cpu')}):
+    for root in hierarchy_roots(layout):
         if not os.path.isdir(root):
             continue
         directory = os.path.join(root, relative)
@@ -163,10 +156,49 @@ def move_self_into(layout, relative):
             handle.write(str(os.getpid()))
 
 
-def kubepods_settings(config, capacity_memory, capacity_millicores):
-    derived = _node_allocatable.compute_for_config(config, capacity_memory, capacity_millicores,
-                                                   _procfs.read_hugepages_bytes())
-    return derived['kubepods_memory_limit_bytes'], derived['kubepods_cpu_shares']
+def write_limits(layout, relative, memory_limit, cpu_shares):
+    """cgroupManager.Update of memory and cpu (cgroup v1 files, or v2 memory.max and cpu.weight)."""
+    if layout.version == 'v1':
+        if memory_limit is not None:
+            with open(os.path.join(layout.memory_root, relative, 'memory.limit_in_bytes'), 'w') as handle:
+                handle.write(str(memory_limit))
+        if cpu_shares is not None:
+            with open(os.path.join(layout.cpu_root, relative, 'cpu.shares'), 'w') as handle:
+                handle.write(str(cpu_shares))
+    else:
+        if memory_limit is not None:
+            with open(os.path.join(layout.memory_root, relative, 'memory.max'), 'w') as handle:
+                handle.write(str(memory_limit))
+        if cpu_shares is not None:
+            with open(os.path.join(layout.memory_root, relative, 'cpu.weight'), 'w') as handle:
+                handle.write(str(allocatable.cpu_shares_to_weight(cpu_shares)))
+
+
+def enforce_reserved(config, layout, kube_reserved, system_reserved):
+    """enforceNodeAllocatableCgroups' kube-reserved/system-reserved part; raises StartupError as the kubelet exits."""
+    roots = [layout.memory_root] if layout.version == 'v2' else [layout.memory_root, layout.cpu_root]
+    message = validation.enforce_reserved_cgroups(config, kube_reserved, system_reserved,
+                                                  validation.cgroup_exists_under(roots))
+    if message:
+        raise StartupError('Failed to start ContainerManager: %s' % message)
+    enforce = config.get('enforceNodeAllocatable', validation.DEFAULT_ENFORCE_NODE_ALLOCATABLE)
+    driver = config.get('cgroupDriver', 'cgroupfs')
+    for key, field, resources in (('system-reserved', 'systemReservedCgroup', system_reserved),
+                                  ('kube-reserved', 'kubeReservedCgroup', kube_reserved),
+                                  ('system-reserved-compressible', 'systemReservedCgroup', system_reserved),
+                                  ('kube-reserved-compressible', 'kubeReservedCgroup', kube_reserved)):
+        if key not in enforce:
+            continue
+        relative = validation.cgroup_path(config[field], driver)
+        memory = None if key.endswith('compressible') else (
+            allocatable.reserved(resources, 'memory') if 'memory' in resources else None)
+        shares = allocatable.milli_cpu_to_shares(allocatable.reserved(resources, 'cpu')) if 'cpu' in resources else None
+        try:
+            write_limits(layout, relative, memory, shares)
+        except OSError as exc:
+            raise StartupError('Failed to start ContainerManager: Failed to enforce %s Cgroup Limits on "%s": %s'
+                               % (key, config[field], exc))
+        log('reserved-cgroup', enforcement=key, cgroup=config[field], memory_limit_bytes=memory, cpu_shares=shares)
 
 
 def write_kubepods(layout, name, memory_limit, cpu_shares):
@@ -174,25 +206,11 @@ def write_kubepods(layout, name, memory_limit, cpu_shares):
     qos = ('kubepods-burstable.slice', 'kubepods-besteffort.slice') if name.endswith('.slice') \
         else ('burstable', 'besteffort')
     # The kubelet's cgroup manager creates its groups in every mounted hierarchy it uses.
-    roots = [layout.memory_root]
-    if layout.version == 'v1':
-        roots += [os.path.join(os.path.dirname(layout.cpu_root), 'cpu'), layout.cpu_root]
-    for root in roots:
+    for root in hierarchy_roots(layout):
         for child in ('',) + qos:
             os.makedirs(os.path.join(root, name, child), exist_ok=True)
     try:
-        if layout.version == 'v1':
-            with open(os.path.join(layout.memory_root, name, 'memory.limit_in_bytes'), 'w') as handle:
-                handle.write(str(memory_limit))
-            with open(os.path.join(roots[1], name, 'cpu.shares'), 'w') as handle:
-                handle.write(str(cpu_shares))
-        else:
-            with open(os.path.join(layout.memory_root, name, 'memory.max'), 'w') as handle:
-                handle.write(str(memory_limit))
-            # libcontainer's CPUSharesToCPUWeight, used by the kubelet on cgroup v2.
-            weight = 1 + ((cpu_shares - 2) * 9999) // 262142
-            with open(os.path.join(layout.memory_root, name, 'cpu.weight'), 'w') as handle:
-                handle.write(str(weight))
+        write_limits(layout, name, memory_limit, cpu_shares)
     except OSError as exc:
         return exc
     return None
@@ -238,14 +256,8 @@ def serve_healthz(address, port, health):
 
 def api_server(argv):
     """The API server URL in the kubeconfig named by --kubeconfig, or None."""
-    path = None
-    for index, arg in enumerate(argv):
-        if arg.startswith('--kubeconfig='):
-            path = arg.split('=', 1)[1]
-        elif arg == '--kubeconfig' and index + 1 < len(argv):
-            path = argv[index + 1]
     try:
-        with open(path, encoding='utf-8') as handle:
+        with open(flag_value(argv, '--kubeconfig'), encoding='utf-8') as handle:
             kubeconfig = yaml.safe_load(handle)
         return kubeconfig['clusters'][0]['cluster']['server'].rstrip('/')
     except (TypeError, OSError, KeyError, IndexError, yaml.YAMLError):
@@ -253,12 +265,12 @@ def api_server(argv):
 
 
 def report_node_status(server, node_name, derived, ready):
+    capacity, allocatable_now = allocatable.status_quantities(derived)
     node = {
         'kind': 'Node', 'apiVersion': 'v1', 'metadata': {'name': node_name},
         'status': {
-            'capacity': {'memory': _quantity.format_memory(derived['capacity_memory_bytes']),
-                         'cpu': _quantity.format_cpu(derived['capacity_millicores'])},
-            'allocatable': _node_allocatable.as_quantities(derived),
+            'capacity': capacity,
+            'allocatable': allocatable_now,
             'conditions': [{'type': 'Ready', 'status': 'True' if ready else 'False',
                             'reason': 'KubeletReady' if ready else 'KubeletNotReady'}],
         },
@@ -296,22 +308,16 @@ def main(argv):
         needle = faults.get('refuse_config_containing')
         if needle and needle in merged_json:
             raise StartupError('refused by fault switch: config contains %r' % needle)
-        layout = _cgroup.discover_layout()
-        meminfo = _procfs.read_meminfo()
-        capacity_memory, capacity_millicores = meminfo['MemTotal'], (os.cpu_count() or 1) * 1000
-        try:
-            _kubelet_config_rules.validate(config, capacity_memory, capacity_millicores)
-        except ValueError as exc:
-            raise StartupError('invalid configuration: %s' % exc)
+        layout = machine.cgroup_layout()
+        derived, kube_reserved, system_reserved = start_up(config, layout)
+        move_self_into(layout, 'system.slice/kubelet.service')
+        enforce_reserved(config, layout, kube_reserved, system_reserved)
     except StartupError as exc:
         log('refused', error=str(exc))
         return 1
 
-    move_self_into(layout, 'system.slice/kubelet.service')
     kubepods = 'kubepods.slice' if config.get('cgroupDriver') == 'systemd' else 'kubepods'
-    memory_limit, cpu_shares = kubepods_settings(config, capacity_memory, capacity_millicores)
-    derived = _node_allocatable.compute_for_config(config, capacity_memory, capacity_millicores,
-                                                   _procfs.read_hugepages_bytes())
+    memory_limit, cpu_shares = derived['kubepods_memory_limit_bytes'], derived['kubepods_cpu_shares']
     api_url = api_server(argv)
     reported_ready = None
     log('start', sources=sources, kube_reserved=config.get('kubeReserved') or {},
