@@ -10,6 +10,7 @@ here as a disagreement. Rows come from:
 * kubernetes pkg/kubelet/cm/node_container_manager_linux_test.go (TestNodeAllocatableForEnforcement,
   TestNodeAllocatableReservationForScheduling, TestNodeAllocatableInputValidation);
 * kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources (the worked example);
+* RFC 7386 appendix A (the JSON merge patch the kubelet applies to --config-dir drop-ins);
 * rows built from cmd/kubelet/app/server.go parseResourceList and node_container_manager_linux.go
   enforceExistingCgroup, which have no upstream table (marked as such).
 
@@ -27,11 +28,11 @@ from fractions import Fraction
 
 import pytest
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _eviction, _node_allocatable, _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _eviction, _json_merge_patch, _node_allocatable, _quantity
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet_config_rules import ValidationError, validate
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'standin'))
-from kubelet_logic import allocatable, eviction, quantity, validation  # noqa: E402
+from kubelet_logic import allocatable, config as kubelet_config, eviction, quantity, validation  # noqa: E402
 
 GI, MI = 1 << 30, 1 << 20
 
@@ -328,3 +329,20 @@ def test_the_documented_example_with_both():
         assert derived['allocatable_millicores'] == 14500
         assert derived['allocatable_memory_bytes'] == 29 * GI - 500 * MI
         assert derived['kubepods_memory_limit_bytes'] == 29 * GI
+
+
+# --- drop-in merging: RFC 7386 appendix A, the merge mergeKubeletConfigurations applies ------------------
+RFC7386_ROWS = [
+    ({'a': 'b'}, {'a': 'c'}, {'a': 'c'}), ({'a': 'b'}, {'b': 'c'}, {'a': 'b', 'b': 'c'}), ({'a': 'b'}, {'a': None}, {}),
+    ({'a': 'b', 'b': 'c'}, {'a': None}, {'b': 'c'}), ({'a': ['b']}, {'a': 'c'}, {'a': 'c'}),
+    ({'a': 'c'}, {'a': ['b']}, {'a': ['b']}), ({'a': {'b': 'c'}}, {'a': {'b': 'd', 'c': None}}, {'a': {'b': 'd'}}),
+    ({'a': [{'b': 'c'}]}, {'a': [1]}, {'a': [1]}), (['a', 'b'], ['c', 'd'], ['c', 'd']), ({'a': 'b'}, ['c'], ['c']),
+    ({'a': 'foo'}, None, None), ({'a': 'foo'}, 'bar', 'bar'), ({'e': None}, {'a': 1}, {'e': None, 'a': 1}),
+    ([1, 2], {'a': 'b', 'c': None}, {'a': 'b'}), ({}, {'a': {'bb': {'ccc': None}}}, {'a': {'bb': {}}}),
+]
+
+
+@pytest.mark.parametrize('target,patch,expected', RFC7386_ROWS)
+def test_merge_patch_examples_with_both(target, patch, expected):
+    assert kubelet_config.merge_patch(target, patch) == expected
+    assert _json_merge_patch.merge_patch(target, patch) == expected
