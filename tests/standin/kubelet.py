@@ -4,33 +4,41 @@ No kubelet binary can be installed here, so this program does, with the same
 inputs and outputs, the parts of the kubelet's start-up that nodealloc.kubelet
 depends on:
 
-* Command line: ``--config`` and ``--config-dir`` (cmd/kubelet/app/options/options.go);
+Every piece of kubelet logic it needs is its own, in kubelet_logic/ beside this file (installed as
+/usr/bin/kubelet_logic/ on a node), written from the kubelet's source and importing nothing from the
+collection; tests/unit/test_standin_parity.py feeds the same upstream test rows to it and to the
+collection's module_utils. Each module cites what it mirrors:
+
+* Command line: ``--config``, ``--config-dir`` and ``--kubeconfig`` (cmd/kubelet/app/options/options.go);
   other flags are accepted and ignored.
-* Config decoding (pkg/kubelet/kubeletconfig/util/codec/codec.go
-  ``DecodeKubeletConfiguration``): YAML or JSON; ``apiVersion``
-  ``kubelet.config.k8s.io/v1beta1`` and ``kind: KubeletConfiguration`` are
-  required. Strict decoding is tried first; for v1beta1 an unknown field makes
-  the kubelet fall back to lenient decoding with the log line "Using lenient
-  decoding as strict decoding failed", so this stand-in logs that too and goes
-  on. A field of the wrong type fails both decodings and stops start-up.
-  The list of known fields is kubelet_config_v1beta1_fields.txt (from
-  k8s.io/kubelet config/v1beta1/types.go).
-* Drop-ins: every ``*.conf`` under ``--config-dir`` in lexical order, merged
-  with a JSON merge patch (cmd/kubelet/app/server.go ``mergeKubeletConfigurations``).
-* Validation that stops start-up: reserved resources (server.go
-  ``parseResourceList``), eviction thresholds (pkg/kubelet/eviction/helpers.go
-  ``ParseThresholdConfig``), ``enforceNodeAllocatable`` (pkg/kubelet/apis/config/
-  validation/validation.go), reservations above capacity
-  (pkg/kubelet/cm/node_container_manager_linux.go ``validateNodeAllocatable``).
-  These checks call the collection's module_utils, which are tested against
-  the kubelet's and apimachinery's own test tables.
-* Node allocatable enforcement (node_container_manager_linux.go
-  ``enforceNodeAllocatableCgroups``, ``getCgroupConfig``): the kubepods cgroup
-  (``kubepods.slice`` with the systemd driver, ``kubepods`` with cgroupfs) and
-  its QoS children are created; when ``pods`` is enforced its memory limit is
-  capacity - kubeReserved - systemReserved (eviction not subtracted) and its
-  cpu shares ``MilliCPUToShares`` of the same for CPU; on v2 ``memory.max`` and
-  ``cpu.weight``. A write the kernel refuses is retried, as the kubelet retries.
+* kubelet_logic/config.py, config decoding and drop-ins (pkg/kubelet/kubeletconfig/util/codec/codec.go
+  ``DecodeKubeletConfiguration``; cmd/kubelet/app/server.go ``mergeKubeletConfigurations``): YAML or
+  JSON; ``apiVersion: kubelet.config.k8s.io/v1beta1`` and ``kind: KubeletConfiguration`` required; an
+  unknown field logs "Using lenient decoding as strict decoding failed" and start-up goes on (the known
+  fields are kubelet_config_v1beta1_fields.txt, from k8s.io/kubelet config/v1beta1/types.go); a field
+  of the wrong type stops it; every ``*.conf`` under ``--config-dir`` in lexical order, merged with a
+  JSON merge patch (RFC 7386).
+* kubelet_logic/validation.py, the refusals that stop start-up, in the kubelet's order:
+  ``ValidateKubeletConfiguration`` (pkg/kubelet/apis/config/validation/validation.go: systemCgroups
+  without cgroupRoot, enforceNodeAllocatable keys, duplicates, ``none`` with others, a ``*-reserved``
+  key without its cgroup, cgroupsPerQOS, reservedSystemCPUs with a reserved cgroup or unparsable);
+  server.go ``parseResourceList`` for kubeReserved/systemReserved.
+* kubelet_logic/eviction.py: pkg/kubelet/eviction/helpers.go ``ParseThresholdConfig`` (``0%`` and
+  ``100%`` disable a threshold, so a soft one needs no grace period) and api/types.go
+  ``GetThresholdQuantity``; the v1beta1 default evictionHard when the config sets none;
+* kubelet_logic/allocatable.py: node_container_manager_linux.go ``validateNodeAllocatable``
+  (reservations above capacity stop the container manager), ``getNodeAllocatableAbsoluteImpl`` and
+  ``getCgroupConfigInternal`` (the kubepods memory limit is capacity - kubeReserved - systemReserved,
+  eviction not subtracted; its cpu shares helpers_linux.go ``MilliCPUToShares`` of the same for CPU;
+  on v2 ``memory.max`` and ``cpu.weight``), nodestatus/setters.go ``MachineInfo`` for status.allocatable;
+* Node allocatable enforcement (node_container_manager_linux.go ``enforceNodeAllocatableCgroups``):
+  the kubepods cgroup (``kubepods.slice`` with the systemd driver, ``kubepods`` with cgroupfs) and its
+  QoS children are created and limited; a write the kernel refuses is retried, as the kubelet retries.
+  Enforcing kube-reserved/system-reserved (``enforceExistingCgroup``) with an empty reservation or on a
+  cgroup that does not exist stops start-up ("Failed to start ContainerManager"); otherwise their
+  memory limit and cpu shares are written to that cgroup.
+* kubelet_logic/machine.py: capacity as cAdvisor reads it (MemTotal, huge pages, CPUs) and the cgroup
+  hierarchies as opencontainers/cgroups finds them.
 * ``/healthz`` on ``healthzBindAddress:healthzPort`` (default 127.0.0.1:10248)
   answering ``ok`` (pkg/kubelet/server/server.go, healthz.InstallHandler).
 * Node status (pkg/kubelet/kubelet_node_status.go, nodestatus/setters.go): when ``--kubeconfig``
@@ -50,7 +58,7 @@ JSON contains it), ``die_after_seconds``, ``never_healthy``,
 SIGTERM, so systemd has to kill it).
 
 Every event is appended as a JSON line to /var/log/kubelet-standin.log
-(start, refused, cgroup, healthy, stop), which the tests read to prove the
+(start, refused, cgroup, reserved-cgroup, healthy, node-status, stop), which the tests read to prove the
 order of restarts across nodes.
 """
 
