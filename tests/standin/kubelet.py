@@ -125,7 +125,7 @@ def load(argv):
         raise StartupError(str(exc))
 
 
-def start_up(config, layout):
+def start_up(config):
     """The kubelet's start-up checks, in its order; returns what it derives, or raises StartupError.
 
     ValidateKubeletConfiguration (validation.go), then in server.go run(): parseResourceList of
@@ -316,8 +316,11 @@ def main(argv):
         needle = faults.get('refuse_config_containing')
         if needle and needle in merged_json:
             raise StartupError('refused by fault switch: config contains %r' % needle)
-        layout = machine.cgroup_layout()
-        derived, kube_reserved, system_reserved = start_up(config, layout)
+        try:
+            layout = machine.cgroup_layout()
+        except (OSError, ValueError) as exc:
+            raise StartupError('failed to find the cgroup hierarchies: %s' % exc)
+        derived, kube_reserved, system_reserved = start_up(config)
         move_self_into(layout, 'system.slice/kubelet.service')
         enforce_reserved(config, layout, kube_reserved, system_reserved)
     except StartupError as exc:
