@@ -134,7 +134,8 @@ def start_up(config):
     """
     errors = validation.validate_configuration(config)
     if errors:
-        raise StartupError('invalid configuration: %s' % '; '.join(errors))
+        # server.go: "failed to validate kubelet configuration, error: <aggregate>"
+        raise StartupError('failed to validate kubelet configuration, error: [%s]' % ', '.join(errors))
     try:
         kube_reserved = validation.parse_resource_list(config.get('kubeReserved'))
         system_reserved = validation.parse_resource_list(config.get('systemReserved'))
@@ -145,7 +146,7 @@ def start_up(config):
         derived = allocatable.compute(machine.meminfo_total_bytes(), (os.cpu_count() or 1) * 1000, kube_reserved,
                                       system_reserved, hard, enforce, machine.hugepages_bytes())
     except (validation.ValidationError, eviction.EvictionError, allocatable.AllocatableError) as exc:
-        raise StartupError('invalid configuration: %s' % exc)
+        raise StartupError(str(exc))
     return derived, kube_reserved, system_reserved
 
 
