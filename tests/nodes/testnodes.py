@@ -143,12 +143,17 @@ def prepare_upper(upper, name, public_key, host_ip):
     os.makedirs(os.path.join(upper, 'etc/kubernetes/kubelet.conf.d'), exist_ok=True)
     # The stand-in API server (tests/standin/apiserver.py) listens on the host end of this node's link.
     write(os.path.join(upper, 'etc/kubernetes/kubelet.conf'), KUBECONFIG % (host_ip, API_PORT))
+    install_kubelet_standin(upper)
+
+
+def install_kubelet_standin(root):
+    """The stand-in kubelet as /usr/bin/kubelet under ``root``, with its field list and its own kubelet logic
+    beside it (/usr/bin/kubelet_logic/). Nothing of the collection is installed: the stand-in shares no code."""
     standin = os.path.join(ROOT, 'tests', 'standin')
-    shutil.copy(os.path.join(standin, 'kubelet.py'), _mkparent(upper, 'usr/bin/kubelet'))
+    shutil.copy(os.path.join(standin, 'kubelet.py'), _mkparent(root, 'usr/bin/kubelet'))
     shutil.copy(os.path.join(standin, 'kubelet_config_v1beta1_fields.txt'),
-                _mkparent(upper, 'usr/bin/kubelet_config_v1beta1_fields.txt'))
-    # The stand-in's own kubelet logic goes beside it; nothing of the collection is installed on the node.
-    shutil.copytree(os.path.join(standin, 'kubelet_logic'), _mkparent(upper, 'usr/bin/kubelet_logic'),
+                _mkparent(root, 'usr/bin/kubelet_config_v1beta1_fields.txt'))
+    shutil.copytree(os.path.join(standin, 'kubelet_logic'), _mkparent(root, 'usr/bin/kubelet_logic'),
                     ignore=shutil.ignore_patterns('__pycache__'))
 
 
