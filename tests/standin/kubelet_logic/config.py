@@ -5,7 +5,8 @@ Upstream (kubernetes/kubernetes):
   turned into JSON first, sigs.k8s.io/yaml); ``apiVersion: kubelet.config.k8s.io/v1beta1`` and
   ``kind: KubeletConfiguration`` are required; strict decoding first, and for v1beta1 an unknown field
   falls back to lenient decoding with the log line "Using lenient decoding as strict decoding failed";
-  a field of the wrong type fails both;
+  a field of the wrong type fails both; drop-ins are loaded as JSON with only their group/version/kind
+  checked (configfiles LoadIntoJSON), and the merged result is decoded once;
 * cmd/kubelet/app/server.go ``mergeKubeletConfigurations``: every ``*.conf`` under ``--config-dir``,
   walked in lexical order (filepath.WalkDir, subdirectories included), merged into the config with a JSON
   merge patch (github.com/evanphx/json-patch ``MergePatch``, RFC 7386).
@@ -57,8 +58,8 @@ def drop_in_files(directory):
     return found
 
 
-def decode(path, known_fields, log):
-    """DecodeKubeletConfiguration of one file: the object, or ConfigError. ``log(event, **fields)`` records."""
+def read(path):
+    """One file as an object, its group/version/kind checked (configfiles fsLoader.LoadIntoJSON)."""
     try:
         with open(path, encoding='utf-8') as handle:
             data = yaml.safe_load(handle.read())
@@ -69,38 +70,50 @@ def decode(path, known_fields, log):
     if data.get('apiVersion') != API_VERSION or data.get('kind') != KIND:
         raise ConfigError('failed to decode %s: no kind "%s" is registered for version "%s"'
                           % (path, data.get('kind'), data.get('apiVersion')))
-    unknown = sorted(set(data) - known_fields)
-    if unknown:
-        log('lenient-decoding', file=path,
-            message='Using lenient decoding as strict decoding failed: strict decoding error: unknown field(s) %s'
-            % ', '.join('"%s"' % f for f in unknown))
-    for field in STRING_MAP_FIELDS:
-        value = data.get(field)
-        if value is not None and (not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())):
-            raise ConfigError('failed to decode %s: json: cannot unmarshal %s into Go struct field '
-                              'KubeletConfiguration.%s of type map[string]string' % (path, type(value).__name__, field))
-    for field in STRING_FIELDS:
-        value = data.get(field)
-        if value is not None and not isinstance(value, str):
-            raise ConfigError('failed to decode %s: json: cannot unmarshal %s into Go struct field '
-                              'KubeletConfiguration.%s of type string' % (path, type(value).__name__, field))
-    enforce = data.get('enforceNodeAllocatable')
-    if enforce is not None and (not isinstance(enforce, list) or not all(isinstance(v, str) for v in enforce)):
-        raise ConfigError('failed to decode %s: json: cannot unmarshal %s into Go struct field '
-                          'KubeletConfiguration.enforceNodeAllocatable of type []string' % (path, type(enforce).__name__))
-    port = data.get('healthzPort')
-    if port is not None and (isinstance(port, bool) or not isinstance(port, int)):
-        raise ConfigError('failed to decode %s: json: cannot unmarshal %s into Go struct field '
-                          'KubeletConfiguration.healthzPort of type int32' % (path, type(port).__name__))
     return data
 
 
+def _type_error(where, value, field, go_type):
+    return ConfigError('%s: json: cannot unmarshal %s into Go struct field KubeletConfiguration.%s of type %s'
+                       % (where, type(value).__name__, field, go_type))
+
+
+def check_types(data, where):
+    """Decoding into the Go struct: a field of the wrong type fails, whatever the decoding mode."""
+    for field in STRING_MAP_FIELDS:
+        value = data.get(field)
+        if value is not None and (not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())):
+            raise _type_error(where, value, field, 'map[string]string')
+    for field in STRING_FIELDS:
+        value = data.get(field)
+        if value is not None and not isinstance(value, str):
+            raise _type_error(where, value, field, 'string')
+    enforce = data.get('enforceNodeAllocatable')
+    if enforce is not None and (not isinstance(enforce, list) or not all(isinstance(v, str) for v in enforce)):
+        raise _type_error(where, enforce, 'enforceNodeAllocatable', '[]string')
+    port = data.get('healthzPort')
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int)):
+        raise _type_error(where, port, 'healthzPort', 'int32')
+
+
 def load(config_path, config_dir, known_fields, log):
-    """The merged config and the files it came from (main file first, then drop-ins in order)."""
-    config = decode(config_path, known_fields, log)
+    """The merged config and the files it came from (main file first, then drop-ins in order).
+
+    The main file is decoded strictly, then leniently for unknown fields (``log(event, **fields)`` records
+    the fallback); drop-ins are merged as JSON and the result is decoded into the struct once.
+    """
+    config = read(config_path)
+    unknown = sorted(set(config) - known_fields)
+    if unknown:
+        log('lenient-decoding', file=config_path,
+            message='Using lenient decoding as strict decoding failed: strict decoding error: unknown field(s) %s'
+            % ', '.join('"%s"' % f for f in unknown))
+    check_types(config, 'failed to decode %s' % config_path)
     sources = [config_path]
     if config_dir:
         for path in drop_in_files(config_dir):
-            config = merge_patch(config, decode(path, known_fields, log))
+            config = merge_patch(config, read(path))
             sources.append(path)
+        if len(sources) > 1:
+            check_types(config, 'failed to merge the drop-in configuration from %s' % config_dir)
     return config, sources
