@@ -107,10 +107,11 @@ def _decimal_si(number, exponent=0):
     """CanonicalizeBytes for DecimalSI: the exponent a multiple of 3 with no trailing zero groups."""
     if number == 0:
         return '0'
-    while number % 1000 == 0 and exponent < 18:
+    while number % 1000 == 0:
         number //= 1000
         exponent += 3
-    suffix = {v: k for k, v in DECIMAL.items()}[exponent]
+    # suffix.go has decimal suffixes up to E (10^18); above that CanonicalizeBytes writes an exponent.
+    suffix = {v: k for k, v in DECIMAL.items()}.get(exponent, 'e%d' % exponent)
     return '%d%s' % (number, suffix)
 
 
