@@ -168,10 +168,25 @@ decision:
   type: dict
   contains:
     action:
-      description: V(keep), V(increase) or V(decrease).
+      description: V(increase) when memory or CPU increases, else V(decrease) when either decreases, else V(keep).
       type: str
+    memory:
+      description: The memory decision on its own (C(action), C(now_bytes), C(recommended_bytes), C(threshold_bytes)).
+      type: dict
+    cpu:
+      description: The CPU decision on its own (C(action), C(now_millicores), C(recommended_millicores), C(threshold_millicores)).
+      type: dict
+    kube_reserved:
+      description:
+        - C(kubeReserved) to write. It takes the recommended value only for a resource whose own action is not V(keep);
+          a resource that keeps is written as it is now, so one resource's increase never carries an early decrease
+          of the other. Other resources in today's map (C(ephemeral-storage), C(pid)) are kept.
+      type: dict
+    system_reserved:
+      description: C(systemReserved) to write, like RV(decision.kube_reserved).
+      type: dict
     reasons:
-      description: The comparison for memory and CPU, one line each.
+      description: The comparison for memory and CPU, one line each, and which resource is kept.
       type: list
       elements: str
 history:

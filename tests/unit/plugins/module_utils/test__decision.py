@@ -50,3 +50,29 @@ def test_a_decrease_waits_for_the_stabilization_window():
     assert decide(CURRENT, lower, None, long_enough)['action'] == 'decrease'
     # Increases never wait.
     assert decide(CURRENT, rec(4096, 200), None, short)['action'] == 'increase'
+
+
+def test_a_cpu_increase_does_not_carry_an_early_memory_decrease():
+    # Seen on a node: the recommendation fell by 1 GiB of memory and rose by 100m of CPU with 10 min of history.
+    current = {'kube_reserved': {'memory': '1Gi', 'cpu': '100m', 'ephemeral-storage': '1Gi'},
+               'system_reserved': {'memory': '2Gi', 'cpu': '100m'}}
+    recommendation = {'kube_reserved': {'memory': '1Gi', 'cpu': '150m'},
+                      'system_reserved': {'memory': '1Gi', 'cpu': '150m'}}
+    result = decide(current, recommendation, None, {'span_seconds': 600, 'stabilization_seconds': 86400})
+    assert result['memory']['action'] == 'keep'
+    assert result['cpu']['action'] == 'increase'
+    assert result['action'] == 'increase'
+    # What gets written keeps today's memory and takes the new CPU.
+    assert result['kube_reserved'] == {'memory': '1Gi', 'cpu': '150m', 'ephemeral-storage': '1Gi'}
+    assert result['system_reserved'] == {'memory': '2Gi', 'cpu': '150m'}
+
+
+def test_a_memory_increase_does_not_carry_an_early_cpu_decrease():
+    current = {'kube_reserved': {'memory': '1Gi', 'cpu': '500m'}, 'system_reserved': {}}
+    recommendation = {'kube_reserved': {'memory': '2Gi', 'cpu': '100m'}, 'system_reserved': {}}
+    result = decide(current, recommendation, None, {'span_seconds': 600, 'stabilization_seconds': 86400})
+    assert (result['memory']['action'], result['cpu']['action']) == ('increase', 'keep')
+    assert result['kube_reserved'] == {'memory': '2Gi', 'cpu': '500m'}
+    # Once the history spans the window, both move.
+    settled = decide(current, recommendation, None, {'span_seconds': 2 * 86400, 'stabilization_seconds': 86400})
+    assert settled['kube_reserved'] == {'memory': '2Gi', 'cpu': '100m'}
