@@ -7,8 +7,8 @@ import os
 import time
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cgroup, _decision, _formulas, _history, _kubelet_config_file, _kubelet_process, _procfs, _quantity,
-    _recommend)
+    _cgroup, _decision, _formulas, _history, _kubelet_config_file, _kubelet_process, _memory_accounting, _procfs,
+    _quantity, _recommend)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
@@ -128,7 +128,7 @@ def _record_and_read_history(options, measured, meminfo, kubepods_memory, cpu):
     now = time.time()
     reading = {
         't': round(now, 3),
-        'non_pod_bytes': max(0, meminfo['MemTotal'] - meminfo['MemAvailable'] - kubepods_memory['working_set_bytes']),
+        'non_pod_bytes': max(0, measured['non_pod_memory']['bytes']),
         'non_pod_millicores': cpu['non_pod_millicores'],
         'kube_components_bytes': measured['kube_components_working_set_bytes'],
         'kubepods_bytes': kubepods_memory['working_set_bytes'],
@@ -226,6 +226,8 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
         'hugepages_bytes': _procfs.read_hugepages_bytes(),
         'non_pod_millicores': cpu['non_pod_millicores'],
         'kube_components_millicores': cpu['kube_components_millicores'],
+        'non_pod_memory': _memory_accounting.non_pod_memory(
+            meminfo, kubepods_memory, _memory_accounting.read_low_watermark_bytes(proc_root)),
     }
     history = _record_and_read_history(options, measured, meminfo, kubepods_memory, cpu)
     max_pods = options.get('max_pods') or (current or {}).get('max_pods') or 110
@@ -237,7 +239,9 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
         'mem_total_bytes': meminfo['MemTotal'],
         'mem_available_bytes': meminfo['MemAvailable'],
         'kubepods_working_set_bytes': kubepods_memory['working_set_bytes'],
-        'non_pod_bytes': meminfo['MemTotal'] - meminfo['MemAvailable'] - kubepods_memory['working_set_bytes'],
+        'non_pod_bytes': measured['non_pod_memory']['bytes'],
+        'non_pod_poc_bytes': measured['non_pod_memory']['poc_bytes'],
+        'non_pod_accounting': {k: v for k, v in measured['non_pod_memory'].items() if k != 'explanation'},
         'kube_components_working_set_bytes': kube_components_ws,
         'kubepods': kubepods_memory,
         'system_slice': system_slice,

@@ -103,8 +103,14 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     lines.append('MemTotal = %s (/proc/meminfo)' % describe_bytes(total))
     lines.append('MemAvailable = %s (/proc/meminfo)' % describe_bytes(available))
     lines.append('kubepods working set = usage - inactive_file = %s' % describe_bytes(pods_ws))
-    lines.append('non-pod memory = MemTotal - MemAvailable - kubepods working set = %d - %d - %d = %s'
-                 % (total, available, pods_ws, describe_bytes(non_pod)))
+    accounting = measured.get('non_pod_memory')
+    if accounting:
+        # _memory_accounting: the pods' page cache MemAvailable already counts is not subtracted again.
+        lines.extend(accounting['explanation'])
+        non_pod = accounting['bytes']
+    else:
+        lines.append('non-pod memory = MemTotal - MemAvailable - kubepods working set = %d - %d - %d = %s'
+                     % (total, available, pods_ws, describe_bytes(non_pod)))
     non_pod_now = max(0, non_pod)
     if non_pod < 0:
         lines.append('non-pod memory is negative (page cache counted in the pods working set is '

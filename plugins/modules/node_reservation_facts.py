@@ -85,8 +85,21 @@ memory:
       description: Working set of the kubepods cgroup (usage minus inactive file pages, at least 0).
       type: int
     non_pod_bytes:
-      description: C(mem_total_bytes - mem_available_bytes - kubepods_working_set_bytes), exactly (may be negative).
+      description:
+        - Non-pod memory, C(mem_total_bytes - mem_available_bytes - kubepods_working_set_bytes) plus the part of the
+          pods' active page cache (and, on cgroup v2, reclaimable slab) that C(MemAvailable) already counts as
+          available, so it is not subtracted twice (may be negative). See RV(memory.non_pod_accounting).
       type: int
+    non_pod_poc_bytes:
+      description: The PoC's figure, C(mem_total_bytes - mem_available_bytes - kubepods_working_set_bytes), exactly, for comparison.
+      type: int
+    non_pod_accounting:
+      description:
+        - The correction between RV(memory.non_pod_poc_bytes) and RV(memory.non_pod_bytes) - C(pods_active_file_bytes),
+          C(pods_slab_reclaimable_bytes), C(page_cache_counted_available_bytes) (how much page cache the kernel's
+          C(si_mem_available) counts as available), C(wmark_low_bytes) (from C(/proc/zoneinfo), null if unreadable)
+          and C(pods_counted_available_bytes).
+      type: dict
     kube_components_working_set_bytes:
       description: Working set of the kubelet and container runtime cgroups, or their RSS where they share a cgroup.
       type: int
@@ -105,7 +118,7 @@ cpu:
       description: CPUs the node offers, times 1000.
       type: int
     node_busy_millicores:
-      description: Node busy time from C(/proc/stat) (all but idle and iowait).
+      description: Node busy time from C(/proc/stat) (all but idle, iowait and steal).
       type: int
     kubepods_millicores:
       description: kubepods CPU time (v1 C(cpuacct.usage), v2 C(cpu.stat usage_usec)).
