@@ -7,8 +7,8 @@ import os
 import time
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cgroup, _decision, _formulas, _history, _kubelet_config_file, _kubelet_process, _memory_accounting, _procfs,
-    _quantity, _recommend)
+    _cgroup, _cpu_guarantee, _decision, _formulas, _history, _kubelet_config_file, _kubelet_process,
+    _memory_accounting, _procfs, _quantity, _recommend)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
@@ -228,7 +228,10 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
         'kube_components_millicores': cpu['kube_components_millicores'],
         'non_pod_memory': _memory_accounting.non_pod_memory(
             meminfo, kubepods_memory, _memory_accounting.read_low_watermark_bytes(proc_root)),
+        'cpu_weights': {'version': layout.version,
+                        'system_slice_weight': _cpu_guarantee.read_weight(layout, 'system.slice')[0]},
     }
+    pressure = _cpu_guarantee.pressure(layout, ['system.slice'] + component_cgroups, proc_root)
     history = _record_and_read_history(options, measured, meminfo, kubepods_memory, cpu)
     max_pods = options.get('max_pods') or (current or {}).get('max_pods') or 110
     formulas = _formulas.all_formulas(meminfo['MemTotal'], capacity_millicores // 1000, max_pods)
@@ -266,6 +269,7 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
         'current': current,
         'recommendation': recommendation,
         'decision': decision,
+        'pressure': pressure,
         'history': {k: v for k, v in history.items() if k != 'basis'},
         'formulas': formulas,
         'not_found': not_found,

@@ -14,7 +14,7 @@ it is not counted as room for non-pod processes.
 
 from __future__ import annotations
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _node_allocatable, _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cpu_guarantee, _node_allocatable, _quantity
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
 MIB = 1024 * 1024
@@ -81,6 +81,26 @@ def _apply_bounds(reserved_memory, reserved_cpu, capacity_bytes, capacity_millic
                      % (options['max_reserved_fraction'], cpu_ceiling))
         reserved_cpu = cpu_ceiling
     return reserved_memory, reserved_cpu
+
+
+def _guarantee_now_and_after(weights, guarantee, capacity_m, current, enforce, reserved_cpu, derived, lines):
+    """system.slice's guaranteed CPU with today's reservations and with the recommendation."""
+    version, weight = weights['version'], guarantee['system_slice_weight']
+    now_reserved = sum(_node_allocatable.reserved_amount(current.get(key), 'cpu', -3)
+                       for key in ('kube_reserved', 'system_reserved'))
+    now_pods = capacity_m - now_reserved if 'pods' in enforce else capacity_m
+    now = _cpu_guarantee.guaranteed_millicores(version, capacity_m, weight, now_pods)
+    after_pods = derived['allocatable_millicores'] if derived['enforces_pods'] else capacity_m
+    after = _cpu_guarantee.guaranteed_millicores(version, capacity_m, weight, after_pods)
+    lines.append('CPU guaranteed to system.slice under contention: %dm now (%dm reserved), %dm recommended '
+                 '(%dm reserved), for %dm needed' % (now, now_reserved, after, reserved_cpu,
+                                                     guarantee['needed_millicores']))
+    if after < guarantee['needed_millicores']:
+        lines.append('WARNING: even capped, the daemons are guaranteed less CPU than they need under contention; '
+                     'raise system.slice\'s own weight (systemd CPUWeight=, v1 CPUShares=) instead of reserving more')
+    return {'now_millicores': now, 'now_reserved_millicores': now_reserved, 'recommended_millicores': after,
+            'kubepods_weight_now': _cpu_guarantee.kubepods_weight(version, now_pods),
+            'kubepods_weight_recommended': _cpu_guarantee.kubepods_weight(version, after_pods)}
 
 
 def recommend(measured, settings=None, current=None, basis=None, formulas=None):
@@ -152,6 +172,14 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
                  % (non_pod_m, non_pod_m, options['cpu_headroom_percent'],
                     options['cpu_headroom_min_millicores'], cpu_needed))
 
+    guarantee_input = measured.get('cpu_weights')
+    guarantee = None
+    if guarantee_input and options['policy'] == 'measured':
+        cpu_needed, guarantee_lines, guarantee = _cpu_guarantee.settle(
+            guarantee_input['version'], capacity_m, guarantee_input.get('system_slice_weight'), cpu_needed, cpu_needed,
+            (settings or {}).get('cpu_guarantee') or 'reserve')
+        lines.extend(guarantee_lines)
+
     formulas = formulas or {}
     floor = formulas.get(options['floor_policy']) if options['floor_policy'] != 'none' else None
     policy = options['policy']
@@ -207,6 +235,9 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     lines.append('kubepods cgroup limit (enforceNodeAllocatable has pods: %s) = %s, cpu shares %d'
                  % ('yes' if derived['enforces_pods'] else 'no',
                     describe_bytes(derived['kubepods_memory_limit_bytes']), derived['kubepods_cpu_shares']))
+    if guarantee is not None:
+        guarantee.update(_guarantee_now_and_after(guarantee_input, guarantee, capacity_m, current, enforce,
+                                                  cpu_needed, derived, lines))
     if pods_ws > derived['kubepods_memory_limit_bytes']:
         lines.append('WARNING: pods use %s now, more than the new kubepods limit; applying this would '
                      'make the kernel reclaim or OOM-kill pods' % describe_bytes(pods_ws))
@@ -225,5 +256,6 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
         'settings': options,
         'basis': basis,
         'single_reading': single_reading,
+        'cpu_guarantee': guarantee,
         'explanation': lines,
     }
