@@ -7,8 +7,8 @@ import os
 import time
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cgroup, _cpu_guarantee, _decision, _formulas, _history, _kubelet_config_file, _kubelet_process,
-    _memory_accounting, _procfs, _quantity, _recommend)
+    _cgroup, _cpu_guarantee, _decision, _formulas, _headroom_policy, _history, _kubelet_config_file,
+    _kubelet_process, _memory_accounting, _procfs, _quantity, _recommend)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
@@ -151,17 +151,10 @@ def _record_and_read_history(options, measured, meminfo, kubepods_memory, cpu):
     samples.append(reading)
     samples.sort(key=lambda s: s['t'])
     percent = float(options.get('percentile') if options.get('percentile') is not None else 100.0)
-    basis = _history.summarize(samples, percent)
     stabilization = _history.parse_window(options.get('stabilization_window') or '24h')
-    recent = [s for s in samples if s['t'] >= now - stabilization]
-    recent_peak = max(s['non_pod_bytes'] for s in recent)
-    recent_peak_cpu = max(s['non_pod_millicores'] for s in recent)
-    # A lower value must have held for the whole stabilization window before it can take effect.
-    if recent_peak > basis['non_pod_bytes'] or recent_peak_cpu > basis['non_pod_millicores']:
-        basis['non_pod_bytes'] = max(basis['non_pod_bytes'], recent_peak)
-        basis['non_pod_millicores'] = max(basis['non_pod_millicores'], recent_peak_cpu)
-        basis['stabilized'] = True
-    basis['stabilization_seconds'] = stabilization
+    reaction = _history.parse_window(options.get('reaction_time') or _headroom_policy.DEFAULTS['reaction_time'])
+    window = _history.parse_window(options.get('history_window') or '7d')
+    basis = _headroom_policy.basis(samples, now, percent, stabilization, reaction, window)
     result.update(samples=basis['samples'], span_seconds=basis['span_seconds'], basis=basis,
                   series=_downsample(samples, 120))
     return result

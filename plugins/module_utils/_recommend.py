@@ -14,7 +14,8 @@ it is not counted as room for non-pod processes.
 
 from __future__ import annotations
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cpu_guarantee, _node_allocatable, _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
+    _cpu_guarantee, _headroom_policy, _node_allocatable, _quantity)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
 MIB = 1024 * 1024
@@ -38,11 +39,6 @@ def ceil_to(value, step):
 
 def describe_bytes(value):
     return '%d B (%.1f MiB)' % (value, value / MIB)
-
-
-def _headroom(amount, percent, minimum):
-    proportional = int(-(-amount * percent // 100)) if amount > 0 else 0
-    return max(proportional, minimum)
 
 
 def _split(total, part, whole, step):
@@ -138,7 +134,14 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     basis = basis or {'samples': 1, 'span_seconds': 0, 'percentile': 100.0, 'non_pod_bytes': non_pod_now,
                       'non_pod_millicores': max(0, measured['non_pod_millicores'])}
     single_reading = basis['samples'] <= 1
-    if single_reading:
+    policy_settings = dict(_headroom_policy.DEFAULTS)
+    policy_settings.update({k: v for k, v in (settings or {}).items() if k in _headroom_policy.DEFAULTS and v is not None})
+    prior = _headroom_policy.cold_start_floor(formulas, policy_settings['cold_start_prior']) if single_reading else None
+    if prior is not None and options['policy'] == 'measured':
+        lines.append('this rests on one reading (no history yet): the cold-start prior, what the %s formula reserves '
+                     '(%s, %dm), is the floor until the history takes over'
+                     % (policy_settings['cold_start_prior'], describe_bytes(prior[0]), prior[1]))
+    elif single_reading:
         factor = options['single_reading_headroom_factor']
         options['memory_headroom_percent'] *= factor
         options['memory_headroom_min_bytes'] = int(options['memory_headroom_min_bytes'] * factor)
@@ -152,25 +155,31 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
                         ('; raised to the peak of the stabilization window' if basis.get('stabilized') else '')))
     non_pod_used = max(0, int(basis['non_pod_bytes']))
 
-    mem_headroom = _headroom(non_pod_used, options['memory_headroom_percent'],
-                             options['memory_headroom_min_bytes'])
-    lines.append('memory headroom = max(%d * %s%%, %d) = %s'
-                 % (non_pod_used, options['memory_headroom_percent'], options['memory_headroom_min_bytes'],
-                    describe_bytes(mem_headroom)))
+    jumps = basis.get('jumps') or {}
+    mem_headroom, rule = _headroom_policy.headroom(non_pod_used, jumps.get('memory_bytes'),
+                                                   options['memory_headroom_percent'],
+                                                   options['memory_headroom_min_bytes'],
+                                                   policy_settings['jump_headroom_factor'])
+    lines.append('memory headroom = %s' % rule)
     mem_needed = ceil_to(non_pod_used + mem_headroom, MIB)
     lines.append('reserved memory = ceil_MiB(%d + %d) = %s'
                  % (non_pod_used, mem_headroom, describe_bytes(mem_needed)))
+    if prior is not None and options['policy'] == 'measured' and mem_needed < prior[0]:
+        mem_needed = ceil_to(prior[0], MIB)
+        lines.append('reserved memory raised to the cold-start prior: %s' % describe_bytes(mem_needed))
 
     capacity_m = measured['capacity_millicores']
     non_pod_m = max(0, int(basis['non_pod_millicores']))
     lines.append('CPU capacity = %dm; non-pod CPU = node busy - kubepods = %dm over the sample'
                  % (capacity_m, non_pod_m))
-    cpu_headroom = _headroom(non_pod_m, options['cpu_headroom_percent'],
-                             options['cpu_headroom_min_millicores'])
+    cpu_headroom, rule = _headroom_policy.headroom(non_pod_m, jumps.get('millicores'), options['cpu_headroom_percent'],
+                                                   options['cpu_headroom_min_millicores'],
+                                                   policy_settings['jump_headroom_factor'])
     cpu_needed = non_pod_m + cpu_headroom
-    lines.append('reserved CPU = %dm + max(%dm * %s%%, %dm) = %dm'
-                 % (non_pod_m, non_pod_m, options['cpu_headroom_percent'],
-                    options['cpu_headroom_min_millicores'], cpu_needed))
+    lines.append('reserved CPU = %dm + headroom %s = %dm' % (non_pod_m, rule, cpu_needed))
+    if prior is not None and options['policy'] == 'measured' and cpu_needed < prior[1]:
+        cpu_needed = prior[1]
+        lines.append('reserved CPU raised to the cold-start prior: %dm' % cpu_needed)
 
     guarantee_input = measured.get('cpu_weights')
     guarantee = None

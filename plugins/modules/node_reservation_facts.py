@@ -171,6 +171,12 @@ recommendation:
     allocatable:
       description: Node allocatable with the recommendation applied (capacity minus reservations minus hard eviction).
       type: dict
+    cpu_guarantee:
+      description:
+        - The CPU C(system.slice) is guaranteed under contention, from its own weight and the kubepods weight the kubelet
+          writes - C(now_millicores) with today's reservations, C(recommended_millicores) with the recommendation,
+          C(needed_millicores), C(min_reserved_millicores), C(system_slice_weight); null with a vendor O(policy).
+      type: dict
     explanation:
       description: Every input and every step of the arithmetic, one line each.
       type: list
@@ -202,6 +208,14 @@ decision:
       description: The comparison for memory and CPU, one line each, and which resource is kept.
       type: list
       elements: str
+pressure:
+  description:
+    - Pressure stall information as evidence of starvation - C(node) from C(/proc/pressure/cpu) and
+      C(/proc/pressure/memory), C(cgroups) the C(cpu.pressure) and C(memory.pressure) of C(system.slice) and of the
+      kubelet's and the runtime's cgroups (cgroup v2 only), each C(some)/C(full) with C(avg10), C(avg60), C(avg300)
+      (percent) and C(total_usec); C(note) says when per-cgroup files do not exist (cgroup v1).
+  returned: always
+  type: dict
 history:
   description: The history used (path, samples, span in seconds, whether this reading was recorded, problems found).
   returned: always
