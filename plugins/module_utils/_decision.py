@@ -5,7 +5,9 @@ A restart costs API traffic and a window in which the kubepods limit is stale
 (the PoC's first caveat), so small differences are kept: the recommended total
 (kubeReserved + systemReserved) must differ from the current total by more
 than ``change_threshold_percent`` of the current total and more than the
-absolute minimum (bytes for memory, millicores for CPU).
+absolute minimum (bytes for memory, millicores for CPU) to decrease; an increase
+needs only to pass the absolute minimum, since the percentage would otherwise
+eat into the headroom that keeps the node out of a global OOM.
 
 Memory and CPU decide apart: each keeps, increases or decreases on its own
 threshold, and each one's decrease waits on its own for the stabilization
@@ -30,16 +32,23 @@ def _total(reservations, resource, scale):
     return sum(_node_allocatable.reserved_amount(r, resource, scale) for r in reservations)
 
 
-def _decide_resource(name, now, new, threshold, unit, basis):
+def _decide_resource(name, now, new, threshold, minimum, unit, basis):
     """One resource's action and the reasons; a decrease is deferred until the history spans the window."""
     delta = new - now
     moves = abs(delta) > threshold
-    reasons = ['%s: reserved now %d%s, recommended %d%s, difference %+d%s %s the threshold %d%s'
-               % (name, now, unit, new, unit, delta, unit, 'beyond' if moves else 'within', threshold, unit)]
+    if delta > 0:
+        reasons = ['%s: reserved now %d%s, recommended %d%s, increase %+d%s %s the minimum %d%s'
+                   % (name, now, unit, new, unit, delta, unit, 'beyond' if delta > minimum else 'within', minimum,
+                      unit)]
+    else:
+        reasons = ['%s: reserved now %d%s, recommended %d%s, difference %+d%s %s the threshold %d%s'
+                   % (name, now, unit, new, unit, delta, unit, 'beyond' if moves else 'within', threshold, unit)]
+    if delta > 0 and delta > minimum:
+        # An increase acts beyond the absolute minimum alone: the percentage would eat into the headroom
+        # the recommendation sized to keep the node out of a global OOM.
+        return 'increase', delta, reasons
     if not moves:
         return 'keep', delta, reasons
-    if delta > 0:
-        return 'increase', delta, reasons
     stabilization = (basis or {}).get('stabilization_seconds') or 0
     span = (basis or {}).get('span_seconds') or 0
     if span < stabilization:
@@ -82,9 +91,10 @@ def decide(current, recommendation, settings=None, basis=None):
                            options['change_threshold_min_bytes'])
     cpu_threshold = max(now_cpu * options['change_threshold_percent'] / 100.0,
                         options['change_threshold_min_millicores'])
-    memory_action, memory_delta, memory_reasons = _decide_resource('memory', now_memory, new_memory,
-                                                                   memory_threshold, ' B', basis)
-    cpu_action, cpu_delta, cpu_reasons = _decide_resource('cpu', now_cpu, new_cpu, cpu_threshold, 'm', basis)
+    memory_action, memory_delta, memory_reasons = _decide_resource(
+        'memory', now_memory, new_memory, memory_threshold, options['change_threshold_min_bytes'], ' B', basis)
+    cpu_action, cpu_delta, cpu_reasons = _decide_resource(
+        'cpu', now_cpu, new_cpu, cpu_threshold, options['change_threshold_min_millicores'], 'm', basis)
     actions = {'memory': memory_action, 'cpu': cpu_action}
     if 'increase' in actions.values():
         action = 'increase'

@@ -15,8 +15,10 @@ times ``jump_headroom_factor`` (a larger one is likely over the next days than
 over the few reaction windows a week of history holds), and never below the
 fixed minimum (``memory_headroom_min_bytes``, ``cpu_headroom_min_millicores``)
 nor below ``memory_headroom_percent`` / ``cpu_headroom_percent`` of the peak.
-Until the history spans one reaction time past its first day no jump can be
-measured and the percentage rule applies alone.
+A jump is only measured from a start with one reaction time of history before
+it (the peak it climbs from is one the node has shown for a whole reaction time,
+as at every run but the first): until the history spans two reaction times the
+percentage rule applies alone.
 
 Cold start: with one reading and no history a node's peak is unknown. The
 prior is the vendor formula named by ``cold_start_prior`` (``docs/formulas.md``)
@@ -57,10 +59,10 @@ def _sliding_max_before(times, values, window):
 def largest_jump(times, values, reaction_seconds, window_seconds):
     """The largest climb above the running peak within ``reaction_seconds``, and how many windows it rests on.
 
-    Returns (jump, windows) where windows is the count of whole reaction times the history spans
-    after its first one; (None, 0) when it spans none.
+    Returns (jump, windows) where windows is the count of whole reaction times the history spans;
+    (None, 0) when it spans fewer than two (one to establish a peak, one to climb past it).
     """
-    if len(times) < 2 or times[-1] - times[0] <= reaction_seconds:
+    if len(times) < 2 or times[-1] - times[0] < 2 * reaction_seconds:
         return None, 0
     before = _sliding_max_before(times, values, window_seconds)
     # Forward max over (t, t + reaction]: a second pass with a deque over indices in time order.
@@ -76,13 +78,15 @@ def largest_jump(times, values, reaction_seconds, window_seconds):
         while queue and queue[0] <= index:
             queue.popleft()
         after[index] = values[queue[0]] if queue else None
-    jump = 0
+    jump = None
     for index, time_value in enumerate(times):
-        # Only starts whose whole reaction window lies inside the history count.
+        # A start counts when one reaction time of history lies before it (the peak it climbs from is one
+        # the node has shown over a whole reaction time, as at every run but the first) and one after it.
         if time_value + reaction_seconds > times[-1]:
             break
-        if after[index] is not None:
-            jump = max(jump, after[index] - before[index])
+        if time_value - times[0] < reaction_seconds or after[index] is None:
+            continue
+        jump = max(jump or 0, after[index] - before[index])
     windows = int((times[-1] - times[0]) // reaction_seconds)
     return jump, windows
 

@@ -153,6 +153,15 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
                      % (basis['samples'], basis['span_seconds'] / 3600.0, basis['percentile'],
                         describe_bytes(basis['non_pod_bytes']), basis['non_pod_millicores'],
                         ('; raised to the peak of the stabilization window' if basis.get('stabilized') else '')))
+        if 'jumps' in basis and (basis['jumps'] or {}).get('memory_bytes') is None:
+            # Too short to show how far use climbs within a reaction time: the peak so far is no guide yet.
+            factor = options['single_reading_headroom_factor']
+            for key in ('memory_headroom_percent', 'cpu_headroom_percent'):
+                options[key] *= factor
+            for key in ('memory_headroom_min_bytes', 'cpu_headroom_min_millicores'):
+                options[key] = int(options[key] * factor)
+            lines.append('the history spans less than two reaction times (%.1f h): no climb to a new peak measured '
+                         'yet, headroom widened %.1fx' % (2 * basis['jumps']['reaction_seconds'] / 3600.0, factor))
     non_pod_used = max(0, int(basis['non_pod_bytes']))
 
     jumps = basis.get('jumps') or {}

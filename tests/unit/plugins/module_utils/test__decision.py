@@ -19,7 +19,9 @@ CURRENT = {'kube_reserved': {'memory': '1Gi', 'cpu': '200m'}, 'system_reserved':
 
 @pytest.mark.parametrize('memory_mi,cpu_m,action', [
     (2048, 200, 'keep'),          # identical
-    (2048 + 200, 200, 'keep'),    # +200Mi is within 10% of 2Gi
+    (2048 + 60, 200, 'keep'),     # +60Mi is within the 64 MiB minimum
+    (2048 + 100, 200, 'increase'),  # an increase needs only the minimum: 10% would eat into the headroom
+    (2048 - 200, 200, 'keep'),    # -200Mi is within 10% of 2Gi: a decrease needs both
     (2048 + 210, 200, 'increase'),
     (2048 - 210, 200, 'decrease'),
     (2048, 260, 'increase'),      # +60m beyond the 50m minimum

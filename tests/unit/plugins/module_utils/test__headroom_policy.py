@@ -23,14 +23,27 @@ def test_a_leak_jumps_by_its_growth_over_one_reaction_time():
 
 
 def test_a_burst_below_an_earlier_peak_is_no_jump():
-    flat = [600] * (2 * 24 * 60)
+    flat = [600] * (3 * 24 * 60)
     flat[0] = 900     # the first reading sets the peak ...
     flat[2000] = 800  # ... a later smaller one climbs nothing
     assert _headroom_policy.jumps(samples(flat), DAY, 7 * DAY)['memory_bytes'] == 0
 
 
-def test_no_jump_before_the_history_spans_a_reaction_time():
-    assert _headroom_policy.jumps(samples([500] * 600), DAY, 7 * DAY)['memory_bytes'] is None
+def test_no_jump_before_the_history_spans_two_reaction_times():
+    # One day to know the peak, one to climb past it.
+    assert _headroom_policy.jumps(samples([500] * (2 * 24 * 60 - 1)), DAY, 7 * DAY)['memory_bytes'] is None
+    assert _headroom_policy.jumps(samples([500] * (2 * 24 * 60 + 1)), DAY, 7 * DAY)['memory_bytes'] == 0
+
+
+def test_a_short_history_widens_the_headroom():
+    history = samples([500] * (30 * 60))
+    basis = _headroom_policy.basis(history, history[-1]['t'], 100.0, DAY, DAY, 7 * DAY)
+    measured = {'mem_total_bytes': 16 * GIB, 'mem_available_bytes': 15 * GIB, 'kubepods_working_set_bytes': 0,
+                'kube_components_working_set_bytes': 0, 'capacity_millicores': 4000, 'non_pod_millicores': 100,
+                'kube_components_millicores': 0}
+    result = _recommend.recommend(measured, None, None, basis)
+    assert result['memory_headroom_bytes'] == 200 * MIB  # the 100 MiB minimum, doubled
+    assert any('less than two reaction times' in line for line in result['explanation'])
 
 
 def test_headroom_takes_the_jump_times_the_factor_over_the_fixed_rule():
