@@ -33,6 +33,7 @@ than the next planned run.
 from __future__ import annotations
 
 import collections
+import math
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _history
 
@@ -118,16 +119,22 @@ def basis(samples, now, percent, stabilization_seconds, reaction_seconds, window
     return result
 
 
-def headroom(peak, jump, percent, minimum, factor):
-    """(headroom, rule) for one resource: the jump rule where a jump was measured, else the percentage rule."""
+def headroom(peak, jump, percent, minimum, factor, windows=0):
+    """(headroom, rule) for one resource: the jump rule where a jump was measured, else the percentage rule.
+
+    The largest of few climbs understates the next one: with ``windows`` reaction times of history the
+    climbs come from ``windows - 1`` of them, and the factor grows by windows / (windows - 1) (x2 on the
+    first run that can measure one, x1.17 with a week of daily runs).
+    """
     proportional = int(-(-peak * percent // 100)) if peak > 0 else 0
     fixed = max(proportional, minimum)
     if jump is None:
         return fixed, 'max(%d x %s%%, %d) = %d (no reaction window in the history yet)' % (peak, percent, minimum, fixed)
-    from_jumps = int(-(-jump * factor // 1))
+    scaled = factor * windows / (windows - 1.0) if windows > 1 else factor
+    from_jumps = int(math.ceil(jump * scaled))
     value = max(fixed, from_jumps)
-    return value, ('max(largest jump to a new peak within the reaction time %d x %s, %d x %s%%, %d) = %d'
-                   % (jump, factor, peak, percent, minimum, value))
+    return value, ('max(largest climb to a new peak within the reaction time %d x %s x %d/%d, %d x %s%%, %d) = %d'
+                   % (jump, factor, windows, max(1, windows - 1), peak, percent, minimum, value))
 
 
 def cold_start_floor(formulas, name):

@@ -136,7 +136,9 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     single_reading = basis['samples'] <= 1
     policy_settings = dict(_headroom_policy.DEFAULTS)
     policy_settings.update({k: v for k, v in (settings or {}).items() if k in _headroom_policy.DEFAULTS and v is not None})
-    prior = _headroom_policy.cold_start_floor(formulas, policy_settings['cold_start_prior']) if single_reading else None
+    short_history = not single_reading and 'jumps' in basis and (basis['jumps'] or {}).get('memory_bytes') is None
+    prior = (_headroom_policy.cold_start_floor(formulas, policy_settings['cold_start_prior'])
+             if single_reading or short_history else None)
     if prior is not None and options['policy'] == 'measured':
         lines.append('this rests on one reading (no history yet): the cold-start prior, what the %s formula reserves '
                      '(%s, %dm), is the floor until the history takes over'
@@ -153,7 +155,7 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
                      % (basis['samples'], basis['span_seconds'] / 3600.0, basis['percentile'],
                         describe_bytes(basis['non_pod_bytes']), basis['non_pod_millicores'],
                         ('; raised to the peak of the stabilization window' if basis.get('stabilized') else '')))
-        if 'jumps' in basis and (basis['jumps'] or {}).get('memory_bytes') is None:
+        if short_history:
             # Too short to show how far use climbs within a reaction time: the peak so far is no guide yet.
             factor = options['single_reading_headroom_factor']
             for key in ('memory_headroom_percent', 'cpu_headroom_percent'):
@@ -161,14 +163,16 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
             for key in ('memory_headroom_min_bytes', 'cpu_headroom_min_millicores'):
                 options[key] = int(options[key] * factor)
             lines.append('the history spans less than two reaction times (%.1f h): no climb to a new peak measured '
-                         'yet, headroom widened %.1fx' % (2 * basis['jumps']['reaction_seconds'] / 3600.0, factor))
+                         'yet, headroom widened %.1fx%s' % (2 * basis['jumps']['reaction_seconds'] / 3600.0, factor,
+                                                            ', and the cold-start prior (%s, %dm) stays the floor'
+                                                            % (describe_bytes(prior[0]), prior[1]) if prior else ''))
     non_pod_used = max(0, int(basis['non_pod_bytes']))
 
     jumps = basis.get('jumps') or {}
     mem_headroom, rule = _headroom_policy.headroom(non_pod_used, jumps.get('memory_bytes'),
                                                    options['memory_headroom_percent'],
                                                    options['memory_headroom_min_bytes'],
-                                                   policy_settings['jump_headroom_factor'])
+                                                   policy_settings['jump_headroom_factor'], jumps.get('windows') or 0)
     lines.append('memory headroom = %s' % rule)
     mem_needed = ceil_to(non_pod_used + mem_headroom, MIB)
     lines.append('reserved memory = ceil_MiB(%d + %d) = %s'
@@ -183,7 +187,7 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
                  % (capacity_m, non_pod_m))
     cpu_headroom, rule = _headroom_policy.headroom(non_pod_m, jumps.get('millicores'), options['cpu_headroom_percent'],
                                                    options['cpu_headroom_min_millicores'],
-                                                   policy_settings['jump_headroom_factor'])
+                                                   policy_settings['jump_headroom_factor'], jumps.get('windows') or 0)
     cpu_needed = non_pod_m + cpu_headroom
     lines.append('reserved CPU = %dm + headroom %s = %dm' % (non_pod_m, rule, cpu_needed))
     if prior is not None and options['policy'] == 'measured' and cpu_needed < prior[1]:
