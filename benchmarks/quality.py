@@ -1,6 +1,6 @@
 """Replay node traces through every reservation policy: exposure to a global OOM, waste, kubelet restarts.
 
-Usage: python benchmarks/quality.py [--json|--markdown] [--days D] [--seed S] [--traces DIR]
+Usage: python benchmarks/quality.py [--json|--markdown] [--days D] [--seed S[,S...]] [--traces DIR]
                                     [--sampler-every SECONDS] [--apply-every DURATION] [--write-traces DIR]
 
 Traces (docs/benchmarks.md, "Quality"):
@@ -108,9 +108,15 @@ def generated_trace(size_gib, cpus, pods_mean, days, rng):
             't': [index * step for index in range(points)], 'non_pod_bytes': memory, 'non_pod_millicores': cpu}
 
 
-def generated_traces(days, seed):
-    rng = random.Random(seed)
-    return [generated_trace(size, cpus, pods, days, rng) for size, cpus, pods in CONFIGS]
+def generated_traces(days, seeds):
+    traces = []
+    for seed in seeds:
+        rng = random.Random(seed)
+        for size, cpus, pods in CONFIGS:
+            trace = generated_trace(size, cpus, pods, days, rng)
+            trace['name'] += ' seed %d' % seed
+            traces.append(trace)
+    return traces
 
 
 def read_traces(directory):
@@ -288,7 +294,7 @@ def main(argv):
     parser.add_argument('--json', action='store_true')
     parser.add_argument('--markdown', action='store_true')
     parser.add_argument('--days', type=int, default=7, help='length of generated traces')
-    parser.add_argument('--seed', type=int, default=1, help='seed of the generated traces')
+    parser.add_argument('--seed', default='1', help='seed(s) of the generated traces, comma-separated: 1 or 5,6,7,8')
     parser.add_argument('--traces', help='replay every *.jsonl in this directory instead of generated traces')
     parser.add_argument('--write-traces', help='write the generated traces here as *.jsonl and exit')
     parser.add_argument('--sampler-every', type=int, default=60, help='seconds between sampler readings')
@@ -297,7 +303,7 @@ def main(argv):
                         help='ignored: a trace recorded by the collection itself is no longer scored')
     args = parser.parse_args(argv)
     started = time.monotonic()
-    traces = read_traces(args.traces) if args.traces else generated_traces(args.days, args.seed)
+    traces = read_traces(args.traces) if args.traces else generated_traces(args.days, [int(seed) for seed in args.seed.split(',')])
     if args.write_traces:
         write_traces(traces, args.write_traces)
         return 0

@@ -32,10 +32,18 @@ def _total(reservations, resource, scale):
     return sum(_node_allocatable.reserved_amount(r, resource, scale) for r in reservations)
 
 
-def _decide_resource(name, now, new, threshold, minimum, unit, basis):
-    """One resource's action and the reasons; a decrease is deferred until the history spans the window."""
+def _decide_resource(name, now, new, threshold, minimum, unit, basis, headroom=0):
+    """One resource's action and the reasons; a decrease is deferred until the history spans the window.
+
+    An increase within the minimum still acts when what is reserved now leaves less than half the
+    recommended headroom above the figure the recommendation rests on (``new - headroom``).
+    """
     delta = new - now
     moves = abs(delta) > threshold
+    if 0 < delta <= minimum and headroom and now - (new - headroom) < headroom / 2.0:
+        return 'increase', delta, ['%s: reserved now %d%s leaves %d%s above the measured need, less than half the '
+                                   'headroom %d%s: increase to %d%s' % (name, now, unit, now - (new - headroom), unit,
+                                                                        headroom, unit, new, unit)]
     if delta > 0:
         reasons = ['%s: reserved now %d%s, recommended %d%s, increase %+d%s %s the minimum %d%s'
                    % (name, now, unit, new, unit, delta, unit, 'beyond' if delta > minimum else 'within', minimum,
@@ -92,9 +100,11 @@ def decide(current, recommendation, settings=None, basis=None):
     cpu_threshold = max(now_cpu * options['change_threshold_percent'] / 100.0,
                         options['change_threshold_min_millicores'])
     memory_action, memory_delta, memory_reasons = _decide_resource(
-        'memory', now_memory, new_memory, memory_threshold, options['change_threshold_min_bytes'], ' B', basis)
+        'memory', now_memory, new_memory, memory_threshold, options['change_threshold_min_bytes'], ' B', basis,
+        recommendation.get('memory_headroom_bytes') or 0)
     cpu_action, cpu_delta, cpu_reasons = _decide_resource(
-        'cpu', now_cpu, new_cpu, cpu_threshold, options['change_threshold_min_millicores'], 'm', basis)
+        'cpu', now_cpu, new_cpu, cpu_threshold, options['change_threshold_min_millicores'], 'm', basis,
+        recommendation.get('cpu_headroom_millicores') or 0)
     actions = {'memory': memory_action, 'cpu': cpu_action}
     if 'increase' in actions.values():
         action = 'increase'
