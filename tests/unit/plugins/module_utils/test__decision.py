@@ -78,3 +78,13 @@ def test_a_memory_increase_does_not_carry_an_early_cpu_decrease():
     # Once the history spans the window, both move.
     settled = decide(current, recommendation, None, {'span_seconds': 2 * 86400, 'stabilization_seconds': 86400})
     assert settled['kube_reserved'] == {'memory': '2Gi', 'cpu': '100m'}
+
+
+def test_a_small_increase_acts_when_less_than_half_the_headroom_is_left():
+    current = {'kube_reserved': {'memory': '1000Mi', 'cpu': '100m'}, 'system_reserved': {}}
+    recommendation = {'kube_reserved': {'memory': '1040Mi', 'cpu': '100m'}, 'system_reserved': {},
+                      'memory_headroom_bytes': 200 * MI}
+    # +40Mi is within the 64 MiB minimum, but 1000Mi leaves 1000 - (1040 - 200) = 160Mi above the need: enough.
+    assert decide(current, recommendation)['memory']['action'] == 'keep'
+    recommendation['memory_headroom_bytes'] = 60 * MI  # now 1000 - 980 = 20Mi left, less than half of 60Mi
+    assert decide(current, recommendation)['memory']['action'] == 'increase'
