@@ -48,7 +48,10 @@ def test_a_short_history_widens_the_headroom():
 
 def test_headroom_takes_the_jump_times_the_factor_over_the_fixed_rule():
     value, rule = _headroom_policy.headroom(1000 * MIB, 240 * MIB, 10.0, 100 * MIB, 1.5)
-    assert value == 360 * MIB and 'largest jump' in rule
+    assert value == 360 * MIB and 'largest climb' in rule
+    # Few reaction windows: the largest of few climbs understates the next one.
+    assert _headroom_policy.headroom(1000 * MIB, 240 * MIB, 10.0, 100 * MIB, 1.5, windows=2)[0] == 720 * MIB
+    assert _headroom_policy.headroom(1000 * MIB, 240 * MIB, 10.0, 100 * MIB, 1.5, windows=7)[0] == 420 * MIB
     assert _headroom_policy.headroom(1000 * MIB, None, 10.0, 100 * MIB, 1.5)[0] == 100 * MIB
 
 
@@ -59,8 +62,9 @@ def test_basis_carries_the_jumps_into_the_recommendation():
                 'kube_components_working_set_bytes': 0, 'capacity_millicores': 4000, 'non_pod_millicores': 100,
                 'kube_components_millicores': 0}
     result = _recommend.recommend(measured, None, None, basis)
-    assert result['memory_headroom_bytes'] == 360 * MIB
-    assert result['reserved_memory_bytes'] == basis['non_pod_bytes'] + 360 * MIB
+    # 240 MiB climbed, x 1.5, x 2 / 1 for the two windows three days hold.
+    assert result['memory_headroom_bytes'] == 720 * MIB
+    assert result['reserved_memory_bytes'] == basis['non_pod_bytes'] + 720 * MIB
 
 
 def test_one_reading_rests_on_the_cold_start_prior_not_twice_the_reading():
