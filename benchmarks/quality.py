@@ -34,7 +34,6 @@ import argparse
 import collections
 import glob
 import json
-import math
 import os
 import random
 import sys

@@ -147,9 +147,12 @@ def describe_pressure(result):
     lines = []
     items = [('node', result.get('node') or {})] + sorted((result.get('cgroups') or {}).items())
     for name, entry in items:
-        parts = ['%s some %.2f%% (10 s) %.2f%% (5 min)' % (resource, entry[resource].get('some', {}).get('avg10', 0.0),
-                                                             entry[resource].get('some', {}).get('avg300', 0.0))
-                 for resource in ('cpu', 'memory') if resource in entry]
+        parts = []
+        for resource in ('cpu', 'memory'):
+            if resource in entry:
+                some = entry[resource].get('some', {})
+                parts.append('%s some %.2f%% (10 s) %.2f%% (5 min)'
+                             % (resource, some.get('avg10', 0.0), some.get('avg300', 0.0)))
         if parts:
             lines.append('pressure (PSI) %s: %s' % (name, ', '.join(parts)))
     if result.get('note'):
