@@ -1,34 +1,38 @@
-"""Replay node traces through every reservation policy: exposure to a global OOM, waste, restarts.
+"""Replay node traces through every reservation policy: exposure to a global OOM, waste, kubelet restarts.
 
-Usage: python benchmarks/quality.py [--json] [--markdown] [--live-seconds N] [--days D]
+Usage: python benchmarks/quality.py [--json|--markdown] [--days D] [--seed S[,S...]] [--traces DIR]
+                                    [--sampler-every SECONDS] [--apply-every DURATION] [--write-traces DIR]
 
-Traces:
-  (a) live: recorded on this machine by running real workloads in real cgroup v1 groups (a
-      system.slice service whose memory grows with the pod count, pods that allocate, spikes)
-      and measuring with the collection's own facts gathering, one reading a second; each
-      reading is replayed as a 5-minute sample (needs root and cgroup v1; skipped otherwise);
-  (b) generated: node sizes 4-256 GiB and 10-250 pods (leaving out pairings whose non-pod
-      peak alone would pass 40 % of the node's memory, like 4 GiB with 110 pods), 5-minute
-      samples over --days days.
-      Non-pod memory = base + pods x per-pod growth + daily cycle + spikes. The per-pod growth
-      is drawn between the two figures vendors publish for kubelet/runtime memory per pod:
-      11 MiB (EKS bootstrap, `11 * max_pods + 255`) and 20 MiB (AKS 1.29+, `20 MB * max_pods
-      + 50 MB`); the base between 255 MiB (the floor every vendor uses) and 2% of memory;
-      spikes (image pulls, log rotation, node-problem-detector) add 100-400 MiB for 5-20 min.
+Traces (docs/benchmarks.md, "Quality"):
+  generated (default): one node per size in CONFIGS, a point every 5 s over --days days, seeded by --seed.
+      Non-pod memory = base + pods' runtime memory (pods start and stop; each pod's runtime memory is
+      released some minutes after the pod goes) + a slow runtime leak reset when the runtime restarts
+      + log bursts of Pareto-distributed size + page cache and slab that grow and are reclaimed + noise.
+  --traces DIR: every *.jsonl in DIR, a node's own history: a first line
+      {"node": {"mem_total_bytes": N, "cpus": N, "max_pods": N}}, then one sample a line in the history
+      file's format: {"t": unix seconds, "non_pod_bytes": N, "non_pod_millicores": N[, "kubepods_bytes": N]}.
 
-Policies: measured (this collection's settings: peak over 7 days + 10 % headroom, 24 h
-stabilization for decreases, 10 %/64 MiB change threshold), poc-instantaneous (the PoC:
-reserve the current reading, restart on every difference), and every vendor formula.
+Policies:
+  measured: the collection's own code (_headroom_policy.basis, _recommend.recommend, _decision.decide, with
+      the module's default options); the sampler records a reading every --sampler-every seconds (60), and
+      what the role decides takes effect only at each run, every --apply-every (24h), starting at t = 0
+      with one reading and no history;
+  poc: the PoC as published: every 5 s reserve the reading + 100Mi, restarting the kubelet when that
+      differs from what is reserved by more than 100Mi;
+  every vendor formula (docs/formulas.md), fixed for the trace.
 
-Per policy: exposure_samples (non-pod usage above kubeReserved + systemReserved: pods filling
-their cgroup limit would push the node into a global OOM), exposure_beyond_eviction_samples
-(above reserved + hard eviction), waste_gib_hours (reserved but unused), changes (kubelet restarts).
+Scored on every point of the trace (5 s for generated traces): a point is exposed when non-pod memory
+is above kubeReserved + systemReserved memory (pods filling their cgroup limit would then push the node
+into a global OOM). Per policy: exposure_samples, exposure_after_warmup (after the trace's first 24 h),
+exposure_events (runs of exposed points), worst_shortfall_bytes, shortfall_mib_minutes, waste_gib_hours
+(reserved but unused), changes (kubelet restarts, the first application included), max_changes_per_day.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import glob
 import json
 import os
 import random
@@ -37,180 +41,249 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, '.build'))
-sys.path.insert(0, os.path.join(ROOT, 'tests'))
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (  # noqa: E402
-    _decision, _formulas, _quantity, _recommend)
+    _decision, _formulas, _headroom_policy, _history, _module_options, _quantity, _recommend)
 
 MIB, GIB = 1 << 20, 1 << 30
-STEP_SECONDS = 300
-WINDOW_SECONDS = 7 * 86400
-STABILIZATION_SECONDS = 86400
-EVICTION_BYTES = 100 * MIB
+DAY = 86400
+WARMUP_SECONDS = DAY
+POC_PERIOD_SECONDS = 5
+POC_MARGIN_BYTES = 100 * MIB
+POC_RESTART_THRESHOLD_BYTES = 100 * MIB
+GENERATED_STEP_SECONDS = 5
+# (memory GiB, CPUs, pods running on average)
+CONFIGS = ((4, 2, 10), (8, 2, 20), (16, 4, 40), (32, 8, 60), (64, 16, 110), (128, 32, 110))
 
 
-def generated_traces(days, seed=20261122):
-    rng = random.Random(seed)
+def _pareto(rng, scale, alpha, cap):
+    return min(cap, scale / (1.0 - rng.random()) ** (1.0 / alpha))
+
+
+def generated_trace(size_gib, cpus, pods_mean, days, rng):
+    """One node's non-pod memory and CPU, a point every 5 s."""
+    step = GENERATED_STEP_SECONDS
+    points = days * DAY // step
+    capacity = size_gib * GIB
+    base = 200 * MIB + rng.uniform(0.005, 0.01) * capacity
+    per_pod = rng.uniform(11, 20) * MIB
+    leak_per_second = rng.uniform(0.5, 4) * MIB / 3600.0
+    cache_cap = min(512 * MIB, rng.uniform(0.003, 0.01) * capacity)
+    cache_growth = cache_cap / rng.uniform(0.5, 2.0) / DAY
+    burst_cap = min(1 * GIB, 0.05 * capacity)
+    pods = max(1, int(pods_mean * rng.uniform(0.6, 0.9)))
+    releasing = []          # (time the runtime memory of a gone pod is released, bytes)
+    leak = cache = 0.0
+    next_runtime_restart = rng.uniform(1, 4) * DAY
+    burst_left = burst = 0.0
+    memory, cpu = [], []
+    for index in range(points):
+        now = index * step
+        # Pod churn: about one start or stop a minute, drifting towards a daily-varying target.
+        target = pods_mean * (0.8 + 0.4 * (1 if 8 <= (now / 3600.0) % 24 <= 20 else 0))
+        if rng.random() < step / 60.0:
+            if rng.random() < 0.5 + 0.1 * (1 if pods < target else -1):
+                pods += 1
+            elif pods > 1:
+                pods -= 1
+                releasing.append((now + rng.uniform(5, 30) * 60, per_pod))
+        held = sum(amount for until, amount in releasing if until > now)
+        releasing = [(until, amount) for until, amount in releasing if until > now]
+        leak += leak_per_second * step
+        if now >= next_runtime_restart:
+            leak, next_runtime_restart = 0.0, now + rng.uniform(1, 4) * DAY
+        cache = min(cache_cap, cache + cache_growth * step)
+        if rng.random() < step / (3 * DAY):
+            cache *= rng.uniform(0.2, 0.5)  # the kernel reclaims
+        if burst_left <= 0 and rng.random() < step / (3 * 3600.0):
+            burst, burst_left = _pareto(rng, 16 * MIB, 1.6, burst_cap), rng.expovariate(1 / 45.0) + step
+        extra = burst if burst_left > 0 else 0.0
+        burst_left -= step
+        value = base + pods * per_pod + held + leak + cache + extra + rng.gauss(0, 4 * MIB)
+        memory.append(int(max(0, value)))
+        cpu.append(int(max(0, 40 + pods * 3 + (250 if extra else 0) + rng.gauss(0, 15))))
+    return {'name': 'generated %dGiB %dcpu %dpods' % (size_gib, cpus, pods_mean),
+            'mem_total_bytes': capacity, 'cpus': cpus, 'max_pods': max(110, pods_mean),
+            't': [index * step for index in range(points)], 'non_pod_bytes': memory, 'non_pod_millicores': cpu}
+
+
+def generated_traces(days, seeds):
     traces = []
-    for size_gib in (4, 16, 64, 256):
-        for pods in (10, 50, 110, 250):
-            per_pod = rng.uniform(11, 20) * MIB
-            base = max(255 * MIB, rng.uniform(0.5, 1.0) * 0.02 * size_gib * GIB + 255 * MIB)
-            if base + pods * 20 * MIB + 400 * MIB > 0.4 * size_gib * GIB:
-                continue  # a node this small cannot hold this many pods: their daemons alone would fill it
-            samples, spike_left, spike = [], 0, 0
-            for step in range(days * 86400 // STEP_SECONDS):
-                hour = (step * STEP_SECONDS / 3600.0) % 24
-                churn = pods * per_pod * (0.85 + 0.15 * (1 if 8 <= hour <= 20 else 0))
-                if spike_left == 0 and rng.random() < 0.01:
-                    spike_left, spike = rng.randint(1, 4), rng.uniform(100, 400) * MIB
-                extra = spike if spike_left > 0 else 0
-                spike_left = max(0, spike_left - 1)
-                usage = base + churn + extra + rng.gauss(0, 10 * MIB)
-                samples.append({'non_pod_bytes': int(max(0, usage)),
-                                'non_pod_millicores': int(max(0, 50 + pods * 2 + rng.gauss(0, 20)))})
-            traces.append({'name': 'generated %dGiB %dpods' % (size_gib, pods), 'capacity_bytes': size_gib * GIB,
-                           'cpus': max(2, size_gib // 4), 'pods': pods, 'samples': samples})
+    for seed in seeds:
+        rng = random.Random(seed)
+        for size, cpus, pods in CONFIGS:
+            trace = generated_trace(size, cpus, pods, days, rng)
+            trace['name'] += ' seed %d' % seed
+            traces.append(trace)
     return traces
 
 
-def live_trace(seconds):
-    """Real workloads in real cgroups, measured with the collection's gatherer once a second."""
-    from helpers import cgroups_v1
-    from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts
-    if not cgroups_v1.v1_available():
-        return None
-    tree = cgroups_v1.CgroupTree()
-    samples = []
-    try:
-        tree.make('kubepods.slice')
-        for second in range(seconds):
-            if second % 5 == 0:  # a new pod, and the runtime grows with it
-                tree.spawn('kubepods.slice/kubepods-besteffort.slice/pod%d.slice' % second, alloc_mib=20)
-                tree.spawn('system.slice/containerd.service', alloc_mib=12, program='containerd')
-            if second % 17 == 8:  # a spike outside the pods, gone a few seconds later
-                spike = tree.spawn('system.slice/spike.service', alloc_mib=150)
-            elif second % 17 == 12 and 'spike' in locals():
-                spike.kill()
-            facts = _facts.gather({'sample_seconds': 0.5, 'history': False})
-            samples.append({'non_pod_bytes': max(0, facts['memory']['non_pod_bytes']),
-                            'non_pod_millicores': facts['cpu']['non_pod_millicores']})
-    finally:
-        tree.cleanup()
-    meminfo_total = _facts._procfs.read_meminfo()['MemTotal']
-    return {'name': 'live on this machine (%d readings)' % len(samples), 'capacity_bytes': meminfo_total,
-            'cpus': os.cpu_count() or 1, 'pods': seconds // 5, 'samples': samples}
+def read_traces(directory):
+    traces = []
+    for path in sorted(glob.glob(os.path.join(directory, '*.jsonl'))):
+        with open(path, encoding='utf-8') as handle:
+            node = json.loads(handle.readline())['node']
+            samples = [json.loads(line) for line in handle if line.strip()]
+        samples.sort(key=lambda s: s['t'])
+        traces.append({'name': os.path.basename(path), 'mem_total_bytes': int(node['mem_total_bytes']),
+                       'cpus': int(node['cpus']), 'max_pods': int(node.get('max_pods') or 110),
+                       't': [s['t'] for s in samples], 'non_pod_bytes': [int(s['non_pod_bytes']) for s in samples],
+                       'non_pod_millicores': [int(s.get('non_pod_millicores') or 0) for s in samples],
+                       'kubepods_bytes': [int(s.get('kubepods_bytes') or 0) for s in samples]})
+    return traces
 
 
-def _total(reserved):
-    return (_quantity.quantity_value(_quantity.parse_quantity(reserved['kube_reserved']['memory']))
-            + _quantity.quantity_value(_quantity.parse_quantity(reserved['system_reserved']['memory'])))
+def write_traces(traces, directory):
+    os.makedirs(directory, exist_ok=True)
+    for trace in traces:
+        path = os.path.join(directory, trace['name'].replace(' ', '-') + '.jsonl')
+        with open(path, 'w', encoding='utf-8') as handle:
+            handle.write(json.dumps({'node': {'mem_total_bytes': trace['mem_total_bytes'], 'cpus': trace['cpus'],
+                                              'max_pods': trace['max_pods']}}) + '\n')
+            for t, memory, cpu in zip(trace['t'], trace['non_pod_bytes'], trace['non_pod_millicores']):
+                handle.write(json.dumps({'t': t, 'non_pod_bytes': memory, 'non_pod_millicores': cpu}) + '\n')
 
 
-def replay_measured(trace):
-    """The measured policy as the role runs it at every sample, with the history it would have."""
-    window = collections.deque()   # (t, bytes) kept in decreasing order of bytes: sliding max
-    recent = collections.deque()
-    cpu_window = collections.deque()
-    current = None
-    reserved_series, changes = [], 0
-    first_t = 0
-    for index, sample in enumerate(trace['samples']):
-        t = index * STEP_SECONDS
-        for queue, value, horizon in ((window, sample['non_pod_bytes'], WINDOW_SECONDS),
-                                      (recent, sample['non_pod_bytes'], STABILIZATION_SECONDS),
-                                      (cpu_window, sample['non_pod_millicores'], WINDOW_SECONDS)):
-            while queue and queue[-1][1] <= value:
-                queue.pop()
-            queue.append((t, value))
-            while queue[0][0] < t - horizon:
-                queue.popleft()
-        reserved_series.append(_total(current) if current else 0)
-        basis = {'samples': index + 1, 'span_seconds': t - first_t, 'percentile': 100.0,
-                 'non_pod_bytes': max(window[0][1], recent[0][1]), 'non_pod_millicores': cpu_window[0][1],
-                 'stabilization_seconds': STABILIZATION_SECONDS}
-        measured = {'mem_total_bytes': trace['capacity_bytes'], 'mem_available_bytes': trace['capacity_bytes'] - sample['non_pod_bytes'],
-                    'kubepods_working_set_bytes': 0, 'kube_components_working_set_bytes': 0,
-                    'capacity_millicores': trace['cpus'] * 1000, 'non_pod_millicores': sample['non_pod_millicores'],
-                    'kube_components_millicores': 0}
-        recommendation = _recommend.recommend(measured, None, None, basis, {})
-        state = None if current is None else dict(current)
-        if current is None or _decision.decide(state, recommendation, None, basis)['action'] != 'keep':
-            if current is not None:
-                changes += 1
-            current = {'kube_reserved': recommendation['kube_reserved'],
-                       'system_reserved': recommendation['system_reserved']}
-        if index == 0:
-            reserved_series[0] = _total(current)
-    return reserved_series, changes
+def module_defaults():
+    """The module's own defaults, as the role passes them."""
+    return {name: spec.get('default') for name, spec in _module_options.POLICY_OPTIONS.items()}
 
 
-def replay_instantaneous(trace):
-    """The PoC: reserve what is used now (rounded to MiB), restart on every difference."""
-    reserved, series, changes = None, [], 0
-    for sample in trace['samples']:
-        series.append(reserved if reserved is not None else sample['non_pod_bytes'])
-        now = -(-sample['non_pod_bytes'] // MIB) * MIB
-        if reserved is not None and now != reserved:
-            changes += 1
-        reserved = now
-    return series, changes
+def _memory_total(reserved):
+    return sum(_quantity.quantity_value(_quantity.parse_quantity(str(part.get('memory'))))
+               for part in (reserved['kube_reserved'], reserved['system_reserved']) if part.get('memory') is not None)
+
+
+def replay_measured(trace, sampler_every, apply_every, settings):
+    """Reserved memory at every point, and the times of kubelet restarts, as the role and sampler run it."""
+    times, memory, cpu = trace['t'], trace['non_pod_bytes'], trace['non_pod_millicores']
+    pods = trace.get('kubepods_bytes') or [0] * len(times)
+    start = times[0]
+    window = _history.parse_window(settings['history_window'])
+    stabilization = _history.parse_window(settings['stabilization_window'])
+    reaction = _history.parse_window(settings['reaction_time'])
+    formulas = _formulas.all_formulas(trace['mem_total_bytes'], trace['cpus'], trace['max_pods'])
+    history = collections.deque()
+    current = {'kube_reserved': {}, 'system_reserved': {}}
+    reserved, series, restarts = 0, [], []
+    next_sample, next_apply = start, start
+    for index, now in enumerate(times):
+        reading = {'t': now, 'non_pod_bytes': memory[index], 'non_pod_millicores': cpu[index]}
+        applying = now >= next_apply
+        if now >= next_sample or applying:
+            history.append(reading)  # the sampler's reading, or the one the role's own run records
+            next_sample = now + sampler_every if now >= next_sample else next_sample
+            while history[0]['t'] < now - window:
+                history.popleft()
+        if applying:
+            next_apply += apply_every
+            samples = list(history)
+            basis = _headroom_policy.basis(samples, now, float(settings['percentile']), stabilization, reaction,
+                                           window)
+            measured = {'mem_total_bytes': trace['mem_total_bytes'],
+                        'mem_available_bytes': trace['mem_total_bytes'] - memory[index] - pods[index],
+                        'kubepods_working_set_bytes': pods[index], 'kube_components_working_set_bytes': 0,
+                        'capacity_millicores': trace['cpus'] * 1000, 'non_pod_millicores': cpu[index],
+                        'kube_components_millicores': 0,
+                        'cpu_weights': {'version': 'v1', 'system_slice_weight': 1024}}
+            recommendation = _recommend.recommend(measured, settings, None, basis, formulas)
+            decision = _decision.decide(current, recommendation, settings, basis)
+            if decision['action'] != 'keep':
+                current = {'kube_reserved': decision['kube_reserved'], 'system_reserved': decision['system_reserved']}
+                reserved = _memory_total(current)
+                restarts.append(now)
+        series.append(reserved)
+    return series, restarts
+
+
+def replay_poc(trace):
+    """The PoC: every 5 s, the reading + 100Mi; the kubelet restarts when that moved more than 100Mi."""
+    times, memory = trace['t'], trace['non_pod_bytes']
+    reserved, series, restarts, next_check = None, [], [], times[0]
+    for index, now in enumerate(times):
+        if now >= next_check:
+            next_check = now + POC_PERIOD_SECONDS
+            target = memory[index] + POC_MARGIN_BYTES
+            if reserved is None or abs(target - reserved) > POC_RESTART_THRESHOLD_BYTES:
+                reserved = target
+                restarts.append(now)
+        series.append(reserved)
+    return series, restarts
 
 
 def replay_formula(trace, name):
-    result = _formulas.FORMULAS[name](trace['capacity_bytes'], trace['cpus'], trace['pods'])
-    return [result['reserved_memory_bytes']] * len(trace['samples']), 0, result['eviction_hard_memory_bytes']
+    result = _formulas.FORMULAS[name](trace['mem_total_bytes'], trace['cpus'], trace['max_pods'])
+    return [result['reserved_memory_bytes']] * len(trace['t']), []
 
 
-def score(trace, reserved_series, eviction_bytes=EVICTION_BYTES):
-    exposure = beyond = 0
-    waste = 0.0
-    for sample, reserved in zip(trace['samples'], reserved_series):
-        usage = sample['non_pod_bytes']
-        exposure += usage > reserved
-        beyond += usage > reserved + eviction_bytes
-        waste += max(0, reserved - usage) / GIB * STEP_SECONDS / 3600.0
-    return exposure, beyond, waste
+def score(trace, series, restarts):
+    times, memory = trace['t'], trace['non_pod_bytes']
+    steps = [b - a for a, b in zip(times, times[1:])]
+    typical = sorted(steps)[len(steps) // 2] if steps else GENERATED_STEP_SECONDS
+    result = {'exposure_samples': 0, 'exposure_after_warmup': 0, 'exposure_events': 0, 'worst_shortfall_bytes': 0,
+              'shortfall_mib_minutes': 0.0, 'waste_gib_hours': 0.0}
+    exposed_before = False
+    for index, now in enumerate(times):
+        seconds = steps[index] if index < len(steps) else typical
+        shortfall = memory[index] - series[index]
+        exposed = shortfall > 0
+        if exposed:
+            result['exposure_samples'] += 1
+            result['exposure_after_warmup'] += now - times[0] >= WARMUP_SECONDS
+            result['exposure_events'] += not exposed_before
+            result['worst_shortfall_bytes'] = max(result['worst_shortfall_bytes'], shortfall)
+            result['shortfall_mib_minutes'] += shortfall / MIB * seconds / 60.0
+        else:
+            result['waste_gib_hours'] += -shortfall / GIB * seconds / 3600.0
+        exposed_before = exposed
+    per_day = collections.Counter(int((t - times[0]) // DAY) for t in restarts)
+    result['changes'] = len(restarts)
+    result['max_changes_per_day'] = max(per_day.values()) if per_day else 0
+    return result
 
 
-def run(traces):
-    policies = collections.OrderedDict()
-    names = ['measured', 'poc-instantaneous'] + list(_formulas.FORMULAS)
-    for name in names:
-        policies[name] = {'exposure_samples': 0, 'exposure_beyond_eviction_samples': 0, 'waste_gib_hours': 0.0,
-                          'changes': 0, 'max_changes_per_day': 0.0}
-    days_total = 0.0
+def run(traces, sampler_every, apply_every):
+    settings = module_defaults()
+    names = ['measured', 'poc'] + list(_formulas.FORMULAS)
+    policies = collections.OrderedDict((name, None) for name in names)
+    per_trace = []
     for trace in traces:
-        days = len(trace['samples']) * STEP_SECONDS / 86400.0
-        days_total += days
+        row = {'trace': trace['name']}
         for name in names:
-            eviction = EVICTION_BYTES
             if name == 'measured':
-                series, changes = replay_measured(trace)
-            elif name == 'poc-instantaneous':
-                series, changes = replay_instantaneous(trace)
+                series, restarts = replay_measured(trace, sampler_every, apply_every, settings)
+            elif name == 'poc':
+                series, restarts = replay_poc(trace)
             else:
-                series, changes, eviction = replay_formula(trace, name)
-            exposure, beyond, waste = score(trace, series, eviction)
-            entry = policies[name]
-            entry['exposure_samples'] += exposure
-            entry['exposure_beyond_eviction_samples'] += beyond
-            entry['waste_gib_hours'] += waste
-            entry['changes'] += changes
-            entry['max_changes_per_day'] = max(entry['max_changes_per_day'], changes / days)
+                series, restarts = replay_formula(trace, name)
+            scored = score(trace, series, restarts)
+            row[name] = scored
+            total = policies[name]
+            if total is None:
+                policies[name] = dict(scored)
+                continue
+            for key, value in scored.items():
+                if key in ('worst_shortfall_bytes', 'max_changes_per_day'):
+                    total[key] = max(total[key], value)
+                else:
+                    total[key] += value
+        per_trace.append(row)
     for entry in policies.values():
         entry['waste_gib_hours'] = round(entry['waste_gib_hours'], 1)
-        entry['max_changes_per_day'] = round(entry['max_changes_per_day'], 2)
-    return {'policies': policies, 'traces': len(traces), 'samples': sum(len(t['samples']) for t in traces),
-            'trace_names': [t['name'] for t in traces]}
+        entry['shortfall_mib_minutes'] = round(entry['shortfall_mib_minutes'], 1)
+    return {'traces': len(traces), 'points': sum(len(t['t']) for t in traces),
+            'trace_names': [t['name'] for t in traces], 'sampler_every_seconds': sampler_every,
+            'apply_every_seconds': apply_every, 'policies': policies, 'per_trace': per_trace}
 
 
 def markdown(result):
-    lines = ['| policy | exposure samples | beyond eviction | waste (GiB·h) | changes | max changes/day |',
-             '|---|---:|---:|---:|---:|---:|']
+    lines = ['| policy | exposure points | after warm-up | events | worst shortfall (MiB) | shortfall (MiB·min) '
+             '| waste (GiB·h) | changes | max changes/day |',
+             '|---|---:|---:|---:|---:|---:|---:|---:|---:|']
     for name, entry in result['policies'].items():
-        lines.append('| %s | %d | %d | %.1f | %d | %.2f |'
-                     % (name, entry['exposure_samples'], entry['exposure_beyond_eviction_samples'],
+        lines.append('| %s | %d | %d | %d | %.0f | %.1f | %.1f | %d | %d |'
+                     % (name, entry['exposure_samples'], entry['exposure_after_warmup'], entry['exposure_events'],
+                        entry['worst_shortfall_bytes'] / MIB, entry['shortfall_mib_minutes'],
                         entry['waste_gib_hours'], entry['changes'], entry['max_changes_per_day']))
     return '\n'.join(lines)
 
@@ -219,22 +292,30 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--json', action='store_true')
     parser.add_argument('--markdown', action='store_true')
-    parser.add_argument('--days', type=int, default=7)
-    parser.add_argument('--live-seconds', type=int, default=60)
+    parser.add_argument('--days', type=int, default=7, help='length of generated traces')
+    parser.add_argument('--seed', default='1', help='seed(s) of the generated traces, comma-separated: 1 or 5,6,7,8')
+    parser.add_argument('--traces', help='replay every *.jsonl in this directory instead of generated traces')
+    parser.add_argument('--write-traces', help='write the generated traces here as *.jsonl and exit')
+    parser.add_argument('--sampler-every', type=int, default=60, help='seconds between sampler readings')
+    parser.add_argument('--apply-every', default='24h', help='how often the role runs (a duration: 1h, 24h, 7d)')
+    parser.add_argument('--live-seconds', type=int, default=0,
+                        help='ignored: a trace recorded by the collection itself is no longer scored')
     args = parser.parse_args(argv)
     started = time.monotonic()
-    traces = generated_traces(args.days)
-    live = live_trace(args.live_seconds) if args.live_seconds > 0 else None
-    if live:
-        traces.insert(0, live)
-    result = run(traces)
+    traces = read_traces(args.traces) if args.traces else generated_traces(args.days, [int(seed) for seed in args.seed.split(',')])
+    if args.write_traces:
+        write_traces(traces, args.write_traces)
+        return 0
+    if not traces:
+        parser.error('no *.jsonl traces in %s' % args.traces)
+    result = run(traces, args.sampler_every, _history.parse_window(args.apply_every))
     result['seconds'] = round(time.monotonic() - started, 1)
     if args.json:
         print(json.dumps(result, indent=2))
     elif args.markdown:
         print(markdown(result))
     else:
-        print('%d traces, %d samples, %.1f s' % (result['traces'], result['samples'], result['seconds']))
+        print('%d traces, %d points, %.1f s' % (result['traces'], result['points'], result['seconds']))
         print(markdown(result))
     return 0
 

@@ -99,4 +99,34 @@ options:
   max_pods:
     description: Maximum pods per node for the formulas that use it (AKS, EKS); by default the kubelet's C(maxPods), else 110.
     type: int
+  reaction_time:
+    description:
+      - How long a reservation stays before the next run can change it (how often the playbook is applied), as a
+        duration (C(30m), C(24h), C(7d)).
+      - The memory and CPU headroom cover the largest climb above the running peak the history shows within this time,
+        times O(jump_headroom_factor); until the history spans one reaction time no climb is measured and the
+        percentage rules (O(memory_headroom_percent), O(cpu_headroom_percent)) apply alone. They stay floors either way.
+    type: str
+    default: 24h
+  jump_headroom_factor:
+    description:
+      - Multiplies the largest climb to a new peak within O(reaction_time) seen in the history, to size the headroom.
+    type: float
+    default: 1.5
+  cold_start_prior:
+    description:
+      - With one reading and no history, the reservation is at least what this vendor formula reserves (see
+        C(docs/formulas.md)), instead of widening the headroom around the one reading; V(none) widens the headroom by
+        O(single_reading_headroom_factor) as before.
+    type: str
+    default: gke
+    choices: [none, gke, aks, aks-legacy, eks, openshift]
+  cpu_guarantee:
+    description:
+      - V(reserve) raises the reserved CPU until the CPU C(system.slice) is guaranteed under contention (its own
+        C(cpu.shares) or C(cpu.weight) against the kubepods weight the kubelet writes) covers the measured non-pod
+        CPU plus headroom, capped by O(max_reserved_fraction). V(report) only reports that guarantee.
+    type: str
+    default: reserve
+    choices: [reserve, report]
 '''

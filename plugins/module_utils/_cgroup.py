@@ -178,6 +178,9 @@ def memory_working_set(layout, relative):
         'cgroup': '/' + relative,
         'usage_bytes': usage_bytes,
         'inactive_file_bytes': inactive_bytes,
+        # For _memory_accounting: the cache MemAvailable also counts as available.
+        'active_file_bytes': stat.get('total_active_file' if layout.version == 'v1' else 'active_file', 0),
+        'slab_reclaimable_bytes': stat.get('slab_reclaimable', 0) if layout.version == 'v2' else 0,
         'working_set_bytes': max(0, usage_bytes - inactive_bytes),
         'usage_file': usage_path,
         'stat_file': stat_path,

@@ -7,8 +7,8 @@ import os
 import time
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cgroup, _decision, _formulas, _history, _kubelet_config_file, _kubelet_process, _procfs, _quantity,
-    _recommend)
+    _cgroup, _cpu_guarantee, _decision, _formulas, _headroom_policy, _history, _kubelet_config_file,
+    _kubelet_process, _memory_accounting, _procfs, _quantity, _recommend)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
@@ -128,7 +128,7 @@ def _record_and_read_history(options, measured, meminfo, kubepods_memory, cpu):
     now = time.time()
     reading = {
         't': round(now, 3),
-        'non_pod_bytes': max(0, meminfo['MemTotal'] - meminfo['MemAvailable'] - kubepods_memory['working_set_bytes']),
+        'non_pod_bytes': max(0, measured['non_pod_memory']['bytes']),
         'non_pod_millicores': cpu['non_pod_millicores'],
         'kube_components_bytes': measured['kube_components_working_set_bytes'],
         'kubepods_bytes': kubepods_memory['working_set_bytes'],
@@ -151,17 +151,10 @@ def _record_and_read_history(options, measured, meminfo, kubepods_memory, cpu):
     samples.append(reading)
     samples.sort(key=lambda s: s['t'])
     percent = float(options.get('percentile') if options.get('percentile') is not None else 100.0)
-    basis = _history.summarize(samples, percent)
     stabilization = _history.parse_window(options.get('stabilization_window') or '24h')
-    recent = [s for s in samples if s['t'] >= now - stabilization]
-    recent_peak = max(s['non_pod_bytes'] for s in recent)
-    recent_peak_cpu = max(s['non_pod_millicores'] for s in recent)
-    # A lower value must have held for the whole stabilization window before it can take effect.
-    if recent_peak > basis['non_pod_bytes'] or recent_peak_cpu > basis['non_pod_millicores']:
-        basis['non_pod_bytes'] = max(basis['non_pod_bytes'], recent_peak)
-        basis['non_pod_millicores'] = max(basis['non_pod_millicores'], recent_peak_cpu)
-        basis['stabilized'] = True
-    basis['stabilization_seconds'] = stabilization
+    reaction = _history.parse_window(options.get('reaction_time') or _headroom_policy.DEFAULTS['reaction_time'])
+    window = _history.parse_window(options.get('history_window') or '7d')
+    basis = _headroom_policy.basis(samples, now, percent, stabilization, reaction, window)
     result.update(samples=basis['samples'], span_seconds=basis['span_seconds'], basis=basis,
                   series=_downsample(samples, 120))
     return result
@@ -226,7 +219,12 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
         'hugepages_bytes': _procfs.read_hugepages_bytes(),
         'non_pod_millicores': cpu['non_pod_millicores'],
         'kube_components_millicores': cpu['kube_components_millicores'],
+        'non_pod_memory': _memory_accounting.non_pod_memory(
+            meminfo, kubepods_memory, _memory_accounting.read_low_watermark_bytes(proc_root)),
+        'cpu_weights': {'version': layout.version,
+                        'system_slice_weight': _cpu_guarantee.read_weight(layout, 'system.slice')[0]},
     }
+    pressure = _cpu_guarantee.pressure(layout, ['system.slice'] + component_cgroups, proc_root)
     history = _record_and_read_history(options, measured, meminfo, kubepods_memory, cpu)
     max_pods = options.get('max_pods') or (current or {}).get('max_pods') or 110
     formulas = _formulas.all_formulas(meminfo['MemTotal'], capacity_millicores // 1000, max_pods)
@@ -237,7 +235,9 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
         'mem_total_bytes': meminfo['MemTotal'],
         'mem_available_bytes': meminfo['MemAvailable'],
         'kubepods_working_set_bytes': kubepods_memory['working_set_bytes'],
-        'non_pod_bytes': meminfo['MemTotal'] - meminfo['MemAvailable'] - kubepods_memory['working_set_bytes'],
+        'non_pod_bytes': measured['non_pod_memory']['bytes'],
+        'non_pod_poc_bytes': measured['non_pod_memory']['poc_bytes'],
+        'non_pod_accounting': {k: v for k, v in measured['non_pod_memory'].items() if k != 'explanation'},
         'kube_components_working_set_bytes': kube_components_ws,
         'kubepods': kubepods_memory,
         'system_slice': system_slice,
@@ -262,6 +262,7 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
         'current': current,
         'recommendation': recommendation,
         'decision': decision,
+        'pressure': pressure,
         'history': {k: v for k, v in history.items() if k != 'basis'},
         'formulas': formulas,
         'not_found': not_found,

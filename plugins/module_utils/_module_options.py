@@ -32,6 +32,10 @@ POLICY_OPTIONS = dict(
     policy=dict(type='str', default='measured', choices=['measured', 'gke', 'aks', 'aks-legacy', 'eks', 'openshift']),
     floor_policy=dict(type='str', default='none', choices=['none', 'gke', 'aks', 'aks-legacy', 'eks', 'openshift']),
     max_pods=dict(type='int'),
+    reaction_time=dict(type='str', default='24h'),
+    jump_headroom_factor=dict(type='float', default=1.5),
+    cold_start_prior=dict(type='str', default='gke', choices=['none', 'gke', 'aks', 'aks-legacy', 'eks', 'openshift']),
+    cpu_guarantee=dict(type='str', default='reserve', choices=['reserve', 'report']),
 )
 
 OUTPUT_OPTIONS = dict(

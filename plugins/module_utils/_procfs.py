@@ -48,7 +48,11 @@ def parse_cpu_times(text, path='/proc/stat'):
     """Return (busy_jiffies, total_jiffies) from the aggregate ``cpu`` line of /proc/stat.
 
     Idle time is ``idle + iowait``, as top and the kernel's own accounting count it;
-    guest time is already inside user time, so it is not added twice.
+    guest time is already inside user time, so it is not added twice. Steal time
+    (the hypervisor ran another guest while this vCPU wanted to run) is not work
+    done on this node, so it is not busy; it stays in the total because the total
+    stands for the wall-clock time elapsed on every CPU, the same clock the
+    kubepods cgroup's CPU time is divided by (fs/proc/stat.c, show_stat).
     """
     for line in text.splitlines():
         fields = line.split()
@@ -62,7 +66,8 @@ def parse_cpu_times(text, path='/proc/stat'):
             # user nice system idle iowait irq softirq steal guest guest_nice
             total = sum(numbers[:8])
             idle = numbers[3] + (numbers[4] if len(numbers) > 4 else 0)
-            return total - idle, total
+            steal = numbers[7] if len(numbers) > 7 else 0
+            return total - idle - steal, total
     raise MeasurementError(path, 'an aggregate "cpu" line')
 
 

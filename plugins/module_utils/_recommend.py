@@ -14,7 +14,8 @@ it is not counted as room for non-pod processes.
 
 from __future__ import annotations
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _node_allocatable, _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
+    _cpu_guarantee, _headroom_policy, _node_allocatable, _quantity)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
 MIB = 1024 * 1024
@@ -38,11 +39,6 @@ def ceil_to(value, step):
 
 def describe_bytes(value):
     return '%d B (%.1f MiB)' % (value, value / MIB)
-
-
-def _headroom(amount, percent, minimum):
-    proportional = int(-(-amount * percent // 100)) if amount > 0 else 0
-    return max(proportional, minimum)
 
 
 def _split(total, part, whole, step):
@@ -83,6 +79,26 @@ def _apply_bounds(reserved_memory, reserved_cpu, capacity_bytes, capacity_millic
     return reserved_memory, reserved_cpu
 
 
+def _guarantee_now_and_after(weights, guarantee, capacity_m, current, enforce, reserved_cpu, derived, lines):
+    """system.slice's guaranteed CPU with today's reservations and with the recommendation."""
+    version, weight = weights['version'], guarantee['system_slice_weight']
+    now_reserved = sum(_node_allocatable.reserved_amount(current.get(key), 'cpu', -3)
+                       for key in ('kube_reserved', 'system_reserved'))
+    now_pods = capacity_m - now_reserved if 'pods' in enforce else capacity_m
+    now = _cpu_guarantee.guaranteed_millicores(version, capacity_m, weight, now_pods)
+    after_pods = derived['allocatable_millicores'] if derived['enforces_pods'] else capacity_m
+    after = _cpu_guarantee.guaranteed_millicores(version, capacity_m, weight, after_pods)
+    lines.append('CPU guaranteed to system.slice under contention: %dm now (%dm reserved), %dm recommended '
+                 '(%dm reserved), for %dm needed' % (now, now_reserved, after, reserved_cpu,
+                                                     guarantee['needed_millicores']))
+    if after < guarantee['needed_millicores']:
+        lines.append('WARNING: even capped, the daemons are guaranteed less CPU than they need under contention; '
+                     'raise system.slice\'s own weight (systemd CPUWeight=, v1 CPUShares=) instead of reserving more')
+    return {'now_millicores': now, 'now_reserved_millicores': now_reserved, 'recommended_millicores': after,
+            'kubepods_weight_now': _cpu_guarantee.kubepods_weight(version, now_pods),
+            'kubepods_weight_recommended': _cpu_guarantee.kubepods_weight(version, after_pods)}
+
+
 def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     """Compute the recommendation.
 
@@ -103,8 +119,14 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     lines.append('MemTotal = %s (/proc/meminfo)' % describe_bytes(total))
     lines.append('MemAvailable = %s (/proc/meminfo)' % describe_bytes(available))
     lines.append('kubepods working set = usage - inactive_file = %s' % describe_bytes(pods_ws))
-    lines.append('non-pod memory = MemTotal - MemAvailable - kubepods working set = %d - %d - %d = %s'
-                 % (total, available, pods_ws, describe_bytes(non_pod)))
+    accounting = measured.get('non_pod_memory')
+    if accounting:
+        # _memory_accounting: the pods' page cache MemAvailable already counts is not subtracted again.
+        lines.extend(accounting['explanation'])
+        non_pod = accounting['bytes']
+    else:
+        lines.append('non-pod memory = MemTotal - MemAvailable - kubepods working set = %d - %d - %d = %s'
+                     % (total, available, pods_ws, describe_bytes(non_pod)))
     non_pod_now = max(0, non_pod)
     if non_pod < 0:
         lines.append('non-pod memory is negative (page cache counted in the pods working set is '
@@ -112,7 +134,16 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     basis = basis or {'samples': 1, 'span_seconds': 0, 'percentile': 100.0, 'non_pod_bytes': non_pod_now,
                       'non_pod_millicores': max(0, measured['non_pod_millicores'])}
     single_reading = basis['samples'] <= 1
-    if single_reading:
+    policy_settings = dict(_headroom_policy.DEFAULTS)
+    policy_settings.update({k: v for k, v in (settings or {}).items() if k in _headroom_policy.DEFAULTS and v is not None})
+    short_history = not single_reading and 'jumps' in basis and (basis['jumps'] or {}).get('memory_bytes') is None
+    prior = (_headroom_policy.cold_start_floor(formulas, policy_settings['cold_start_prior'])
+             if single_reading or short_history else None)
+    if prior is not None and options['policy'] == 'measured':
+        lines.append('this rests on one reading (no history yet): the cold-start prior, what the %s formula reserves '
+                     '(%s, %dm), is the floor until the history takes over'
+                     % (policy_settings['cold_start_prior'], describe_bytes(prior[0]), prior[1]))
+    elif single_reading:
         factor = options['single_reading_headroom_factor']
         options['memory_headroom_percent'] *= factor
         options['memory_headroom_min_bytes'] = int(options['memory_headroom_min_bytes'] * factor)
@@ -124,27 +155,52 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
                      % (basis['samples'], basis['span_seconds'] / 3600.0, basis['percentile'],
                         describe_bytes(basis['non_pod_bytes']), basis['non_pod_millicores'],
                         ('; raised to the peak of the stabilization window' if basis.get('stabilized') else '')))
+        if short_history:
+            # Too short to show how far use climbs within a reaction time: the peak so far is no guide yet.
+            factor = options['single_reading_headroom_factor']
+            for key in ('memory_headroom_percent', 'cpu_headroom_percent'):
+                options[key] *= factor
+            for key in ('memory_headroom_min_bytes', 'cpu_headroom_min_millicores'):
+                options[key] = int(options[key] * factor)
+            lines.append('the history spans less than two reaction times (%.1f h): no climb to a new peak measured '
+                         'yet, headroom widened %.1fx%s' % (2 * basis['jumps']['reaction_seconds'] / 3600.0, factor,
+                                                            ', and the cold-start prior (%s, %dm) stays the floor'
+                                                            % (describe_bytes(prior[0]), prior[1]) if prior else ''))
     non_pod_used = max(0, int(basis['non_pod_bytes']))
 
-    mem_headroom = _headroom(non_pod_used, options['memory_headroom_percent'],
-                             options['memory_headroom_min_bytes'])
-    lines.append('memory headroom = max(%d * %s%%, %d) = %s'
-                 % (non_pod_used, options['memory_headroom_percent'], options['memory_headroom_min_bytes'],
-                    describe_bytes(mem_headroom)))
+    jumps = basis.get('jumps') or {}
+    mem_headroom, rule = _headroom_policy.headroom(non_pod_used, jumps.get('memory_bytes'),
+                                                   options['memory_headroom_percent'],
+                                                   options['memory_headroom_min_bytes'],
+                                                   policy_settings['jump_headroom_factor'], jumps.get('windows') or 0)
+    lines.append('memory headroom = %s' % rule)
     mem_needed = ceil_to(non_pod_used + mem_headroom, MIB)
     lines.append('reserved memory = ceil_MiB(%d + %d) = %s'
                  % (non_pod_used, mem_headroom, describe_bytes(mem_needed)))
+    if prior is not None and options['policy'] == 'measured' and mem_needed < prior[0]:
+        mem_needed = ceil_to(prior[0], MIB)
+        lines.append('reserved memory raised to the cold-start prior: %s' % describe_bytes(mem_needed))
 
     capacity_m = measured['capacity_millicores']
     non_pod_m = max(0, int(basis['non_pod_millicores']))
     lines.append('CPU capacity = %dm; non-pod CPU = node busy - kubepods = %dm over the sample'
                  % (capacity_m, non_pod_m))
-    cpu_headroom = _headroom(non_pod_m, options['cpu_headroom_percent'],
-                             options['cpu_headroom_min_millicores'])
+    cpu_headroom, rule = _headroom_policy.headroom(non_pod_m, jumps.get('millicores'), options['cpu_headroom_percent'],
+                                                   options['cpu_headroom_min_millicores'],
+                                                   policy_settings['jump_headroom_factor'], jumps.get('windows') or 0)
     cpu_needed = non_pod_m + cpu_headroom
-    lines.append('reserved CPU = %dm + max(%dm * %s%%, %dm) = %dm'
-                 % (non_pod_m, non_pod_m, options['cpu_headroom_percent'],
-                    options['cpu_headroom_min_millicores'], cpu_needed))
+    lines.append('reserved CPU = %dm + headroom %s = %dm' % (non_pod_m, rule, cpu_needed))
+    if prior is not None and options['policy'] == 'measured' and cpu_needed < prior[1]:
+        cpu_needed = prior[1]
+        lines.append('reserved CPU raised to the cold-start prior: %dm' % cpu_needed)
+
+    guarantee_input = measured.get('cpu_weights')
+    guarantee = None
+    if guarantee_input and options['policy'] == 'measured':
+        cpu_needed, guarantee_lines, guarantee = _cpu_guarantee.settle(
+            guarantee_input['version'], capacity_m, guarantee_input.get('system_slice_weight'), cpu_needed, cpu_needed,
+            (settings or {}).get('cpu_guarantee') or 'reserve')
+        lines.extend(guarantee_lines)
 
     formulas = formulas or {}
     floor = formulas.get(options['floor_policy']) if options['floor_policy'] != 'none' else None
@@ -201,6 +257,9 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     lines.append('kubepods cgroup limit (enforceNodeAllocatable has pods: %s) = %s, cpu shares %d'
                  % ('yes' if derived['enforces_pods'] else 'no',
                     describe_bytes(derived['kubepods_memory_limit_bytes']), derived['kubepods_cpu_shares']))
+    if guarantee is not None:
+        guarantee.update(_guarantee_now_and_after(guarantee_input, guarantee, capacity_m, current, enforce,
+                                                  cpu_needed, derived, lines))
     if pods_ws > derived['kubepods_memory_limit_bytes']:
         lines.append('WARNING: pods use %s now, more than the new kubepods limit; applying this would '
                      'make the kernel reclaim or OOM-kill pods' % describe_bytes(pods_ws))
@@ -219,5 +278,6 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
         'settings': options,
         'basis': basis,
         'single_reading': single_reading,
+        'cpu_guarantee': guarantee,
         'explanation': lines,
     }

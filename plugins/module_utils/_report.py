@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 import json
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _node_allocatable, _quantity, _report_html
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cpu_guarantee, _node_allocatable, _quantity, _report_html
 
 SCHEMA_VERSION = 1
 MIB = 1024 * 1024
@@ -64,6 +64,8 @@ def _node(host, result):
         'explanation': recommendation['explanation'],
         'decision': (result.get('decision') or {}).get('action'),
         'decision_reasons': (result.get('decision') or {}).get('reasons') or [],
+        # Evidence of starvation (PSI); the CPU guarantee and the PoC's memory figure are in the explanation.
+        'pressure': _cpu_guarantee.describe_pressure(result.get('pressure') or {}),
         'history': {k: (result.get('history') or {}).get(k) for k in ('samples', 'span_seconds', 'series')},
         'recommended_reserved_memory_bytes': recommendation['reserved_memory_bytes'],
         'formulas': {name: {'reserved_memory_bytes': f['reserved_memory_bytes'],
@@ -125,6 +127,7 @@ def render_text(report):
             out.append('  %-28s %14s %10s' % (label, memory, cpu))
         out.append('  decision: %s' % node.get('decision'))
         out.extend('    %s' % reason for reason in node.get('decision_reasons') or [])
+        out.extend('  %s' % line for line in node.get('pressure') or [])
         if node['current'] is None:
             out.append('  no kubelet configuration found: current reservations unknown')
         for line in node['not_found']:
@@ -150,6 +153,7 @@ def render_markdown(report):
         out.append('')
         out.append('**Decision: %s.** %s' % (node.get('decision'), ' '.join(node.get('decision_reasons') or [])))
         out.append('')
+        out.extend('- %s' % line for line in node.get('pressure') or [])
         if node['current'] is None:
             out.extend(['No kubelet configuration was found: current reservations are unknown.', ''])
         for line in node['not_found']:

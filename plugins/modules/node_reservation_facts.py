@@ -85,8 +85,21 @@ memory:
       description: Working set of the kubepods cgroup (usage minus inactive file pages, at least 0).
       type: int
     non_pod_bytes:
-      description: C(mem_total_bytes - mem_available_bytes - kubepods_working_set_bytes), exactly (may be negative).
+      description:
+        - Non-pod memory, C(mem_total_bytes - mem_available_bytes - kubepods_working_set_bytes) plus the part of the
+          pods' active page cache (and, on cgroup v2, reclaimable slab) that C(MemAvailable) already counts as
+          available, so it is not subtracted twice (may be negative). See RV(memory.non_pod_accounting).
       type: int
+    non_pod_poc_bytes:
+      description: The PoC's figure, C(mem_total_bytes - mem_available_bytes - kubepods_working_set_bytes), exactly, for comparison.
+      type: int
+    non_pod_accounting:
+      description:
+        - The correction between RV(memory.non_pod_poc_bytes) and RV(memory.non_pod_bytes) - C(pods_active_file_bytes),
+          C(pods_slab_reclaimable_bytes), C(page_cache_counted_available_bytes) (how much page cache the kernel's
+          C(si_mem_available) counts as available), C(wmark_low_bytes) (from C(/proc/zoneinfo), null if unreadable)
+          and C(pods_counted_available_bytes).
+      type: dict
     kube_components_working_set_bytes:
       description: Working set of the kubelet and container runtime cgroups, or their RSS where they share a cgroup.
       type: int
@@ -105,7 +118,7 @@ cpu:
       description: CPUs the node offers, times 1000.
       type: int
     node_busy_millicores:
-      description: Node busy time from C(/proc/stat) (all but idle and iowait).
+      description: Node busy time from C(/proc/stat) (all but idle, iowait and steal).
       type: int
     kubepods_millicores:
       description: kubepods CPU time (v1 C(cpuacct.usage), v2 C(cpu.stat usage_usec)).
@@ -158,6 +171,12 @@ recommendation:
     allocatable:
       description: Node allocatable with the recommendation applied (capacity minus reservations minus hard eviction).
       type: dict
+    cpu_guarantee:
+      description:
+        - The CPU C(system.slice) is guaranteed under contention, from its own weight and the kubepods weight the kubelet
+          writes - C(now_millicores) with today's reservations, C(recommended_millicores) with the recommendation,
+          C(needed_millicores), C(min_reserved_millicores), C(system_slice_weight); null with a vendor O(policy).
+      type: dict
     explanation:
       description: Every input and every step of the arithmetic, one line each.
       type: list
@@ -168,12 +187,35 @@ decision:
   type: dict
   contains:
     action:
-      description: V(keep), V(increase) or V(decrease).
+      description: V(increase) when memory or CPU increases, else V(decrease) when either decreases, else V(keep).
       type: str
+    memory:
+      description: The memory decision on its own (C(action), C(now_bytes), C(recommended_bytes), C(threshold_bytes)).
+      type: dict
+    cpu:
+      description: The CPU decision on its own (C(action), C(now_millicores), C(recommended_millicores), C(threshold_millicores)).
+      type: dict
+    kube_reserved:
+      description:
+        - C(kubeReserved) to write. It takes the recommended value only for a resource whose own action is not V(keep);
+          a resource that keeps is written as it is now, so one resource's increase never carries an early decrease
+          of the other. Other resources in today's map (C(ephemeral-storage), C(pid)) are kept.
+      type: dict
+    system_reserved:
+      description: C(systemReserved) to write, like RV(decision.kube_reserved).
+      type: dict
     reasons:
-      description: The comparison for memory and CPU, one line each.
+      description: The comparison for memory and CPU, one line each, and which resource is kept.
       type: list
       elements: str
+pressure:
+  description:
+    - Pressure stall information as evidence of starvation - C(node) from C(/proc/pressure/cpu) and
+      C(/proc/pressure/memory), C(cgroups) the C(cpu.pressure) and C(memory.pressure) of C(system.slice) and of the
+      kubelet's and the runtime's cgroups (cgroup v2 only), each C(some)/C(full) with C(avg10), C(avg60), C(avg300)
+      (percent) and C(total_usec); C(note) says when per-cgroup files do not exist (cgroup v1).
+  returned: always
+  type: dict
 history:
   description: The history used (path, samples, span in seconds, whether this reading was recorded, problems found).
   returned: always

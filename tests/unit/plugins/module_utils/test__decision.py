@@ -19,7 +19,9 @@ CURRENT = {'kube_reserved': {'memory': '1Gi', 'cpu': '200m'}, 'system_reserved':
 
 @pytest.mark.parametrize('memory_mi,cpu_m,action', [
     (2048, 200, 'keep'),          # identical
-    (2048 + 200, 200, 'keep'),    # +200Mi is within 10% of 2Gi
+    (2048 + 60, 200, 'keep'),     # +60Mi is within the 64 MiB minimum
+    (2048 + 100, 200, 'increase'),  # an increase needs only the minimum: 10% would eat into the headroom
+    (2048 - 200, 200, 'keep'),    # -200Mi is within 10% of 2Gi: a decrease needs both
     (2048 + 210, 200, 'increase'),
     (2048 - 210, 200, 'decrease'),
     (2048, 260, 'increase'),      # +60m beyond the 50m minimum
@@ -50,3 +52,39 @@ def test_a_decrease_waits_for_the_stabilization_window():
     assert decide(CURRENT, lower, None, long_enough)['action'] == 'decrease'
     # Increases never wait.
     assert decide(CURRENT, rec(4096, 200), None, short)['action'] == 'increase'
+
+
+def test_a_cpu_increase_does_not_carry_an_early_memory_decrease():
+    # Seen on a node: the recommendation fell by 1 GiB of memory and rose by 100m of CPU with 10 min of history.
+    current = {'kube_reserved': {'memory': '1Gi', 'cpu': '100m', 'ephemeral-storage': '1Gi'},
+               'system_reserved': {'memory': '2Gi', 'cpu': '100m'}}
+    recommendation = {'kube_reserved': {'memory': '1Gi', 'cpu': '150m'},
+                      'system_reserved': {'memory': '1Gi', 'cpu': '150m'}}
+    result = decide(current, recommendation, None, {'span_seconds': 600, 'stabilization_seconds': 86400})
+    assert result['memory']['action'] == 'keep'
+    assert result['cpu']['action'] == 'increase'
+    assert result['action'] == 'increase'
+    # What gets written keeps today's memory and takes the new CPU.
+    assert result['kube_reserved'] == {'memory': '1Gi', 'cpu': '150m', 'ephemeral-storage': '1Gi'}
+    assert result['system_reserved'] == {'memory': '2Gi', 'cpu': '150m'}
+
+
+def test_a_memory_increase_does_not_carry_an_early_cpu_decrease():
+    current = {'kube_reserved': {'memory': '1Gi', 'cpu': '500m'}, 'system_reserved': {}}
+    recommendation = {'kube_reserved': {'memory': '2Gi', 'cpu': '100m'}, 'system_reserved': {}}
+    result = decide(current, recommendation, None, {'span_seconds': 600, 'stabilization_seconds': 86400})
+    assert (result['memory']['action'], result['cpu']['action']) == ('increase', 'keep')
+    assert result['kube_reserved'] == {'memory': '2Gi', 'cpu': '500m'}
+    # Once the history spans the window, both move.
+    settled = decide(current, recommendation, None, {'span_seconds': 2 * 86400, 'stabilization_seconds': 86400})
+    assert settled['kube_reserved'] == {'memory': '2Gi', 'cpu': '100m'}
+
+
+def test_a_small_increase_acts_when_less_than_half_the_headroom_is_left():
+    current = {'kube_reserved': {'memory': '1000Mi', 'cpu': '100m'}, 'system_reserved': {}}
+    recommendation = {'kube_reserved': {'memory': '1040Mi', 'cpu': '100m'}, 'system_reserved': {},
+                      'memory_headroom_bytes': 200 * MI}
+    # +40Mi is within the 64 MiB minimum, but 1000Mi leaves 1000 - (1040 - 200) = 160Mi above the need: enough.
+    assert decide(current, recommendation)['memory']['action'] == 'keep'
+    recommendation['memory_headroom_bytes'] = 60 * MI  # now 1000 - 980 = 20Mi left, less than half of 60Mi
+    assert decide(current, recommendation)['memory']['action'] == 'increase'

@@ -43,6 +43,20 @@ def test_cpu_times_count_idle_and_iowait_as_idle():
     assert busy == total - 1000 - 20
 
 
+# The first lines of this build machine's /proc/stat (a cloud VM, Linux 6.18 guest): 356 jiffies stolen.
+PROC_STAT_WITH_STEAL = """cpu  57833 27 18264 477192 1152 0 486 356 0 0
+cpu0 19084 6 7129 250606 289 0 230 187 0 0
+"""
+
+
+def test_cpu_times_leave_steal_out_of_busy():
+    busy, total = _procfs.parse_cpu_times(PROC_STAT_WITH_STEAL)
+    # Busy is what ran on this node: user nice system irq softirq, not the 356 jiffies another guest ran.
+    assert busy == 57833 + 27 + 18264 + 0 + 486
+    # The total is elapsed CPU time, stolen or not, the clock kubepods' CPU time is divided by.
+    assert total == 57833 + 27 + 18264 + 477192 + 1152 + 0 + 486 + 356
+
+
 @pytest.mark.parametrize('text', ['', 'cpu0 1 2 3 4\n', 'cpu 1 2\n', 'cpu a b c d\n'])
 def test_cpu_times_refuse_what_the_kernel_does_not_write(text):
     with pytest.raises(MeasurementError):

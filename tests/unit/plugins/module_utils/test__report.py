@@ -55,3 +55,12 @@ def test_renderings_show_every_row_and_say_what_was_not_found():
     assert 'current reservations unknown' in text
     assert 'decision: increase' in text and '**Decision: increase.**' in markdown  # nothing reserved yet
     assert '1024Mi' in text or '1Gi' in text
+
+
+def test_text_and_markdown_show_pressure_as_evidence():
+    facts = result(512 * 1024 * 1024)
+    facts['pressure'] = {'node': {'cpu': {'some': {'avg10': 12.5, 'avg60': 3.0, 'avg300': 1.25, 'total_usec': 9}}},
+                         'cgroups': {}, 'note': 'cgroup v1 has no per-cgroup pressure files'}
+    report = _report.build_report({'node1': facts})
+    assert 'pressure (PSI) node: cpu some 12.50% (10 s) 1.25% (5 min)' in _report.render_text(report)
+    assert '- cgroup v1 has no per-cgroup pressure files' in _report.render_markdown(report)

@@ -1,0 +1,156 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""Headroom from how far the node's non-pod use has jumped past its peak, and the sampler's warning flag.
+
+A reservation made now from the history's peak stays until the next playbook run
+(the reaction time, ``reaction_time``: how often the role is applied, 24 h by
+default). What it must absorb is how far non-pod use can climb above the peak
+known at one run before the next run: a slow runtime leak, more pods, a log
+burst bigger than any before. The history shows how far it did climb: for every
+sample time t of the history,
+
+    jump(t) = max(use over (t, t + reaction]) - max(use over [t - window, t])
+
+(clipped at 0: only a new peak counts). The headroom is the largest jump seen,
+times ``jump_headroom_factor`` (a larger one is likely over the next days than
+over the few reaction windows a week of history holds), and never below the
+fixed minimum (``memory_headroom_min_bytes``, ``cpu_headroom_min_millicores``)
+nor below ``memory_headroom_percent`` / ``cpu_headroom_percent`` of the peak.
+A jump is only measured from a start with one reaction time of history before
+it (the peak it climbs from is one the node has shown for a whole reaction time,
+as at every run but the first): until the history spans two reaction times the
+percentage rule applies alone.
+
+Cold start: with one reading and no history a node's peak is unknown. The
+prior is the vendor formula named by ``cold_start_prior`` (``docs/formulas.md``)
+where it reserves more than the reading plus headroom; the history takes over at
+the next run.
+
+The sampler flag: ``near_reservation`` is true when a reading comes within the
+headroom of what is reserved, so an alert or a scheduled job can apply sooner
+than the next planned run.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _history
+
+DEFAULTS = {
+    'reaction_time': '24h',
+    'jump_headroom_factor': 1.5,
+    'cold_start_prior': 'gke',
+}
+
+
+def _sliding_max_before(times, values, window):
+    """For each i: max of values[j] with times[i] - window <= times[j] <= times[i]."""
+    queue, result = collections.deque(), []
+    for index, value in enumerate(values):
+        while queue and values[queue[-1]] <= value:
+            queue.pop()
+        queue.append(index)
+        while times[queue[0]] < times[index] - window:
+            queue.popleft()
+        result.append(values[queue[0]])
+    return result
+
+
+def largest_jump(times, values, reaction_seconds, window_seconds):
+    """The largest climb above the running peak within ``reaction_seconds``, and how many windows it rests on.
+
+    Returns (jump, windows) where windows is the count of whole reaction times the history spans;
+    (None, 0) when it spans fewer than two (one to establish a peak, one to climb past it).
+    """
+    if len(times) < 2 or times[-1] - times[0] < 2 * reaction_seconds:
+        return None, 0
+    before = _sliding_max_before(times, values, window_seconds)
+    # Forward max over (t, t + reaction]: a second pass with a deque over indices in time order.
+    after = [None] * len(values)
+    queue = collections.deque()
+    right = 0
+    for index in range(len(values)):
+        while right < len(values) and times[right] <= times[index] + reaction_seconds:
+            while queue and values[queue[-1]] <= values[right]:
+                queue.pop()
+            queue.append(right)
+            right += 1
+        while queue and queue[0] <= index:
+            queue.popleft()
+        after[index] = values[queue[0]] if queue else None
+    jump = None
+    for index, time_value in enumerate(times):
+        # A start counts when one reaction time of history lies before it (the peak it climbs from is one
+        # the node has shown over a whole reaction time, as at every run but the first) and one after it.
+        if time_value + reaction_seconds > times[-1]:
+            break
+        if time_value - times[0] < reaction_seconds or after[index] is None:
+            continue
+        jump = max(jump or 0, after[index] - before[index])
+    windows = int((times[-1] - times[0]) // reaction_seconds)
+    return jump, windows
+
+
+def jumps(samples, reaction_seconds, window_seconds):
+    """Largest memory and CPU jumps to a new peak within the reaction time, from history samples."""
+    times = [s['t'] for s in samples]
+    memory, windows = largest_jump(times, [s['non_pod_bytes'] for s in samples], reaction_seconds, window_seconds)
+    cpu, _windows = largest_jump(times, [s['non_pod_millicores'] for s in samples], reaction_seconds, window_seconds)
+    return {'reaction_seconds': reaction_seconds, 'windows': windows, 'memory_bytes': memory, 'millicores': cpu}
+
+
+def basis(samples, now, percent, stabilization_seconds, reaction_seconds, window_seconds):
+    """What a recommendation rests on: _history.summarize, raised to the stabilization window's peak, and the jumps.
+
+    ``samples`` are history readings (dicts with t, non_pod_bytes, non_pod_millicores), oldest first.
+    """
+    result = _history.summarize(samples, percent)
+    recent = [s for s in samples if s['t'] >= now - stabilization_seconds] or samples[-1:]
+    recent_peak = max(s['non_pod_bytes'] for s in recent)
+    recent_peak_cpu = max(s['non_pod_millicores'] for s in recent)
+    # A lower value must have held for the whole stabilization window before it can take effect.
+    if recent_peak > result['non_pod_bytes'] or recent_peak_cpu > result['non_pod_millicores']:
+        result['non_pod_bytes'] = max(result['non_pod_bytes'], recent_peak)
+        result['non_pod_millicores'] = max(result['non_pod_millicores'], recent_peak_cpu)
+        result['stabilized'] = True
+    result['stabilization_seconds'] = stabilization_seconds
+    result['jumps'] = jumps(samples, reaction_seconds, window_seconds)
+    return result
+
+
+def headroom(peak, jump, percent, minimum, factor, windows=0):
+    """(headroom, rule) for one resource: the jump rule where a jump was measured, else the percentage rule.
+
+    The largest of few climbs understates the next one: with ``windows`` reaction times of history the
+    climbs come from ``windows - 1`` of them, and the factor grows by windows / (windows - 1) (x2 on the
+    first run that can measure one, x1.17 with a week of daily runs).
+    """
+    proportional = int(-(-peak * percent // 100)) if peak > 0 else 0
+    fixed = max(proportional, minimum)
+    if jump is None:
+        return fixed, 'max(%d x %s%%, %d) = %d (no reaction window in the history yet)' % (peak, percent, minimum, fixed)
+    scaled = factor * windows / (windows - 1.0) if windows > 1 else factor
+    from_jumps = int(math.ceil(jump * scaled))
+    value = max(fixed, from_jumps)
+    return value, ('max(largest climb to a new peak within the reaction time %d x %s x %d/%d, %d x %s%%, %d) = %d'
+                   % (jump, factor, windows, max(1, windows - 1), peak, percent, minimum, value))
+
+
+def cold_start_floor(formulas, name):
+    """(memory bytes, millicores) the prior formula reserves, or None when there is none."""
+    if not name or name == 'none' or name not in (formulas or {}):
+        return None
+    chosen = formulas[name]
+    return chosen['reserved_memory_bytes'], chosen['reserved_millicores']
+
+
+def near_reservation(non_pod_bytes, reserved_bytes, headroom_bytes):
+    """True when a reading comes within the headroom of the reservation (or passes it): apply sooner.
+
+    ``reserved_bytes`` is kubeReserved + systemReserved memory in force; ``headroom_bytes`` the
+    headroom of the last recommendation. False when nothing is reserved (nothing to compare with).
+    """
+    if not reserved_bytes:
+        return False
+    return non_pod_bytes >= reserved_bytes - max(0, headroom_bytes or 0)

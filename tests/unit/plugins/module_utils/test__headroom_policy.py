@@ -1,0 +1,86 @@
+"""Headroom from jumps to a new peak, the cold-start prior, and the sampler's near-reservation flag."""
+
+from __future__ import annotations
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _formulas, _headroom_policy, _recommend
+
+MIB, GIB = 1 << 20, 1 << 30
+HOUR, DAY = 3600, 86400
+
+
+def samples(values_mib, step=60):
+    return [{'t': index * step, 'non_pod_bytes': value * MIB, 'non_pod_millicores': 100}
+            for index, value in enumerate(values_mib)]
+
+
+def test_a_leak_jumps_by_its_growth_over_one_reaction_time():
+    # 3 days of one sample a minute, growing 10 MiB an hour: every day climbs 240 MiB past the last peak.
+    history = samples([500 + minute // 6 for minute in range(3 * 24 * 60)])
+    jumps = _headroom_policy.jumps(history, DAY, 7 * DAY)
+    assert jumps['memory_bytes'] == 240 * MIB
+    assert jumps['windows'] == 2
+    assert jumps['millicores'] == 0
+
+
+def test_a_burst_below_an_earlier_peak_is_no_jump():
+    flat = [600] * (3 * 24 * 60)
+    flat[0] = 900     # the first reading sets the peak ...
+    flat[2000] = 800  # ... a later smaller one climbs nothing
+    assert _headroom_policy.jumps(samples(flat), DAY, 7 * DAY)['memory_bytes'] == 0
+
+
+def test_no_jump_before_the_history_spans_two_reaction_times():
+    # One day to know the peak, one to climb past it.
+    assert _headroom_policy.jumps(samples([500] * (2 * 24 * 60 - 1)), DAY, 7 * DAY)['memory_bytes'] is None
+    assert _headroom_policy.jumps(samples([500] * (2 * 24 * 60 + 1)), DAY, 7 * DAY)['memory_bytes'] == 0
+
+
+def test_a_short_history_widens_the_headroom():
+    history = samples([500] * (30 * 60))
+    basis = _headroom_policy.basis(history, history[-1]['t'], 100.0, DAY, DAY, 7 * DAY)
+    measured = {'mem_total_bytes': 16 * GIB, 'mem_available_bytes': 15 * GIB, 'kubepods_working_set_bytes': 0,
+                'kube_components_working_set_bytes': 0, 'capacity_millicores': 4000, 'non_pod_millicores': 100,
+                'kube_components_millicores': 0}
+    result = _recommend.recommend(measured, None, None, basis)
+    assert result['memory_headroom_bytes'] == 200 * MIB  # the 100 MiB minimum, doubled
+    assert any('less than two reaction times' in line for line in result['explanation'])
+
+
+def test_headroom_takes_the_jump_times_the_factor_over_the_fixed_rule():
+    value, rule = _headroom_policy.headroom(1000 * MIB, 240 * MIB, 10.0, 100 * MIB, 1.5)
+    assert value == 360 * MIB and 'largest climb' in rule
+    # Few reaction windows: the largest of few climbs understates the next one.
+    assert _headroom_policy.headroom(1000 * MIB, 240 * MIB, 10.0, 100 * MIB, 1.5, windows=2)[0] == 720 * MIB
+    assert _headroom_policy.headroom(1000 * MIB, 240 * MIB, 10.0, 100 * MIB, 1.5, windows=7)[0] == 420 * MIB
+    assert _headroom_policy.headroom(1000 * MIB, None, 10.0, 100 * MIB, 1.5)[0] == 100 * MIB
+
+
+def test_basis_carries_the_jumps_into_the_recommendation():
+    history = samples([500 + minute // 6 for minute in range(3 * 24 * 60)])
+    basis = _headroom_policy.basis(history, history[-1]['t'], 100.0, DAY, DAY, 7 * DAY)
+    measured = {'mem_total_bytes': 16 * GIB, 'mem_available_bytes': 15 * GIB, 'kubepods_working_set_bytes': 0,
+                'kube_components_working_set_bytes': 0, 'capacity_millicores': 4000, 'non_pod_millicores': 100,
+                'kube_components_millicores': 0}
+    result = _recommend.recommend(measured, None, None, basis)
+    # 240 MiB climbed, x 1.5, x 2 / 1 for the two windows three days hold.
+    assert result['memory_headroom_bytes'] == 720 * MIB
+    assert result['reserved_memory_bytes'] == basis['non_pod_bytes'] + 720 * MIB
+
+
+def test_one_reading_rests_on_the_cold_start_prior_not_twice_the_reading():
+    measured = {'mem_total_bytes': 8 * GIB, 'mem_available_bytes': 8 * GIB - 300 * MIB, 'kubepods_working_set_bytes': 0,
+                'kube_components_working_set_bytes': 0, 'capacity_millicores': 2000, 'non_pod_millicores': 30,
+                'kube_components_millicores': 0}
+    formulas = _formulas.all_formulas(8 * GIB, 2, 110)
+    result = _recommend.recommend(measured, None, None, None, formulas)
+    assert result['reserved_memory_bytes'] == -(-formulas['gke']['reserved_memory_bytes'] // MIB) * MIB
+    assert any('cold-start prior' in line for line in result['explanation'])
+    none = _recommend.recommend(measured, {'cold_start_prior': 'none'}, None, None, formulas)
+    assert none['single_reading'] and none['memory_headroom_bytes'] == 200 * MIB  # the old 2x widening
+
+
+def test_near_reservation_flag():
+    assert _headroom_policy.near_reservation(950 * MIB, GIB, 100 * MIB)
+    assert not _headroom_policy.near_reservation(900 * MIB, GIB, 100 * MIB)
+    assert _headroom_policy.near_reservation(2 * GIB, GIB, 0)
+    assert not _headroom_policy.near_reservation(2 * GIB, 0, 100 * MIB)
