@@ -232,7 +232,7 @@ def main():
         with directory_lock(lock_dir, params['lock_timeout']):
             decision = change.plan(params, node.get('capacity_memory_bytes'), node.get('capacity_millicores'),
                                    node.get('kubepods_working_set_bytes'), node.get('kubepods_margin_bytes', 0),
-                                   node.get('hugepages_bytes', 0))
+                                   node.get('hugepages_bytes', 0), node.get('cgroup_exists'))
             backup_file = None
             if decision['changed'] and not module.check_mode:
                 backup_file = change.apply(decision, backup=params['backup'])
