@@ -227,6 +227,12 @@ def main():
         module.fail_json(msg='drop_in_name must be a file name ending in .conf (the kubelet reads only those), '
                              'got %r' % params['drop_in_name'])
     lock_dir = params['drop_in_dir'] or os.path.dirname(params['path'])
+    # Say what is missing before trying to lock a directory that is not there.
+    if not os.path.exists(params['path']):
+        module.fail_json(msg='no kubelet config found at %s: nothing to change (pass the path of the '
+                             "kubelet's --config file)" % params['path'])
+    if params['drop_in_dir'] and not os.path.isdir(params['drop_in_dir']):
+        module.fail_json(msg='drop_in_dir %s is not a directory: the kubelet reads no drop-ins there' % params['drop_in_dir'])
     try:
         node = probe_node(params) if params['validate_against_node'] else {}
         with directory_lock(lock_dir, params['lock_timeout']):
