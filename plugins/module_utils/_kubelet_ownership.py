@@ -241,6 +241,7 @@ def detect(argv=None, unit=None, root='/'):
         'config_dir_source': sources.get('--config-dir') if config_dir else None,
         'reservation_flags': reservation_flags,
         'kubeadm_extra_args_file': extra_args_file,
+        'kubeadm_extra_args': parse_environment_file(_read(root, extra_args_file)).get('KUBELET_EXTRA_ARGS', ''),
         'refusal': refusal(reservation_flags),
     }
 

@@ -105,7 +105,7 @@ def test_a_kubeadm_node_is_recognised_with_its_config_and_extra_args_file(tmp_pa
     assert found['evidence'] == ['kubeadm: /var/lib/kubelet/kubeadm-flags.env',
                                  'kubeadm: /usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf']
     assert found['config_path'] == '/var/lib/kubelet/config.yaml' and found['config_dir'] is None
-    assert found['kubeadm_extra_args_file'] == '/etc/default/kubelet'
+    assert found['kubeadm_extra_args_file'] == '/etc/default/kubelet' and found['kubeadm_extra_args'] == ''
     assert found['unit']['environment_files'] == ['/var/lib/kubelet/kubeadm-flags.env', '/etc/default/kubelet']
     assert found['reservation_flags'] == [] and found['refusal'] is None
 
@@ -114,6 +114,7 @@ def test_a_reservation_flag_in_kubeadm_extra_args_is_named_with_its_file(tmp_pat
     root = kubeadm_node(tmp_path, 'KUBELET_EXTRA_ARGS="--kube-reserved=cpu=100m,memory=1Gi --node-labels=a=b"\n')
     found = ownership.detect(root=root)
     assert [(f['flag'], f['value']) for f in found['reservation_flags']] == [('--kube-reserved', 'cpu=100m,memory=1Gi')]
+    assert found['kubeadm_extra_args'] == '--kube-reserved=cpu=100m,memory=1Gi --node-labels=a=b'
     source = found['reservation_flags'][0]['source']
     assert source.startswith('/etc/default/kubelet ($KUBELET_EXTRA_ARGS')
     assert '/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf' in source
