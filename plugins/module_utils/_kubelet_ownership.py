@@ -255,4 +255,3 @@ def refusal(reservation_flags):
             'and restart the kubelet, or set these values there' % (
                 '; '.join('%s=%s (from %s)' % (f['flag'], f['value'], f['source']) for f in reservation_flags),
                 'it' if len(reservation_flags) == 1 else 'them'))
-
