@@ -93,7 +93,9 @@ def test_check_mode_of_every_playbook_leaves_every_file_byte_identical(fresh_fle
     assert apply.returncode == 0, apply.stdout[-3000:]
     # Every node would change (the first run's change is far above the thresholds), so check mode was
     # exercised on the write path, towards the drop-in directory the kubelets read.
-    assert apply.stdout.count('drop-in dir /etc/kubernetes/kubelet.conf.d') == len(nodes), apply.stdout[-3000:]
+    output = ' '.join(apply.stdout.split())  # the YAML callback wraps long lines
+    assert output.count('increase (unit kubelet.service, config /var/lib/kubelet/config.yaml, drop-in dir '
+                        '/etc/kubernetes/kubelet.conf.d)') == len(nodes), apply.stdout[-3000:]
     assert 'Restore the newest backup byte for byte' in rollback.stdout, rollback.stdout[-3000:]
 
 
