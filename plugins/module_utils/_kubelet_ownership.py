@@ -252,6 +252,6 @@ def refusal(reservation_flags):
         return None
     return ('the kubelet has %s on its command line, which overrides any config file or drop-in '
             '(flags win: cmd/kubelet/app/server.go kubeletConfigFlagPrecedence); nothing written. Remove %s '
-            'and restart the kubelet, or set these values there' % (
+            'there and restart the kubelet, so that its config decides (docs/coexistence.md)' % (
                 '; '.join('%s=%s (from %s)' % (f['flag'], f['value'], f['source']) for f in reservation_flags),
                 'it' if len(reservation_flags) == 1 else 'them'))
