@@ -28,7 +28,8 @@ options:
   path:
     description:
       - The main KubeletConfiguration file (the kubelet's C(--config)). Always read, and validated as part of the
-        effective configuration; written only when O(drop_in_dir) is not set.
+        effective configuration; written only when O(drop_in_dir) is not set. When it does not exist the module
+        fails with "no kubelet config found", in check mode too, before taking any lock.
     type: path
     required: true
   drop_in_dir:
