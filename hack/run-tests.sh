@@ -43,6 +43,7 @@ ansible_doc_renders() {
   done
   ansible-doc -t filter nodealloc.kubelet.reservation_report >/dev/null || return 1
   ansible-doc -t filter nodealloc.kubelet.quantity_value >/dev/null || return 1
+  ansible-doc -t filter nodealloc.kubelet.reservation_handover >/dev/null || return 1
   ansible-doc -t role nodealloc.kubelet.reservations >/dev/null
 }
 

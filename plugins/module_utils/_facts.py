@@ -9,6 +9,7 @@ import time
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
     _cgroup, _cpu_guarantee, _decision, _formulas, _headroom_policy, _history, _kubelet_config_file,
     _kubelet_process, _memory_accounting, _procfs, _quantity, _recommend)
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_ownership
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
@@ -185,6 +186,7 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
         + tuple(options.get('runtime_process_names') or _kubelet_process.DEFAULT_RUNTIME_NAMES)
     found = _kubelet_process.find_processes(names, proc_root)
     kubelet, current = _kubelet_settings(options, proc_root, not_found, found)
+    kubelet['ownership'] = _kubelet_ownership.detect(kubelet['argv'], kubelet['unit'])
     driver_hint = (current or {}).get('cgroup_driver')
     driver, kubepods = _cgroup.find_kubepods(layout, options.get('kubepods_cgroup'), driver_hint)
     if kubepods is None:

@@ -36,7 +36,7 @@ def _allocatable(config, capacity_memory_bytes, capacity_millicores, hugepages_b
 
 
 def plan(params, capacity_memory_bytes=None, capacity_millicores=None, kubepods_working_set_bytes=None,
-         kubepods_margin_bytes=0, hugepages_bytes=0):
+         kubepods_margin_bytes=0, hugepages_bytes=0, cgroup_exists=None):
     """Decide what to write. ``params`` are the module's parameters.
 
     Returns a dict: changed, target (path), action ('write'|'remove'|None), text (new content),
@@ -99,7 +99,8 @@ def plan(params, capacity_memory_bytes=None, capacity_millicores=None, kubepods_
                                       'that it sorts last (drop_in_name)' % edit.FIELDS[option][0])
 
     result['validation'] = rules.validate(after, capacity_memory_bytes, capacity_millicores,
-                                          kubepods_working_set_bytes, kubepods_margin_bytes, hugepages_bytes)
+                                          kubepods_working_set_bytes, kubepods_margin_bytes, hugepages_bytes,
+                                          cgroup_exists)
     result['changed'] = result['action'] is not None
     result['changed_fields'] = changed_fields
     result['previous'] = edit.reservations(before)

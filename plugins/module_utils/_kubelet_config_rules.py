@@ -12,11 +12,24 @@ write is one the kubelet will start with:
   positive quantities; every soft threshold has a grace period
   (``evictionSoftGracePeriod``, a Go duration, not negative); minimum
   reclaims are non-negative quantities or percentages.
+  A soft threshold the kubelet disables (``0%``, ``100%``) needs no grace period:
+  ``ParseThresholdConfig`` skips it before looking for one.
 * ``enforce-node-allocatable``: pkg/kubelet/apis/config/validation/validation.go
   ``ValidateKubeletConfiguration``: values among ``pods``, ``system-reserved``,
   ``kube-reserved``, ``system-reserved-compressible``, ``kube-reserved-compressible``,
-  ``none``; the ``*-reserved`` ones need their cgroup set; ``none`` stands
-  alone; enforcement needs ``cgroupsPerQOS``.
+  ``none``, none of them twice ("duplicated enforcements"); the ``*-reserved``
+  ones need their cgroup set; ``none`` stands alone; enforcement needs
+  ``cgroupsPerQOS``.
+* ``reserved-cgroups``: the same function: ``reservedSystemCPUs`` cannot be used with
+  ``kubeReservedCgroup``/``systemReservedCgroup``; ``systemCgroups`` needs
+  ``cgroupRoot``.
+* ``enforce-reserved-cgroup``: pkg/kubelet/cm/node_container_manager_linux.go
+  ``enforceNodeAllocatableCgroups`` / ``enforceExistingCgroup``: the container
+  manager fails to start when a ``*-reserved`` enforcement has no reservation
+  (cmd/kubelet/app/server.go ``parseResourceList`` returns nil for an empty map and
+  ``getCgroupConfig(nil)`` is nil: "cgroup is not config properly"), or when its
+  cgroup does not exist on the node ("cgroup does not exist"; checked only when
+  the caller knows the node's cgroups).
 * ``reservation-within-capacity``: pkg/kubelet/cm/node_container_manager_linux.go
   ``validateNodeAllocatable``: reservations plus hard eviction may not exceed
   capacity.
@@ -95,8 +108,10 @@ def _check_eviction(config):
         if seconds < 0:
             raise ValidationError('eviction-thresholds', 'evictionSoftGracePeriod.%s' % signal,
                                   'invalid eviction grace period specified: %s, must be a positive value' % value)
-    for signal in _check_map(config, 'evictionSoft'):
-        if signal not in grace:
+    for signal, value in _check_map(config, 'evictionSoft').items():
+        # parseThresholdStatement returns nil for 0% and 100%; ParseThresholdConfig skips it
+        # before it looks for a grace period (helpers_test.go: "disable via 0%", "disable via 100%").
+        if signal not in grace and _eviction.parse_threshold(signal, value) is not None:
             raise ValidationError('eviction-thresholds', 'evictionSoftGracePeriod.%s' % signal,
                                   'grace period must be specified for the soft eviction threshold %s' % signal)
     for signal, value in _check_map(config, 'evictionMinimumReclaim').items():
@@ -125,7 +140,12 @@ def _check_enforcement(config):
         return
     if not isinstance(values, list):
         raise ValidationError('enforce-node-allocatable', 'enforceNodeAllocatable', 'must be a list')
+    seen = set()
     for value in values:
+        if value in seen:
+            raise ValidationError('enforce-node-allocatable', 'enforceNodeAllocatable',
+                                  'duplicated enforcements %r in enforceNodeAllocatable' % value)
+        seen.add(value)
         if value not in ENFORCEMENT_VALUES:
             raise ValidationError('enforce-node-allocatable', 'enforceNodeAllocatable',
                                   'option %r specified for enforceNodeAllocatable. Valid options are %s'
@@ -147,10 +167,64 @@ def _check_enforcement(config):
                               'is not supported unless cgroupsPerQOS is true')
 
 
+def _check_reserved_cgroups(config):
+    if config.get('reservedSystemCPUs') and (config.get('systemReservedCgroup') or config.get('kubeReservedCgroup')):
+        raise ValidationError('reserved-cgroups', 'reservedSystemCPUs',
+                              "can't use reservedSystemCPUs (--reserved-cpus) with systemReservedCgroup "
+                              "(--system-reserved-cgroup) or kubeReservedCgroup (--kube-reserved-cgroup)")
+    if config.get('systemCgroups') and not config.get('cgroupRoot'):
+        raise ValidationError('reserved-cgroups', 'systemCgroups',
+                              'systemCgroups (--system-cgroups) was specified and cgroupRoot (--cgroup-root) '
+                              'was not specified')
+
+
+def reserved_cgroup_path(name, driver):
+    """Where the kubelet looks for a ``*ReservedCgroup`` under each controller's root.
+
+    pkg/kubelet/cm/cgroup_manager_linux.go ``CgroupName``: with the systemd driver
+    the name is read by ``ParseSystemdToCgroupName`` (last path element, ``.slice``
+    dropped, split at ``-``) and found at ``ToSystemd`` (libcontainer ``ExpandSlice``),
+    so ``/kube-reserved.slice`` lives at ``kube.slice/kube-reserved.slice`` and
+    ``/kubelet.service`` at ``kubelet.service.slice``; with cgroupfs the name is the path.
+    """
+    if driver != 'systemd':
+        return name.strip('/')
+    base = name.rstrip('/').rsplit('/', 1)[-1]
+    if base.endswith('.slice'):
+        base = base[:-len('.slice')]
+    parts = [part.replace('_', '-').replace('-', '_') for part in base.split('-')]
+    if parts == ['']:
+        return ''
+    return '/'.join('-'.join(parts[:i + 1]) + '.slice' for i in range(len(parts)))
+
+
+RESERVATION_FIELD = {'systemReservedCgroup': 'systemReserved', 'kubeReservedCgroup': 'kubeReserved'}
+
+
+def _check_enforced_cgroups(config, cgroup_exists):
+    enforced = [v for v in config.get('enforceNodeAllocatable') or [] if v in ENFORCEMENT_CGROUP]
+    for value in enforced:
+        cgroup_field = ENFORCEMENT_CGROUP[value]
+        reservation_field = RESERVATION_FIELD[cgroup_field]
+        cgroup = config.get(cgroup_field)
+        if not config.get(reservation_field):
+            raise ValidationError('enforce-reserved-cgroup', reservation_field,
+                                  'is empty while %r is enforced: the kubelet fails to start its container '
+                                  'manager (%r cgroup is not config properly)' % (value, cgroup))
+        # The kubelet's default cgroupDriver (v1beta1 defaults.go) is cgroupfs.
+        path = reserved_cgroup_path(cgroup, config.get('cgroupDriver') or 'cgroupfs')
+        if cgroup_exists is not None and not cgroup_exists(path):
+            raise ValidationError('enforce-reserved-cgroup', cgroup_field,
+                                  '%r is enforced on %r, and %r does not exist on this node: the kubelet fails '
+                                  'to start its container manager (cgroup does not exist)' % (value, cgroup, '/' + path))
+
+
 def validate(config, capacity_memory_bytes=None, capacity_millicores=None,
-             kubepods_working_set_bytes=None, kubepods_margin_bytes=0, hugepages_bytes=0):
+             kubepods_working_set_bytes=None, kubepods_margin_bytes=0, hugepages_bytes=0, cgroup_exists=None):
     """Check ``config`` (the effective KubeletConfiguration as a dict); returns the rules checked.
 
+    ``cgroup_exists``, when given, answers whether a cgroup path relative to the
+    controllers' root (``system.slice``) exists on the node; without it that check is skipped.
     Raises ValidationError for the first rule that fails.
     """
     checked = []
@@ -161,6 +235,10 @@ def validate(config, capacity_memory_bytes=None, capacity_millicores=None,
     checked.append('eviction-thresholds')
     _check_enforcement(config)
     checked.append('enforce-node-allocatable')
+    _check_reserved_cgroups(config)
+    checked.append('reserved-cgroups')
+    _check_enforced_cgroups(config, cgroup_exists)
+    checked.append('enforce-reserved-cgroup')
     if capacity_memory_bytes is None or capacity_millicores is None:
         return checked
 

@@ -24,6 +24,7 @@ def probe_node(params, proc_root='/proc'):
         'hugepages_bytes': _procfs.read_hugepages_bytes(),
         'kubepods_working_set_bytes': None,
         'kubepods_margin_bytes': margin_bytes,
+        'cgroup_exists': None,
         'notes': [],
     }
     try:
@@ -33,7 +34,10 @@ def probe_node(params, proc_root='/proc'):
         if params.get('kubepods_cgroup'):
             raise
         result['notes'].append('kubepods-limit-above-usage: skipped, %s' % exc)
+        result['notes'].append('enforce-reserved-cgroup: existence of the reserved cgroups not checked, %s' % exc)
         return result
+    # The kubelet's cgroupManager.Exists, on the memory controller: a path under the controller's root.
+    result['cgroup_exists'] = lambda relative: _cgroup.cgroup_exists(layout, relative)
     if kubepods is None:
         result['notes'].append('kubepods-limit-above-usage: skipped, no kubepods cgroup on this node')
     else:

@@ -28,7 +28,8 @@ options:
   path:
     description:
       - The main KubeletConfiguration file (the kubelet's C(--config)). Always read, and validated as part of the
-        effective configuration; written only when O(drop_in_dir) is not set.
+        effective configuration; written only when O(drop_in_dir) is not set. When it does not exist the module
+        fails with "no kubelet config found", in check mode too, before taking any lock.
     type: path
     required: true
   drop_in_dir:
@@ -227,12 +228,18 @@ def main():
         module.fail_json(msg='drop_in_name must be a file name ending in .conf (the kubelet reads only those), '
                              'got %r' % params['drop_in_name'])
     lock_dir = params['drop_in_dir'] or os.path.dirname(params['path'])
+    # Say what is missing before trying to lock a directory that is not there.
+    if not os.path.exists(params['path']):
+        module.fail_json(msg='no kubelet config found at %s: nothing to change (pass the path of the '
+                             "kubelet's --config file)" % params['path'])
+    if params['drop_in_dir'] and not os.path.isdir(params['drop_in_dir']):
+        module.fail_json(msg='drop_in_dir %s is not a directory: the kubelet reads no drop-ins there' % params['drop_in_dir'])
     try:
         node = probe_node(params) if params['validate_against_node'] else {}
         with directory_lock(lock_dir, params['lock_timeout']):
             decision = change.plan(params, node.get('capacity_memory_bytes'), node.get('capacity_millicores'),
                                    node.get('kubepods_working_set_bytes'), node.get('kubepods_margin_bytes', 0),
-                                   node.get('hugepages_bytes', 0))
+                                   node.get('hugepages_bytes', 0), node.get('cgroup_exists'))
             backup_file = None
             if decision['changed'] and not module.check_mode:
                 backup_file = change.apply(decision, backup=params['backup'])

@@ -150,6 +150,18 @@ kubelet:
   description: The running kubelet (pid, argv) and the config file and drop-in directory read.
   returned: always
   type: dict
+  contains:
+    ownership:
+      description:
+        - What manages this kubelet and what would override a file written for it, read from the kubelet's
+          systemd unit, its drop-ins and environment files (as C(systemctl show -p FragmentPath,DropInPaths,EnvironmentFiles)
+          would list them) and the running command line.
+        - C(managers) (V(kubeadm), V(kubespray)) with C(evidence); C(config_path), C(config_dir) and C(config_dir_source);
+          C(reservation_flags), each C(flag), C(value) and C(source) (the unit file, drop-in or environment file and variable);
+          C(refusal), the message that stops a write when such flags are set, else null; C(kubeadm_extra_args_file);
+          C(unit) (C(fragment_path), C(drop_in_paths), C(environment_files), C(exec_start_source)).
+      type: dict
+      version_added: 0.1.0
 current:
   description:
     - Reservations and eviction settings in force, from the config file, its drop-ins and the command line,

@@ -71,9 +71,23 @@ def test_bad_files_are_refused_and_left_alone(tmp_path, content, message):
 
 def test_unreadable_path_is_refused(tmp_path):
     result = run_module(tmp_path, {'path': str(tmp_path / 'missing.yaml'), 'kube_reserved': {'memory': '1Gi'}})
-    assert result['failed'] and 'cannot read' in result['msg']
+    assert result['failed'] and 'no kubelet config found at %s' % (tmp_path / 'missing.yaml') in result['msg']
     result = run_module(tmp_path, {'path': str(tmp_path), 'kube_reserved': {'memory': '1Gi'}})
     assert result['failed'] and 'cannot read' in result['msg']
+
+
+@pytest.mark.parametrize('check_mode', [True, False])
+def test_a_node_without_kubelet_config_says_so_and_creates_nothing(tmp_path, check_mode):
+    # A node with no /var/lib/kubelet at all: the message says what is missing, not that a lock failed.
+    missing = tmp_path / 'var/lib/kubelet/config.yaml'
+    result = run_module(tmp_path, {'path': str(missing), 'kube_reserved': {'memory': '1Gi'}}, check_mode=check_mode)
+    assert result['failed'] and result['msg'].startswith('no kubelet config found at %s' % missing)
+    assert 'lock' not in result['msg'] and not (tmp_path / 'var').exists()
+    config = tmp_path / 'config.yaml'
+    config.write_text(OLD)
+    result = run_module(tmp_path, {'path': str(config), 'drop_in_dir': str(tmp_path / 'conf.d'),
+                                   'kube_reserved': {'memory': '1Gi'}}, check_mode=check_mode)
+    assert result['failed'] and 'is not a directory' in result['msg'] and not (tmp_path / 'conf.d').exists()
 
 
 def test_validation_failure_names_field_and_rule(tmp_path):

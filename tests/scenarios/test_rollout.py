@@ -38,7 +38,10 @@ def apply(fleet, *extra, check=False, playbook='playbooks/apply.yml'):
     # and 1500m keep that noise from looking like a change. The first run's changes are far larger.
     command = [os.path.join(BIN, 'ansible-playbook'), '-i', fleet['inventory'], playbook] + [
         '-e%s=%s' % item for item in sorted(NOISE_TOLERANT.items())] + [
-        '-ereservations_kubeconfig=%s' % fleet['kubeconfig']] + list(extra)
+        '-ereservations_kubeconfig=%s' % fleet['kubeconfig'],
+        # These scenarios prove the main-file path (the nodes' kubelets have --config-dir, where the
+        # default would write a drop-in); the drop-in default is proven in test_safety.py.
+        '-ereservations_use_drop_in=false'] + list(extra)
     if check:
         command.append('--check')
     start = time.monotonic()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet_config_rules import (
-    ValidationError, validate)
+    ValidationError, reserved_cgroup_path, validate)
 
 GI, MI = 1 << 30, 1 << 20
 
@@ -28,8 +28,8 @@ def test_a_sensible_config_passes_every_rule():
                    'enforceNodeAllocatable': ['pods', 'kube-reserved'], 'kubeReservedCgroup': '/kube.slice'},
                   capacity_memory_bytes=8 * GI, capacity_millicores=2000,
                   kubepods_working_set_bytes=GI, kubepods_margin_bytes=256 * MI)
-    assert rules == ['reserved-resources', 'eviction-thresholds', 'enforce-node-allocatable',
-                     'reservation-within-capacity', 'kubepods-limit-above-usage']
+    assert rules == ['reserved-resources', 'eviction-thresholds', 'enforce-node-allocatable', 'reserved-cgroups',
+                     'enforce-reserved-cgroup', 'reservation-within-capacity', 'kubepods-limit-above-usage']
 
 
 @pytest.mark.parametrize('config,rule,field,message', [
@@ -106,3 +106,89 @@ def test_a_limit_below_what_pods_use_now_is_refused_unless_pods_are_not_enforced
     config['enforceNodeAllocatable'] = ['none']
     check(config, capacity_memory_bytes=8 * GI, capacity_millicores=2000,
           kubepods_working_set_bytes=int(1.9 * GI), kubepods_margin_bytes=256 * MI)
+
+
+# Rows of pkg/kubelet/apis/config/validation/validation_test.go TestValidateKubeletConfiguration
+# ("specify ReservedSystemCPUs with SystemReservedCgroup", "... with KubeReservedCgroup",
+# "specify SystemCgroups without CgroupRoot") and validation.go's uniqueEnforcements check,
+# each applied to that test's successConfig (pods, system-reserved, kube-reserved enforced on
+# /system.slice and /kubelet.service).
+SUCCESS_CONFIG = {'cgroupsPerQOS': True, 'enforceNodeAllocatable': ['pods', 'system-reserved', 'kube-reserved'],
+                  'systemReservedCgroup': '/system.slice', 'kubeReservedCgroup': '/kubelet.service',
+                  'systemReserved': {'memory': '1Gi'}, 'kubeReserved': {'memory': '1Gi'}}
+
+
+def test_the_upstream_success_config_passes():
+    assert 'enforce-reserved-cgroup' in check(SUCCESS_CONFIG)
+
+
+@pytest.mark.parametrize('change,rule,field,message', [
+    ({'enforceNodeAllocatable': ['pods', 'system-reserved', 'pods']}, 'enforce-node-allocatable',
+     'enforceNodeAllocatable', "duplicated enforcements 'pods'"),
+    ({'enforceNodeAllocatable': ['pods', 'kube-reserved', 'kube-reserved']}, 'enforce-node-allocatable',
+     'enforceNodeAllocatable', "duplicated enforcements 'kube-reserved'"),
+    ({'reservedSystemCPUs': '0-3', 'kubeReservedCgroup': '', 'enforceNodeAllocatable': ['pods', 'system-reserved']},
+     'reserved-cgroups', 'reservedSystemCPUs', "can't use reservedSystemCPUs"),
+    ({'reservedSystemCPUs': '0-3', 'systemReservedCgroup': '', 'enforceNodeAllocatable': ['pods', 'kube-reserved']},
+     'reserved-cgroups', 'reservedSystemCPUs', "can't use reservedSystemCPUs"),
+    ({'systemCgroups': '/', 'cgroupRoot': ''}, 'reserved-cgroups', 'systemCgroups',
+     'cgroupRoot (--cgroup-root) was not specified'),
+    # cmd/kubelet/app/server.go parseResourceList gives nil for an empty map; node_container_manager_linux.go
+    # enforceExistingCgroup then fails on getCgroupConfig(nil): the container manager does not start.
+    ({'systemReserved': {}}, 'enforce-reserved-cgroup', 'systemReserved', 'is not config properly'),
+    ({'kubeReserved': None}, 'enforce-reserved-cgroup', 'kubeReserved', 'is not config properly'),
+    ({'enforceNodeAllocatable': ['pods', 'kube-reserved-compressible'], 'kubeReserved': {}},
+     'enforce-reserved-cgroup', 'kubeReserved', 'is not config properly'),
+])
+def test_upstream_rows_are_refused(change, rule, field, message):
+    with pytest.raises(ValidationError) as error:
+        check(dict(SUCCESS_CONFIG, **change))
+    assert (error.value.rule, error.value.field) == (rule, field)
+    assert message in str(error.value)
+
+
+def test_reserved_cpus_and_system_cgroups_with_root_pass():
+    check({'reservedSystemCPUs': '0-1', 'enforceNodeAllocatable': ['pods']})
+    check({'systemCgroups': '/system.slice', 'cgroupRoot': '/'})
+
+
+def test_an_empty_reservation_not_enforced_passes():
+    check({'enforceNodeAllocatable': ['pods'], 'kubeReserved': {}, 'systemReserved': {}})
+
+
+@pytest.mark.parametrize('name,driver,path', [
+    # cgroup_manager_linux.go: cgroupfs names are paths; systemd names go through
+    # ParseSystemdToCgroupName then ToSystemd (ExpandSlice), as in cgroup_manager_linux_test.go
+    # TestCgroupNameToSystemd ({"system", "Burstable"} -> "/system.slice/system-Burstable.slice").
+    ('/system.slice', 'cgroupfs', 'system.slice'),
+    ('/kube.slice/kubelet.service', 'cgroupfs', 'kube.slice/kubelet.service'),
+    ('/system.slice', 'systemd', 'system.slice'),
+    ('/system-Burstable.slice', 'systemd', 'system.slice/system-Burstable.slice'),
+    ('/kubelet.service', 'systemd', 'kubelet.service.slice'),
+    ('/runtime.slice/containerd.service', 'systemd', 'containerd.service.slice'),
+])
+def test_reserved_cgroup_path_follows_the_driver(name, driver, path):
+    assert reserved_cgroup_path(name, driver) == path
+
+
+def test_an_enforced_cgroup_missing_on_the_node_is_refused(tmp_path):
+    (tmp_path / 'system.slice').mkdir()
+
+    def exists(relative):
+        return (tmp_path / relative).is_dir()
+    with pytest.raises(ValidationError) as error:
+        check(SUCCESS_CONFIG, cgroup_exists=exists)
+    assert (error.value.rule, error.value.field) == ('enforce-reserved-cgroup', 'kubeReservedCgroup')
+    assert 'does not exist' in str(error.value)
+    (tmp_path / 'kubelet.service').mkdir()
+    check(SUCCESS_CONFIG, cgroup_exists=exists)
+    # The same names under the systemd driver: /kubelet.service is looked up as kubelet.service.slice.
+    with pytest.raises(ValidationError, match="'/kubelet.service.slice' does not exist"):
+        check(dict(SUCCESS_CONFIG, cgroupDriver='systemd'), cgroup_exists=exists)
+
+
+@pytest.mark.parametrize('value', ['0%', '100%'])
+def test_a_disabled_soft_threshold_needs_no_grace_period(value):
+    # pkg/kubelet/eviction/helpers_test.go TestParseThresholdConfig rows "disable via 0%" and
+    # "disable via 100%": evictionSoft memory.available 0% / 100%, no grace period, expectErr false.
+    check({'evictionHard': {'memory.available': value}, 'evictionSoft': {'memory.available': value}})
