@@ -180,8 +180,9 @@ def _tree_extras(extras, public_key):
     os.symlink('/dev/null', os.path.join(extras, 'etc/systemd/system/serial-getty@.service'))
     write(os.path.join(extras, 'var/lib/kubelet/config.yaml'), testnodes.KUBELET_CONFIG)
     os.makedirs(os.path.join(extras, 'etc/kubernetes/kubelet.conf.d'), exist_ok=True)
-    # The stand-in API server listens on the host's loopback, which QEMU's user network shows the guest as 10.0.2.2.
-    write(os.path.join(extras, 'etc/kubernetes/kubelet.conf'), testnodes.KUBECONFIG % ('10.0.2.2', testnodes.API_PORT))
+    # No API server for VM guests: the host's loopback (10.0.2.2 from the guest) may carry another run's
+    # stand-in API server, so the kubeconfig names a port nothing listens on in the guest.
+    write(os.path.join(extras, 'etc/kubernetes/kubelet.conf'), testnodes.KUBECONFIG % ('127.0.0.1', 9))
     standin = os.path.join(ROOT, 'tests', 'standin')
     for name, target in (('kubelet.py', 'usr/bin/kubelet'),
                          ('kubelet_config_v1beta1_fields.txt', 'usr/bin/kubelet_config_v1beta1_fields.txt')):
