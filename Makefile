@@ -4,8 +4,9 @@ VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 COLLECTION := $(CURDIR)/.build/ansible_collections/nodealloc/kubelet
 # Debian packages the test suite uses (installed only where missing): the multi-node tests boot
-# debootstrap trees with systemd-nspawn in network namespaces and reach them over SSH.
-TEST_DEBS ?= systemd-container debootstrap openssh-client iproute2 prometheus chromium
+# debootstrap trees with systemd-nspawn in network namespaces and reach them over SSH; the VM nodes
+# (tests/nodes/vmnodes.py) boot the same tree under QEMU with Debian's kernel.
+TEST_DEBS ?= systemd-container debootstrap openssh-client iproute2 prometheus chromium qemu-system-x86 qemu-utils linux-image-amd64
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.build
 export PATH := $(BIN):$(PATH)

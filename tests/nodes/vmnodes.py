@@ -1,0 +1,387 @@
+"""VM test nodes: QEMU guests booting Debian's own kernel, systemd as PID 1, each with its own memory.
+
+The second backend of tests/nodes (the first, testnodes.py, boots nspawn
+containers that share the host's kernel and /proc/meminfo). Each guest:
+
+* runs ``/boot/vmlinuz-<version>`` and its initramfs (Debian's
+  ``linux-image-amd64``) under ``qemu-system-x86_64 -accel tcg`` (KVM hung in
+  early boot on this kind of machine, see shared/test-nodes.md);
+* has its root on a copy-on-write qcow2 overlay of one raw ext4 image, made
+  once per session with ``mkfs.ext4 -d`` from the cached debootstrap tree of
+  testnodes.py plus that kernel's /lib/modules, the session's SSH key, the
+  stand-in kubelet (kubelet.service) and a stand-in container runtime
+  (containerd.service);
+* gets its address from QEMU's user network by systemd-networkd DHCP; SSH is
+  forwarded from a 127.0.0.1 port only;
+* boots with cgroup v2 (the default), or cgroup v1 with
+  ``systemd.unified_cgroup_hierarchy=0`` on the kernel command line.
+
+Pods are real processes the guest's systemd places, as the kubelet's systemd
+cgroup driver does (``run_pod``): ``systemd-run --slice=kubepods-<qos>-pod<uid>.slice``,
+so the unit lands in ``kubepods.slice/kubepods-<qos>.slice/kubepods-<qos>-pod<uid>.slice``.
+
+Usage (as root): ``python3 -m nodes.vmnodes up --nodes 1 --state-dir DIR [--cgroup v1]``
+writes DIR/inventory.ini and DIR/state.json; ``down --state-dir DIR`` stops the
+guests and removes their disks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from nodes import testnodes
+
+ROOT = testnodes.ROOT
+VM_DIR = '/var/lib/nodealloc-vms'
+QEMU = 'qemu-system-x86_64'
+# Budget for a busy 2-core machine: software emulation boots in 30-40 s when idle.
+BOOT_TIMEOUT = 420
+# pkg/kubelet/qos/policy.go: KubeletOOMScoreAdj and KubeProxyOOMScoreAdj are -999; the
+# container runtime gets the same from its own unit (containerd.service ships OOMScoreAdjust=-999).
+DAEMON_OOM_SCORE_ADJ = -999
+KUBELET_UNIT = """[Unit]
+Description=kubelet (nodealloc stand-in)
+After=network.target containerd.service
+# The kubelet's systemd cgroup driver has systemd create kubepods.slice and its QoS slices before
+# it sets their limits; started here first, systemd has them realized and leaves the limits alone.
+Wants=kubepods.slice kubepods-burstable.slice kubepods-besteffort.slice
+After=kubepods.slice kubepods-burstable.slice kubepods-besteffort.slice
+
+[Service]
+Environment=PYTHONPATH=/opt/nodealloc
+# The real kubelet sets kubepods' limit through systemd (its systemd cgroup driver), so a later
+# daemon-reload keeps it; the stand-in writes the cgroup file, so hand the value it wrote to systemd.
+# Setting a CPU weight is also what makes systemd enable the cpu controller down to kubepods on cgroup v2.
+ExecStartPre=/bin/systemctl set-property --runtime kubepods.slice MemoryMax=infinity CPUWeight=100
+ExecStartPost=/usr/bin/kubepods-limit-to-systemd
+ExecStart=/usr/bin/python3 /usr/bin/kubelet --config=/var/lib/kubelet/config.yaml \\
+    --config-dir=/etc/kubernetes/kubelet.conf.d --kubeconfig=/etc/kubernetes/kubelet.conf
+OOMScoreAdjust=-999
+Restart=always
+RestartSec=2
+TimeoutStopSec=5
+
+[Install]
+WantedBy=multi-user.target
+"""
+CONTAINERD_UNIT = """[Unit]
+Description=container runtime (nodealloc stand-in)
+After=network.target
+
+[Service]
+ExecStart=/usr/bin/python3 /usr/bin/containerd-standin
+OOMScoreAdjust=-999
+Restart=always
+RestartSec=2
+
+[Install]
+WantedBy=multi-user.target
+"""
+# A container runtime stand-in: a long-running process whose resident memory is what
+# /etc/containerd-standin/resident_mib says (re-read every half second), as a runtime's
+# memory grows with the pods and images it manages.
+CONTAINERD_STANDIN = '''#!/usr/bin/python3
+import mmap, os, time
+PATH = "/etc/containerd-standin/resident_mib"
+held = []
+while True:
+    try:
+        with open(PATH) as handle:
+            want = int(handle.read().strip() or 0)
+    except (OSError, ValueError):
+        want = 0
+    while len(held) < want:
+        block = mmap.mmap(-1, 1 << 20)
+        block.write(b"\\x01" * (1 << 20))
+        held.append(block)
+    while len(held) > want:
+        held.pop().close()
+    time.sleep(0.5)
+'''
+KUBEPODS_LIMIT_TO_SYSTEMD = """#!/bin/sh
+for file in /sys/fs/cgroup/kubepods.slice/memory.max /sys/fs/cgroup/memory/kubepods.slice/memory.limit_in_bytes; do
+    [ -e "$file" ] || continue
+    for attempt in $(seq 200); do
+        value=$(cat "$file")
+        case "$value" in
+            max|9223372036854771712) sleep 0.3 ;;
+            *) weight=$(cat /sys/fs/cgroup/kubepods.slice/cpu.weight 2>/dev/null || echo 100)
+               exec systemctl set-property --runtime kubepods.slice MemoryMax="$value" CPUWeight="$weight" ;;
+        esac
+    done
+done
+exit 0
+"""
+NETWORK = """[Match]
+Name=en* eth*
+
+[Network]
+DHCP=yes
+"""
+
+
+def kernel_version():
+    """The newest Debian kernel under /boot that has its initramfs and modules."""
+    versions = []
+    for path in glob.glob('/boot/vmlinuz-*'):
+        version = path[len('/boot/vmlinuz-'):]
+        if os.path.exists('/boot/initrd.img-' + version) and os.path.isdir('/lib/modules/' + version):
+            versions.append(version)
+    return sorted(versions)[-1] if versions else None
+
+
+def missing():
+    """Why VM nodes cannot run here, or None."""
+    if os.geteuid() != 0:
+        return 'VM nodes need root (mkfs, qemu disks under %s)' % VM_DIR
+    for tool in (QEMU, 'qemu-img', 'mkfs.ext4'):
+        if shutil.which(tool) is None:
+            return '%s is not installed (Debian packages qemu-system-x86, qemu-utils, e2fsprogs)' % tool
+    if kernel_version() is None:
+        return 'no /boot/vmlinuz-* with its initrd.img and /lib/modules (Debian package linux-image-amd64)'
+    return None
+
+
+def _tree_extras(extras, public_key):
+    write = testnodes.write
+    write(os.path.join(extras, 'root/.ssh/authorized_keys'), public_key, 0o600)
+    os.chmod(os.path.join(extras, 'root/.ssh'), 0o700)
+    write(os.path.join(extras, 'etc/fstab'), '/dev/vda / ext4 rw,relatime 0 1\n')
+    write(os.path.join(extras, 'etc/systemd/network/20-dhcp.network'), NETWORK)
+    write(os.path.join(extras, 'etc/systemd/system/kubelet.service'), KUBELET_UNIT)
+    write(os.path.join(extras, 'etc/systemd/system/containerd.service'), CONTAINERD_UNIT)
+    write(os.path.join(extras, 'usr/bin/containerd-standin'), CONTAINERD_STANDIN, 0o755)
+    write(os.path.join(extras, 'etc/containerd-standin/resident_mib'), '20\n')
+    write(os.path.join(extras, 'usr/bin/kubepods-limit-to-systemd'), KUBEPODS_LIMIT_TO_SYSTEMD, 0o755)
+    # As on a kubelet node: CPU accounting on, so kubepods has the cpu controller the kubelet writes.
+    write(os.path.join(extras, 'etc/systemd/system.conf.d/accounting.conf'),
+          '[Manager]\nDefaultCPUAccounting=yes\nDefaultMemoryAccounting=yes\n')
+    wants = os.path.join(extras, 'etc/systemd/system/multi-user.target.wants')
+    os.makedirs(wants, exist_ok=True)
+    for unit in ('/etc/systemd/system/kubelet.service', '/etc/systemd/system/containerd.service',
+                 '/lib/systemd/system/systemd-networkd.service'):
+        os.symlink(unit, os.path.join(wants, os.path.basename(unit)))
+    sockets = os.path.join(extras, 'etc/systemd/system/sockets.target.wants')
+    os.makedirs(sockets, exist_ok=True)
+    os.symlink('/lib/systemd/system/systemd-networkd.socket', os.path.join(sockets, 'systemd-networkd.socket'))
+    # No login prompt on the serial console nobody reads; nothing a guest without binfmt or static nodes needs.
+    for unit in ('kmod-static-nodes.service', 'systemd-binfmt.service', 'proc-sys-fs-binfmt_misc.automount',
+                 'proc-sys-fs-binfmt_misc.mount'):
+        os.symlink('/dev/null', os.path.join(extras, 'etc/systemd/system', unit))
+    os.symlink('/dev/null', os.path.join(extras, 'etc/systemd/system/serial-getty@.service'))
+    write(os.path.join(extras, 'var/lib/kubelet/config.yaml'), testnodes.KUBELET_CONFIG)
+    os.makedirs(os.path.join(extras, 'etc/kubernetes/kubelet.conf.d'), exist_ok=True)
+    # No API server for VM guests: the host's loopback (10.0.2.2 from the guest) may carry another run's
+    # stand-in API server, so the kubeconfig names a port nothing listens on in the guest.
+    write(os.path.join(extras, 'etc/kubernetes/kubelet.conf'), testnodes.KUBECONFIG % ('127.0.0.1', 9))
+    standin = os.path.join(ROOT, 'tests', 'standin')
+    for name, target in (('kubelet.py', 'usr/bin/kubelet'),
+                         ('kubelet_config_v1beta1_fields.txt', 'usr/bin/kubelet_config_v1beta1_fields.txt')):
+        shutil.copy(os.path.join(standin, name), testnodes._mkparent(extras, target))
+    os.chmod(os.path.join(extras, 'usr/bin/kubelet'), 0o755)
+    utils = os.path.join(extras, 'opt/nodealloc/ansible_collections/nodealloc/kubelet/plugins/module_utils')
+    shutil.copytree(os.path.join(ROOT, 'plugins', 'module_utils'), utils,
+                    ignore=shutil.ignore_patterns('__pycache__'))
+
+
+def make_disk(state_dir, public_key, size='3G'):
+    """The session's raw root image: the cached tree, the kernel's modules and the test node's files."""
+    version = kernel_version()
+    image = testnodes.ensure_image()
+    base = os.path.join(VM_DIR, 'session')
+    shutil.rmtree(base, ignore_errors=True)
+    extras, work, merged = (os.path.join(base, d) for d in ('extras', 'work', 'merged'))
+    for directory in (extras, work, merged):
+        os.makedirs(directory)
+    _tree_extras(extras, public_key)
+    shutil.copytree('/lib/modules/' + version, os.path.join(extras, 'usr/lib/modules', version), symlinks=True)
+    disk = os.path.join(VM_DIR, 'root.img')
+    testnodes.run('mount', '-t', 'overlay', 'overlay', '-o',
+                  'lowerdir=%s,upperdir=%s,workdir=%s' % (image, extras, work), merged)
+    try:
+        if os.path.exists(disk):
+            os.unlink(disk)
+        testnodes.run('mkfs.ext4', '-q', '-F', '-L', 'root', '-d', merged, disk, size)
+    finally:
+        testnodes.run('umount', merged, check=False)
+        shutil.rmtree(base, ignore_errors=True)
+    return disk
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def start_guest(name, disk, state_dir, memory_mib=1280, cgroup='v2', cpus=1):
+    overlay = os.path.join(VM_DIR, name + '.qcow2')
+    if os.path.exists(overlay):
+        os.unlink(overlay)
+    testnodes.run('qemu-img', 'create', '-q', '-f', 'qcow2', '-F', 'raw', '-b', disk, overlay)
+    version = kernel_version()
+    port = free_port()
+    append = ['root=/dev/vda', 'rw', 'console=ttyS0', 'quiet', 'systemd.hostname=' + name,
+              'systemd.show_status=0', 'panic=1']
+    if cgroup == 'v1':
+        append.append('systemd.unified_cgroup_hierarchy=0')
+    console = os.path.join(state_dir, name + '.console.log')
+    process = subprocess.Popen(
+        [QEMU, '-accel', 'tcg', '-m', str(memory_mib), '-smp', str(cpus), '-nographic', '-nodefaults',
+         '-no-reboot', '-kernel', '/boot/vmlinuz-' + version, '-initrd', '/boot/initrd.img-' + version,
+         '-append', ' '.join(append), '-drive', 'file=%s,if=virtio,format=qcow2' % overlay,
+         '-netdev', 'user,id=n0,hostfwd=tcp:127.0.0.1:%d-:22' % port, '-device', 'virtio-net-pci,netdev=n0',
+         '-serial', 'file:' + console],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    return {'name': name, 'address': '127.0.0.1', 'port': port, 'qemu_pid': process.pid, 'overlay': overlay,
+            'memory_mib': memory_mib, 'cgroup': cgroup, 'started': time.time(), 'console': console}
+
+
+def ssh(node, state_dir, command, check=True, timeout=120):
+    """Run a shell command on a guest over its forwarded loopback port."""
+    return subprocess.run(
+        ['ssh', '-i', os.path.join(state_dir, 'id_ed25519'), '-p', str(node['port']), '-o', 'StrictHostKeyChecking=no',
+         '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-o', 'ConnectTimeout=10', '-o', 'BatchMode=yes',
+         'root@127.0.0.1', command], check=check, capture_output=True, text=True, timeout=timeout)
+
+
+def wait_ready(node, state_dir, timeout=BOOT_TIMEOUT):
+    """Wait until SSH answers and the stand-in kubelet says healthy; records the boot time."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not os.path.exists('/proc/%d' % node['qemu_pid']):
+            raise RuntimeError('qemu for %s exited; see %s' % (node['name'], node['console']))
+        try:
+            result = ssh(node, state_dir, 'python3 -c "import urllib.request as u; '
+                         'print(u.urlopen(\'http://127.0.0.1:10248/healthz\', timeout=5).read().decode())"',
+                         check=False, timeout=60)
+            if result.stdout.strip() == 'ok':
+                node['ready_seconds'] = round(time.time() - node['started'], 1)
+                return node
+        except subprocess.TimeoutExpired:
+            pass
+        time.sleep(2)
+    raise RuntimeError('%s was not ready within %d s; see %s' % (node['name'], timeout, node['console']))
+
+
+def write_inventory(state_dir, nodes, key):
+    lines = ['[nodes]']
+    for node in nodes:
+        lines.append('%s ansible_host=127.0.0.1 ansible_port=%d' % (node['name'], node['port']))
+    lines += ['', '[nodes:vars]', 'ansible_user=root', 'ansible_ssh_private_key_file=%s' % key,
+              "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+              "-o ConnectTimeout=10 -o ServerAliveInterval=5 -o ServerAliveCountMax=6'",
+              'ansible_python_interpreter=/usr/bin/python3', '']
+    path = os.path.join(state_dir, 'inventory.ini')
+    testnodes.write(path, '\n'.join(lines))
+    return path
+
+
+def cleanup_stale():
+    """Stop guests a killed earlier run left (their disks are under VM_DIR)."""
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as handle:
+                argv = handle.read().split(b'\0')
+        except OSError:
+            continue
+        if argv and argv[0].endswith(QEMU.encode()) and any(VM_DIR.encode() in a for a in argv):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def up(guests, state_dir):
+    """Boot guests in parallel. ``guests`` is a list of dicts: name, and optionally memory_mib, cgroup."""
+    cleanup_stale()
+    os.makedirs(state_dir, exist_ok=True)
+    os.makedirs(VM_DIR, exist_ok=True)
+    key, public_key = testnodes.ensure_ssh_key(state_dir)
+    state_path = os.path.join(state_dir, 'state.json')
+    nodes = []
+    try:
+        started = time.time()
+        disk = make_disk(state_dir, public_key)
+        image_seconds = round(time.time() - started, 1)
+        for guest in guests:
+            nodes.append(start_guest(guest['name'], disk, state_dir, guest.get('memory_mib', 1280),
+                                     guest.get('cgroup', 'v2')))
+            testnodes.write(state_path, json.dumps(nodes, indent=2))
+        for node in nodes:
+            wait_ready(node, state_dir)
+            node['image_seconds'] = image_seconds
+        testnodes.write(state_path, json.dumps(nodes, indent=2))
+    except Exception:
+        down(state_dir)
+        raise
+    return write_inventory(state_dir, nodes, key), nodes
+
+
+def down(state_dir):
+    state_path = os.path.join(state_dir, 'state.json')
+    if not os.path.exists(state_path):
+        return
+    with open(state_path, encoding='utf-8') as handle:
+        nodes = json.load(handle)
+    for node in nodes:
+        try:
+            os.killpg(node['qemu_pid'], signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for node in nodes:
+        deadline = time.monotonic() + 15
+        while os.path.exists('/proc/%d' % node['qemu_pid']) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if os.path.exists(node['overlay']):
+            os.unlink(node['overlay'])
+    os.unlink(state_path)
+
+
+def run_pod(node, state_dir, uid, qos, command, oom_score_adj, memory_limit=None):
+    """Start a pod's container as the kubelet's systemd driver places it; returns the unit name."""
+    unit = 'pod-%s.service' % uid
+    slice_name = 'kubepods-%s-pod%s.slice' % (qos, uid) if qos != 'guaranteed' else 'kubepods-pod%s.slice' % uid
+    properties = ['-p', 'OOMScoreAdjust=%d' % oom_score_adj]
+    if memory_limit:
+        properties += ['-p', 'MemoryMax=%d' % memory_limit]
+    ssh(node, state_dir, 'systemd-run --quiet --unit=%s --slice=%s %s -- %s'
+        % (unit, slice_name, ' '.join(properties), command))
+    return unit
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('action', choices=['up', 'down'])
+    parser.add_argument('--nodes', type=int, default=1)
+    parser.add_argument('--cgroup', choices=['v1', 'v2'], default='v2')
+    parser.add_argument('--memory-mib', type=int, default=1280)
+    parser.add_argument('--state-dir', default='/tmp/nodealloc-vms')
+    args = parser.parse_args(argv)
+    if args.action == 'up':
+        reason = missing()
+        if reason:
+            print(reason, file=sys.stderr)
+            return 1
+        inventory, nodes = up([{'name': 'vm%d' % i, 'memory_mib': args.memory_mib, 'cgroup': args.cgroup}
+                               for i in range(1, args.nodes + 1)], args.state_dir)
+        print(inventory)
+        print(json.dumps([{k: n[k] for k in ('name', 'port', 'ready_seconds')} for n in nodes]))
+    else:
+        down(args.state_dir)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

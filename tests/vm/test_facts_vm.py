@@ -1,0 +1,106 @@
+"""node_reservation_facts on a real kernel with a real systemd: a cgroup v2 guest and a cgroup v1 guest.
+
+A Burstable pod allocating 256 MiB runs where the kubelet's systemd driver puts it
+(kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice); the stand-in kubelet
+and the runtime stand-in run as kubelet.service and containerd.service in the system.slice the
+guest's systemd made. On the guest, one script reads /proc/meminfo and the kubepods cgroup files,
+runs the module's measuring code (_facts.gather, as the module does), and reads them again; the
+module's figures must lie between the two reads, and its derived figures must follow from them
+exactly. Nothing the test asserts was written by the test into the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from nodes import vmnodes
+
+MIB = 1024 * 1024
+# Python's interpreter and the pod's page tables on top of the 256 MiB it touches.
+POD_OVERHEAD = 24 * MIB
+# pkg/kubelet/qos/policy.go GetContainerOOMScoreAdjust: Burstable gets 1000 - (1000 * request) / capacity,
+# clamped to [2, 999] (here request 128 MiB of the guest's capacity, computed on the guest).
+ALLOCATE = 'import time; b = b"\\x01" * (256 << 20); open("/run/pod-ready", "w").close(); time.sleep(100000)'
+PROBE = r'''
+import json, os, sys
+sys.path.insert(0, "/opt/nodealloc")
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts
+
+def meminfo():
+    with open("/proc/meminfo") as handle:
+        return {line.split(":")[0]: int(line.split()[1]) * 1024 for line in handle}
+
+def kubepods(root):
+    version = "v2" if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else "v1"
+    base = "/sys/fs/cgroup/kubepods.slice" if version == "v2" else "/sys/fs/cgroup/memory/kubepods.slice"
+    usage = int(open(base + ("/memory.current" if version == "v2" else "/memory.usage_in_bytes")).read())
+    stat = dict(line.split() for line in open(base + "/memory.stat"))
+    inactive = int(stat["inactive_file" if version == "v2" else "total_inactive_file"])
+    return {"usage": usage, "inactive": inactive}
+
+before = {"meminfo": meminfo(), "kubepods": kubepods(None)}
+facts = _facts.gather({"sample_seconds": 1, "history_path": "/run/nodealloc-history.jsonl"})
+after = {"meminfo": meminfo(), "kubepods": kubepods(None)}
+print(json.dumps({"before": before, "after": after, "facts": facts}, default=str))
+'''
+
+
+def within(value, first, second, what):
+    low, high = min(first, second), max(first, second)
+    assert low <= value <= high, '%s = %d, outside the bracketing reads %d and %d' % (what, value, first, second)
+
+
+@pytest.mark.parametrize('guest', ['facts-v2', 'facts-v1'])
+def test_facts_on_guest(vm_guests, guest):
+    node = vm_guests[guest]
+    state_dir = node['state_dir']
+
+    def sh(command):
+        return vmnodes.ssh(node, state_dir, command).stdout
+
+    capacity = int(sh("awk '/MemTotal/ {print $2 * 1024}' /proc/meminfo"))
+    oom_score_adj = min(999, max(2, 1000 - (1000 * 128 * MIB) // capacity))
+    uid = str(uuid.uuid4()).replace('-', '_')
+    sh('rm -f /run/pod-ready')
+    unit = vmnodes.run_pod(node, state_dir, uid, 'burstable', "/usr/bin/python3 -c '%s'" % ALLOCATE, oom_score_adj)
+    sh('for i in $(seq 600); do [ -e /run/pod-ready ] && exit 0; sleep 0.2; done; exit 1')
+    try:
+        pod_pid = int(sh('systemctl show -p MainPID --value %s' % unit))
+        kubelet_pid = int(sh('systemctl show -p MainPID --value kubelet.service'))
+        pod_cgroup = sh('cat /proc/%d/cgroup' % pod_pid)
+        probe = json.loads(sh("python3 - <<'EOF'\n%s\nEOF" % PROBE))
+    finally:
+        sh('systemctl stop %s' % unit)
+
+    expected_version = guest.split('-')[1]
+    # The pod is where the kubelet's systemd driver puts a Burstable pod, with its QoS class's score.
+    slice_path = '/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice/%s' % (uid, unit)
+    assert slice_path in pod_cgroup, pod_cgroup
+    facts = probe['facts']
+    before, after = probe['before'], probe['after']
+    assert facts['cgroup']['version'] == expected_version
+    assert facts['cgroup']['driver'] == 'systemd'
+    assert facts['cgroup']['kubepods'] == '/kubepods.slice'
+    assert facts['kubelet']['pid'] == kubelet_pid
+
+    memory = facts['memory']
+    assert memory['mem_total_bytes'] == before['meminfo']['MemTotal'] == after['meminfo']['MemTotal']
+    within(memory['mem_available_bytes'], before['meminfo']['MemAvailable'], after['meminfo']['MemAvailable'],
+           'MemAvailable')
+    kubepods = memory['kubepods']
+    within(kubepods['usage_bytes'], before['kubepods']['usage'], after['kubepods']['usage'], 'kubepods usage')
+    within(kubepods['inactive_file_bytes'], before['kubepods']['inactive'], after['kubepods']['inactive'],
+           'kubepods inactive_file')
+    # The kubelet's working set (cadvisor): usage minus inactive file pages, and the pod's 256 MiB is in it.
+    assert memory['kubepods_working_set_bytes'] == kubepods['usage_bytes'] - kubepods['inactive_file_bytes']
+    assert 256 * MIB <= memory['kubepods_working_set_bytes'] <= 256 * MIB + POD_OVERHEAD
+    assert memory['non_pod_bytes'] == (memory['mem_total_bytes'] - memory['mem_available_bytes']
+                                       - memory['kubepods_working_set_bytes'])
+    # The kubelet and the runtime are measured in the units the guest's systemd made for them.
+    assert sorted(c['cgroup'] for c in memory['kube_components']['cgroups']) == [
+        '/system.slice/containerd.service', '/system.slice/kubelet.service']
+    # The runtime stand-in holds 20 MiB; the kubelet stand-in is a Python process (more than 8 MiB).
+    assert memory['kube_components_working_set_bytes'] >= 28 * MIB
