@@ -20,6 +20,7 @@ def main(argv):
         'history_path': argv[0] if argv else '/var/lib/nodealloc/history.jsonl',
         'sample_seconds': float(argv[1]) if len(argv) > 1 else 10.0,
         'history_source': 'sampler',
+        'record': True,
     }
     try:
         facts = _facts.gather(options)
