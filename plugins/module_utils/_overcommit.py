@@ -25,6 +25,7 @@ import math
 import os
 import re
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._procfs import read_text
 
 UNLIMITED_AT_LEAST = 1 << 62  # v1 reports "no limit" as PAGE_COUNTER_MAX * PAGE_SIZE (9223372036854771712 with 4 KiB pages)
@@ -73,7 +74,7 @@ def _pod_cpu_millicores(layout, relative):
         if layout.version == 'v2':
             return shares_to_millicores(weight_to_shares(int(read_text(os.path.join(directory, 'cpu.weight')).strip())))
         return shares_to_millicores(int(read_text(os.path.join(directory, 'cpu.shares')).strip()))
-    except (OSError, ValueError):
+    except (OSError, ValueError, NodeallocError):
         return None
 
 
@@ -105,13 +106,13 @@ def audit(layout, kubepods):
     limit_file = 'memory.limit_in_bytes' if layout.version == 'v1' else 'memory.max'
     try:
         kubepods_limit = _read_limit(os.path.join(layout.memory_root, kubepods, limit_file))
-    except (OSError, ValueError):
+    except (OSError, ValueError, NodeallocError):
         kubepods_limit = None
     pods, by_qos = [], {'guaranteed': 0, 'burstable': 0, 'besteffort': 0}
     for qos, relative in _pods(layout, kubepods):
         try:
             limit = _read_limit(os.path.join(layout.memory_root, relative, limit_file))
-        except (OSError, ValueError):
+        except (OSError, ValueError, NodeallocError):
             continue  # a pod removed while we read
         by_qos[qos] += 1
         pods.append({'cgroup': '/' + relative, 'qos': qos, 'memory_limit_bytes': limit,
