@@ -91,8 +91,8 @@ def append(path, sample, max_samples=DEFAULT_MAX_SAMPLES, window_seconds=None, l
             cut = _cut_torn_tail(fd)
             os.write(fd, line)
             os.fsync(fd)
-            # Lines are all about as long as this one: while the size says the file is not full, no need to count.
-            full = os.fstat(fd).st_size > max_samples * len(line) and _count_lines(fd) > max_samples
+            # Lines are all about as long as this one (within 20 %): while the size says the file is not full, no need to count.
+            full = os.fstat(fd).st_size > max_samples * len(line) * 1.2 and _count_lines(fd) > max_samples
             if full:
                 keep = max(1, int(max_samples * ROTATE_KEEP_FRACTION))
                 size = os.fstat(fd).st_size

@@ -8,7 +8,7 @@ keeps what the metrics need from the past:
   whole timer period without sleeping (the first run, or one after a reboot, samples
   ``sample_seconds`` instead);
 * a per-hour histogram of non-pod memory (1 MiB buckets) and CPU (1 millicore buckets) over the
-  history window, for the policy's percentile (nearest rank over buckets, so at most 1 MiB above
+  history window and their running totals (an hour leaving the window is subtracted), for the policy's percentile (nearest rank over buckets, so at most 1 MiB above
   the exact figure from the samples);
 * the inode and size of the history already counted: lines other writers appended since (the
   module with ``record``) are read from there, each validated as the module validates it. Without
@@ -44,36 +44,41 @@ def load_json(path):
     return value if isinstance(value, dict) else None
 
 
-def _add(hours, sample):
+def _add(state, sample):
+    """Count ``sample`` in its hour and in the window's running totals (so a percentile needs no merge)."""
+    hours, totals = state['hours'], state['totals']
     hour = hours.setdefault(str(int(sample['t'] // 3600)), {'m': {}, 'c': {}})
-    memory_bucket = str(int(math.ceil(sample['non_pod_bytes'] / float(MIB))))
-    cpu_bucket = str(int(math.ceil(sample['non_pod_millicores'])))
-    hour['m'][memory_bucket] = hour['m'].get(memory_bucket, 0) + 1
-    hour['c'][cpu_bucket] = hour['c'].get(cpu_bucket, 0) + 1
+    for key, bucket in (('m', str(int(math.ceil(sample['non_pod_bytes'] / float(MIB))))),
+                        ('c', str(int(math.ceil(sample['non_pod_millicores']))))):
+        hour[key][bucket] = hour[key].get(bucket, 0) + 1
+        totals[key][bucket] = totals[key].get(bucket, 0) + 1
 
 
-def _prune(hours, now, window_seconds):
+def _prune(state, now, window_seconds):
     oldest = int((now - window_seconds) // 3600)
-    for key in [k for k in hours if int(k) < oldest]:
-        del hours[key]
+    for name in [k for k in state['hours'] if int(k) < oldest]:
+        for key, buckets in state['hours'].pop(name).items():
+            for bucket, count in buckets.items():
+                left = state['totals'][key].get(bucket, 0) - count
+                if left > 0:
+                    state['totals'][key][bucket] = left
+                else:
+                    state['totals'][key].pop(bucket, None)
 
 
-def sketch_percentile(hours, key, percent):
-    """Nearest-rank percentile over the buckets of every hour kept (bucket upper edges)."""
-    counts = {}
-    for hour in hours.values():
-        for bucket, count in hour[key].items():
-            counts[int(bucket)] = counts.get(int(bucket), 0) + count
-    total = sum(counts.values())
+def sketch_percentile(totals, percent):
+    """Nearest-rank percentile over bucket counts (bucket upper edges); None when empty."""
+    counts = sorted((int(bucket), count) for bucket, count in totals.items())
+    total = sum(count for _bucket, count in counts)
     if not total:
         return None
     rank = max(1, int(math.ceil(percent / 100.0 * total)))
     seen = 0
-    for bucket in sorted(counts):
-        seen += counts[bucket]
+    for bucket, count in counts:
+        seen += count
         if seen >= rank:
             return bucket
-    return max(counts)
+    return counts[-1][0]
 
 
 def _ingest(path, state, now, limits, start):
@@ -92,7 +97,7 @@ def _ingest(path, state, now, limits, start):
         if reason:
             state['rejected'] = state.get('rejected', 0) + 1
         else:
-            _add(state['hours'], sample)
+            _add(state, sample)
     return start + end
 
 
@@ -109,7 +114,7 @@ def update_history(history_path, state, reading, now, window_seconds, limits):
     problems = []
     inode, size = _file_id(history_path)
     if not state.get('hours_valid'):
-        state.update(hours={}, rejected=0, hours_valid=True)
+        state.update(hours={}, totals={'m': {}, 'c': {}}, rejected=0, hours_valid=True)
         state['offset'] = _ingest(history_path, state, now, limits, 0)
     elif inode == state.get('inode') and size >= state.get('offset', 0):
         state['offset'] = _ingest(history_path, state, now, limits, state.get('offset', 0))
@@ -118,13 +123,13 @@ def update_history(history_path, state, reading, now, window_seconds, limits):
         cut = _history.append(history_path, reading)
         if cut:
             problems.append('%s: cut a torn last line (%d bytes) before appending' % (history_path, cut))
-        _add(state['hours'], reading)
+        _add(state, reading)
         state['recorded'] = True
     except (OSError, NodeallocError) as exc:
         problems.append('%s: this reading was not recorded: %s' % (history_path, exc))
         state['recorded'] = False
     state['inode'], state['offset'] = _file_id(history_path)
-    _prune(state['hours'], now, window_seconds)
+    _prune(state, now, window_seconds)
     return problems
 
 
@@ -207,9 +212,9 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None):
         'percentile': percent,
         'memory': memory,
         'cpu': dict(cpu, capacity_millicores=capacity_millicores),
-        'window_non_pod_bytes': (sketch_percentile(state['hours'], 'm', percent) or 0) * MIB,
-        'window_non_pod_millicores': sketch_percentile(state['hours'], 'c', percent) or 0,
-        'window_samples': sum(sum(h['m'].values()) for h in state['hours'].values()),
+        'window_non_pod_bytes': (sketch_percentile(state['totals']['m'], percent) or 0) * MIB,
+        'window_non_pod_millicores': sketch_percentile(state['totals']['c'], percent) or 0,
+        'window_samples': sum(state['totals']['m'].values()),
         'rejected_samples': state.get('rejected', 0),
         'recorded': state['recorded'],
         'kubepods_memory_limit_bytes': None,

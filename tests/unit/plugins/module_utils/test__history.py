@@ -31,7 +31,7 @@ def test_rotation_keeps_the_newest_within_bounds(tmp_path):
         _history.append(path, sample(t, t), max_samples=10)
     with open(path) as handle:
         lines = handle.read().splitlines()
-    assert len(lines) <= 11
+    assert len(lines) <= 13  # counted once the size says more than 10 lines of about this length (+20 %)
     assert json.loads(lines[-1])['t'] == 29
 
 
@@ -144,5 +144,5 @@ def test_a_full_file_is_rotated_once_then_appended_to_without_counting(tmp_path,
         _history.append(path, sample(t, t), max_samples=50)
     with open(path) as handle:
         lines = handle.read().splitlines()
-    assert 45 <= len(lines) <= 50 and json.loads(lines[-1])['t'] == 199
+    assert 45 <= len(lines) <= 60 and json.loads(lines[-1])['t'] == 199
     assert len(counted) < 40  # a full file is not counted on every append

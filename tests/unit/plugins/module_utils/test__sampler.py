@@ -81,13 +81,22 @@ def test_lines_other_writers_append_are_counted_once_and_validated(node, tmp_pat
 
 
 def test_sketch_percentile_matches_the_history_percentile_to_the_mib(tmp_path):
-    hours = {}
+    state = {'hours': {}, 'totals': {'m': {}, 'c': {}}}
     samples = [{'t': 3600 * 10 + i * 60, 'non_pod_bytes': (300 + (i * 53) % 700) * MIB + 12345,
                 'non_pod_millicores': (i * 7) % 400} for i in range(300)]
     for sample in samples:
-        _sampler._add(hours, sample)
+        _sampler._add(state, sample)
     for percent in (50, 90, 99, 100):
         exact = _history.percentile([s['non_pod_bytes'] for s in samples], percent)
-        assert 0 <= _sampler.sketch_percentile(hours, 'm', percent) * MIB - exact < MIB
-        assert _sampler.sketch_percentile(hours, 'c', percent) == _history.percentile(
+        assert 0 <= _sampler.sketch_percentile(state['totals']['m'], percent) * MIB - exact < MIB
+        assert _sampler.sketch_percentile(state['totals']['c'], percent) == _history.percentile(
             [s['non_pod_millicores'] for s in samples], percent)
+
+
+def test_hours_leaving_the_window_leave_the_totals():
+    state = {'hours': {}, 'totals': {'m': {}, 'c': {}}}
+    _sampler._add(state, {'t': 0, 'non_pod_bytes': 900 * MIB, 'non_pod_millicores': 900})
+    _sampler._add(state, {'t': 7200, 'non_pod_bytes': 100 * MIB, 'non_pod_millicores': 100})
+    _sampler._prune(state, now=7300, window_seconds=3600)
+    assert _sampler.sketch_percentile(state['totals']['m'], 100) == 100
+    assert _sampler.sketch_percentile(state['totals']['c'], 100) == 100 and list(state['hours']) == ['2']
