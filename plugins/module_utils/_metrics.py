@@ -5,7 +5,7 @@ Names follow the Prometheus conventions (base units in the name: ``_bytes``, ``_
 ``_seconds``, ``_ratio``; one HELP and one TYPE line per family); everything is a gauge but
 the PSI stall totals (counters, ``_total``). ``render`` is the module's view (with the
 recommendation), ``render_sampler`` the sampler's, written on every node each minute; the alert
-rules and the dashboard in extensions/monitoring/ use the sampler's names.
+rules and the dashboard in monitoring/ use the sampler's names.
 """
 
 from __future__ import annotations
