@@ -8,7 +8,8 @@ keeps what the metrics need from the past:
   whole timer period without sleeping (the first run, or one after a reboot, samples
   ``sample_seconds`` instead);
 * a per-hour histogram of non-pod memory (1 MiB buckets) and CPU (1 millicore buckets) over the
-  history window and their running totals (an hour leaving the window is subtracted), for the policy's percentile (nearest rank over buckets, so at most 1 MiB above
+  history window and their running totals (an hour leaving the window is subtracted), for the
+  policy's percentile (nearest rank over buckets, so at most 1 MiB above
   the exact figure from the samples);
 * the inode and size of the history already counted: lines other writers appended since (the
   module with ``record``) are read from there, each validated as the module validates it. Without

@@ -16,11 +16,11 @@ description:
   - Non-pod memory is C(MemTotal - MemAvailable - working_set(kubepods)), the working set computed as the
     kubelet (cAdvisor) computes it. Every input and every step of the arithmetic is returned in
     RV(recommendation.explanation).
-  - Changes nothing on the node unless asked to: with O(record=true) it appends this reading to the history file,
+  - Changes nothing on the node unless asked to. With O(record=true) it appends this reading to the history file,
     and with O(textfile_path) it writes the metrics file; either write is reported as C(changed). Check mode
     writes nothing.
   - The history is read back with every sample checked (finite, not negative, not in the future, no more memory
-    than C(MemTotal), no more CPU than the node has); a sample that fails is named in RV(history.problems) and never
+    than C(MemTotal), no more CPU than the node has); a sample that fails is named in the C(problems) of RV(history) and never
     used.
 author:
   - nodealloc.kubelet developers (@nodealloc)
@@ -51,7 +51,7 @@ options:
     default: 5
   record:
     description:
-      - Append this reading to the history file (O(history_path)), so later runs recommend from it. Off by default:
+      - Append this reading to the history file (O(history_path)), so later runs recommend from it. Off by default;
         the role's sampler (C(reservations_install_sampler)) records a reading every minute, and an ad-hoc run should
         not change the node. The append is reported as C(changed).
     type: bool

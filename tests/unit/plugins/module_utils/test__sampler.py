@@ -16,6 +16,11 @@ MIB = 1 << 20
 
 @pytest.fixture
 def node(tmp_path):
+    return make_node(tmp_path)
+
+
+def make_node(tmp_path):
+    """A v2 node: kubepods with a Guaranteed, a Burstable and a BestEffort pod, and system.slice with PSI."""
     root = str(tmp_path / 'cgroup')
     cgroup_v2.make_root(root)
     cgroup_v2.make_group(root, 'kubepods.slice', 600 * MIB, 50 * MIB, 300 * MIB, memory_max=str(20000 * MIB))
@@ -55,7 +60,7 @@ def test_runs_record_and_write_metrics_promtool_accepts(node, tmp_path, monkeypa
     text = (tmp_path / 'nodealloc.prom').read_text()
     assert oct((tmp_path / 'nodealloc.prom').stat().st_mode & 0o777) == '0o644'
     if shutil.which('promtool'):
-        check = subprocess.run(['promtool', 'check', 'metrics'], input=text, capture_output=True, text=True)
+        check = subprocess.run(['promtool', 'check', 'metrics'], input=text, capture_output=True, text=True, check=False)
         assert check.returncode == 0, check.stdout + check.stderr
     metrics = dict(line.rsplit(' ', 1) for line in text.splitlines() if not line.startswith('#'))
     assert int(metrics['nodealloc_memory_kubepods_limit_bytes']) == 20000 * MIB
