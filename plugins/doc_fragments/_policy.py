@@ -47,8 +47,8 @@ options:
     default: 50
   history:
     description:
-      - Keep a history of measurements on the node and recommend from it. Each run outside check mode appends
-        its reading to O(history_path); the recommendation uses the O(percentile) of the window.
+      - Recommend from the history of measurements on the node (O(history_path)); the recommendation uses the
+        O(percentile) of the window. Readings are appended by the sampler, or by a module run with O(record=true).
     type: bool
     default: true
   history_path:

@@ -1,5 +1,5 @@
 # Private to nodealloc.kubelet: not a public API, may change without notice.
-"""Gather what a node spends outside its pods: the measuring half of node_reservation_facts."""
+"""Gather what a node spends outside its pods: measure, record, recommend, kept apart."""
 
 from __future__ import annotations
 
@@ -8,14 +8,12 @@ import time
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
     _cgroup, _cpu_guarantee, _decision, _formulas, _headroom_policy, _history, _kubelet_config_file,
-    _kubelet_process, _memory_accounting, _procfs, _quantity, _recommend)
+    _kubelet_process, _measure, _overcommit, _procfs, _quantity, _recommend)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_ownership
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
 DEFAULT_KUBELET_CONFIG_PATH = '/var/lib/kubelet/config.yaml'
-# Groups that hold many unrelated processes: a kubelet found there is measured by its own RSS.
-_SHARED_CGROUPS = ('', 'system.slice', 'user.slice', 'init.scope')
 
 
 def _kubelet_settings(options, proc_root, not_found, found):
@@ -73,68 +71,43 @@ def _kubelet_settings(options, proc_root, not_found, found):
     return kubelet, current
 
 
-def _component_targets(layout, found, proc_root, kubepods):
-    """Where to measure the kubelet and runtime: their own cgroups, or their processes."""
-    cgroups, pids, seen = [], [], []
-    for process in found:
-        seen.append({'pid': process.pid, 'program': _kubelet_process.program_name(process.argv)})
-        relative = _cgroup.process_memory_cgroup(layout, _procfs.read_process_cgroups(process.pid, proc_root))
-        dedicated = (relative is not None and relative not in _SHARED_CGROUPS
-                     and not (kubepods and relative.startswith(kubepods))
-                     and _cgroup.cgroup_exists(layout, relative))
-        if dedicated:
-            if relative not in cgroups:
-                cgroups.append(relative)
-        else:
-            pids.append(process.pid)
-    return seen, cgroups, pids
+# Kept under its old name: callers and tests measure CPU through the facts module.
+sample_cpu = _measure.sample_cpu
 
 
-def _cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root):
-    busy, total = _procfs.read_cpu_times(proc_root)
+def reading_from(measurement, source, now):
+    """The one history sample a measurement makes (what the sampler and the module record)."""
+    memory = measurement['memory']
     return {
-        'time': time.monotonic(),
-        'busy_jiffies': busy,
-        'total_jiffies': total,
-        'kubepods_ns': _cgroup.cpu_usage_ns(layout, kubepods) if kubepods else 0,
-        'component_cgroup_ns': sum(_cgroup.cpu_usage_ns(layout, c) for c in component_cgroups),
-        'component_ticks': sum(_procfs.read_process_cpu_ticks(p, proc_root) or 0 for p in component_pids),
-    }
-
-
-def sample_cpu(layout, kubepods, component_cgroups, component_pids, capacity_millicores,
-               sample_seconds, proc_root='/proc', sleep=time.sleep):
-    """CPU use over ``sample_seconds``: node busy, kubepods, kubelet+runtime, in millicores."""
-    before = _cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root)
-    sleep(sample_seconds)
-    after = _cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root)
-    elapsed_ns = max(1, int((after['time'] - before['time']) * 1e9))
-    total_delta = max(1, after['total_jiffies'] - before['total_jiffies'])
-    node_m = int(round(capacity_millicores * (after['busy_jiffies'] - before['busy_jiffies']) / total_delta))
-    pods_m = int(round(1000 * (after['kubepods_ns'] - before['kubepods_ns']) / elapsed_ns))
-    ticks_per_second = os.sysconf('SC_CLK_TCK')
-    component_ns = (after['component_cgroup_ns'] - before['component_cgroup_ns']
-                    + (after['component_ticks'] - before['component_ticks']) * 1e9 / ticks_per_second)
-    return {
-        'sample_seconds': round(elapsed_ns / 1e9, 3),
-        'node_busy_millicores': node_m,
-        'kubepods_millicores': pods_m,
-        'non_pod_millicores': max(0, node_m - pods_m),
-        'kube_components_millicores': int(round(1000 * component_ns / elapsed_ns)),
-    }
-
-
-def _record_and_read_history(options, measured, meminfo, kubepods_memory, cpu):
-    """Append this reading to the node's history (not in check mode) and summarise the window."""
-    now = time.time()
-    reading = {
         't': round(now, 3),
-        'non_pod_bytes': max(0, measured['non_pod_memory']['bytes']),
-        'non_pod_millicores': cpu['non_pod_millicores'],
-        'kube_components_bytes': measured['kube_components_working_set_bytes'],
-        'kubepods_bytes': kubepods_memory['working_set_bytes'],
-        'source': options.get('history_source') or 'module',
+        'non_pod_bytes': max(0, memory['non_pod_bytes']),
+        'non_pod_millicores': measurement['cpu']['non_pod_millicores'],
+        'kube_components_bytes': memory['kube_components_working_set_bytes'],
+        'kubepods_bytes': memory['kubepods_working_set_bytes'],
+        'source': source,
     }
+
+
+def record(options, reading):
+    """Append ``reading`` to the history when recording is on and this is not check mode.
+
+    Returns (recorded, problems). Recording is opt-in (option ``record``): the module changes the
+    node only when asked to, and says so with ``changed``.
+    """
+    if not options.get('record') or options.get('_check_mode') or not options.get('history', True):
+        return False, []
+    path = options.get('history_path') or _history.DEFAULT_PATH
+    try:
+        cut = _history.append(path, reading)
+    except (OSError, NodeallocError) as exc:
+        return False, ['%s: this reading was not recorded: %s' % (path, exc)]
+    if cut:
+        return True, ['%s: cut a torn last line (%d bytes, a writer killed mid-append) before appending' % (path, cut)]
+    return True, []
+
+
+def read_history(options, measurement, now):
+    """Valid samples of the window (each checked against this node's capacity) and the problems found."""
     result = {'enabled': bool(options.get('history', True)), 'path': None, 'recorded': False, 'problems': [],
               'samples': 1, 'span_seconds': 0}
     samples = []
@@ -142,23 +115,24 @@ def _record_and_read_history(options, measured, meminfo, kubepods_memory, cpu):
         path = options.get('history_path') or _history.DEFAULT_PATH
         window = _history.parse_window(options.get('history_window') or '7d')
         result['path'] = path
-        samples, result['problems'] = _history.read(path, now, window)
-        if not options.get('_check_mode'):
-            try:
-                _history.append(path, reading, window_seconds=window)
-                result['recorded'] = True
-            except (OSError, NodeallocError) as exc:
-                result['problems'].append('%s: this reading was not recorded: %s' % (path, exc))
-    samples.append(reading)
-    samples.sort(key=lambda s: s['t'])
+        samples, result['problems'] = _history.read(
+            path, now, window, mem_total_bytes=measurement['memory']['mem_total_bytes'],
+            capacity_millicores=measurement['cpu']['capacity_millicores'])
+    result['rejected'] = sum(1 for p in result['problems'] if ' skipped: ' in p)
+    return result, samples
+
+
+def history_basis(options, history, samples, reading, now):
+    """Summarise the window with this reading in it: percentile, stabilization, a chart series."""
+    samples = sorted(samples + [reading], key=lambda s: s['t'])
     percent = float(options.get('percentile') if options.get('percentile') is not None else 100.0)
     stabilization = _history.parse_window(options.get('stabilization_window') or '24h')
     reaction = _history.parse_window(options.get('reaction_time') or _headroom_policy.DEFAULTS['reaction_time'])
     window = _history.parse_window(options.get('history_window') or '7d')
     basis = _headroom_policy.basis(samples, now, percent, stabilization, reaction, window)
-    result.update(samples=basis['samples'], span_seconds=basis['span_seconds'], basis=basis,
-                  series=_downsample(samples, 120))
-    return result
+    history.update(samples=basis['samples'], span_seconds=basis['span_seconds'], basis=basis,
+                   series=_downsample(samples, 120))
+    return history
 
 
 def _downsample(samples, points):
@@ -174,8 +148,8 @@ def _downsample(samples, points):
     return series
 
 
-def gather(options, proc_root='/proc', sleep=time.sleep):
-    """Measure the node. ``options`` are the module's parameters (missing ones take defaults)."""
+def measure(options, proc_root='/proc', sleep=time.sleep):
+    """Raw readings of the node: memory, CPU, cgroups, the kubelet and its settings; nothing derived."""
     not_found = []
     meminfo = _procfs.read_meminfo(proc_root)
     capacity_millicores = (os.cpu_count() or 1) * 1000
@@ -192,60 +166,14 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
     if kubepods is None:
         not_found.append('no kubepods cgroup (looked for kubepods.slice and kubepods under %s); '
                          'pods working set taken as 0' % layout.memory_root)
-        kubepods_memory = {'cgroup': None, 'working_set_bytes': 0}
-    else:
-        kubepods_memory = _cgroup.memory_working_set(layout, kubepods)
-
-    system_slice = None
-    if _cgroup.cgroup_exists(layout, 'system.slice'):
-        system_slice = _cgroup.memory_working_set(layout, 'system.slice')
-
-    components, component_cgroups, component_pids = _component_targets(layout, found, proc_root, kubepods)
+    components, component_cgroups, component_pids = _measure.component_targets(layout, found, proc_root, kubepods)
     if not components:
         not_found.append('no kubelet or container runtime processes (%s): kubeReserved gets no '
                          'measured share, all non-pod memory goes to systemReserved' % ', '.join(names))
-    component_memory = [_cgroup.memory_working_set(layout, c) for c in component_cgroups]
-    component_rss = sum(_procfs.read_process_rss_bytes(p, proc_root) or 0 for p in component_pids)
-    kube_components_ws = sum(c['working_set_bytes'] for c in component_memory) + component_rss
-
-    cpu = sample_cpu(layout, kubepods, component_cgroups, component_pids, capacity_millicores,
-                     options.get('sample_seconds', 5), proc_root, sleep)
+    memory = _measure.memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root)
+    cpu = _measure.sample_cpu(layout, kubepods, component_cgroups, component_pids, capacity_millicores,
+                              options.get('sample_seconds', 5), proc_root, sleep)
     cpu['capacity_millicores'] = capacity_millicores
-
-    measured = {
-        'mem_total_bytes': meminfo['MemTotal'],
-        'mem_available_bytes': meminfo['MemAvailable'],
-        'kubepods_working_set_bytes': kubepods_memory['working_set_bytes'],
-        'kube_components_working_set_bytes': kube_components_ws,
-        'capacity_millicores': capacity_millicores,
-        'hugepages_bytes': _procfs.read_hugepages_bytes(),
-        'non_pod_millicores': cpu['non_pod_millicores'],
-        'kube_components_millicores': cpu['kube_components_millicores'],
-        'non_pod_memory': _memory_accounting.non_pod_memory(
-            meminfo, kubepods_memory, _memory_accounting.read_low_watermark_bytes(proc_root)),
-        'cpu_weights': {'version': layout.version,
-                        'system_slice_weight': _cpu_guarantee.read_weight(layout, 'system.slice')[0]},
-    }
-    pressure = _cpu_guarantee.pressure(layout, ['system.slice'] + component_cgroups, proc_root)
-    history = _record_and_read_history(options, measured, meminfo, kubepods_memory, cpu)
-    max_pods = options.get('max_pods') or (current or {}).get('max_pods') or 110
-    formulas = _formulas.all_formulas(meminfo['MemTotal'], capacity_millicores // 1000, max_pods)
-    recommendation = _recommend.recommend(measured, options, current, history['basis'], formulas)
-    decision = _decision.decide(current, recommendation, options, history['basis'])
-
-    memory = {
-        'mem_total_bytes': meminfo['MemTotal'],
-        'mem_available_bytes': meminfo['MemAvailable'],
-        'kubepods_working_set_bytes': kubepods_memory['working_set_bytes'],
-        'non_pod_bytes': measured['non_pod_memory']['bytes'],
-        'non_pod_poc_bytes': measured['non_pod_memory']['poc_bytes'],
-        'non_pod_accounting': {k: v for k, v in measured['non_pod_memory'].items() if k != 'explanation'},
-        'kube_components_working_set_bytes': kube_components_ws,
-        'kubepods': kubepods_memory,
-        'system_slice': system_slice,
-        'kube_components': {'cgroups': component_memory, 'pids_by_rss': component_pids,
-                            'rss_bytes': component_rss},
-    }
     return {
         'capacity': {'memory': _quantity.format_memory(meminfo['MemTotal']),
                      'cpu': _quantity.format_cpu(capacity_millicores)},
@@ -259,13 +187,56 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
             'memory_root': layout.memory_root,
             'cpu_root': layout.cpu_root,
         },
+        'overcommit': _overcommit.audit(layout, kubepods) if kubepods else None,
         'kubelet': kubelet,
         'components': components,
         'current': current,
-        'recommendation': recommendation,
-        'decision': decision,
-        'pressure': pressure,
-        'history': {k: v for k, v in history.items() if k != 'basis'},
-        'formulas': formulas,
+        'hugepages_bytes': _procfs.read_hugepages_bytes(),
+        # Evidence of starvation (PSI) of the non-pod groups, and system.slice's CPU weight for the guarantee.
+        'pressure': _cpu_guarantee.pressure(layout, ['system.slice'] + component_cgroups, proc_root),
+        'cpu_weights': {'version': layout.version,
+                        'system_slice_weight': _cpu_guarantee.read_weight(layout, 'system.slice')[0]},
         'not_found': not_found,
     }
+
+
+def recommend(options, measurement, history):
+    """The policy: vendor formulas, the recommendation from the history's basis, and the decision."""
+    memory, cpu, current = measurement['memory'], measurement['cpu'], measurement['current']
+    measured = {
+        'mem_total_bytes': memory['mem_total_bytes'],
+        'mem_available_bytes': memory['mem_available_bytes'],
+        'kubepods_working_set_bytes': memory['kubepods_working_set_bytes'],
+        'kube_components_working_set_bytes': memory['kube_components_working_set_bytes'],
+        'capacity_millicores': cpu['capacity_millicores'],
+        'hugepages_bytes': measurement['hugepages_bytes'],
+        'non_pod_millicores': cpu['non_pod_millicores'],
+        'kube_components_millicores': cpu['kube_components_millicores'],
+        'non_pod_memory': memory['non_pod_accounting'],
+        'cpu_weights': measurement['cpu_weights'],
+    }
+    max_pods = options.get('max_pods') or (current or {}).get('max_pods') or 110
+    formulas = _formulas.all_formulas(memory['mem_total_bytes'], cpu['capacity_millicores'] // 1000, max_pods)
+    recommendation = _recommend.recommend(measured, options, current, history['basis'], formulas)
+    decision = _decision.decide(current, recommendation, options, history['basis'])
+    return formulas, recommendation, decision
+
+
+def gather(options, proc_root='/proc', sleep=time.sleep):
+    """Measure the node, record the reading (when asked), recommend. ``options`` are the module's parameters.
+
+    Three steps kept apart: ``measure`` reads the node, ``record`` appends to the history (only with
+    ``record`` true and outside check mode), ``recommend`` applies the policy to the history read back.
+    """
+    measurement = measure(options, proc_root, sleep)
+    now = time.time()
+    reading = reading_from(measurement, options.get('history_source') or 'module', now)
+    history, samples = read_history(options, measurement, now)
+    history['recorded'], problems = record(options, reading)
+    history['problems'].extend(problems)
+    history_basis(options, history, samples, reading, now)
+    formulas, recommendation, decision = recommend(options, measurement, history)
+    result = {k: v for k, v in measurement.items() if k not in ('hugepages_bytes', 'cpu_weights')}
+    result.update(recommendation=recommendation, decision=decision, formulas=formulas,
+                  history={k: v for k, v in history.items() if k != 'basis'})
+    return result

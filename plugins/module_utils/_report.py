@@ -68,10 +68,30 @@ def _node(host, result):
         'pressure': _cpu_guarantee.describe_pressure(result.get('pressure') or {}),
         'history': {k: (result.get('history') or {}).get(k) for k in ('samples', 'span_seconds', 'series')},
         'recommended_reserved_memory_bytes': recommendation['reserved_memory_bytes'],
+        'overcommit': _overcommit_summary(result.get('overcommit')),
         'formulas': {name: {'reserved_memory_bytes': f['reserved_memory_bytes'],
                             'reserved_millicores': f['reserved_millicores']}
                      for name, f in (result.get('formulas') or {}).items()},
     }
+
+
+def _overcommit_summary(audit):
+    """The overcommit audit without its per-pod list (the figures a report shows), or None."""
+    if not audit:
+        return None
+    return {k: audit.get(k) for k in ('pods', 'pods_by_qos', 'pods_with_memory_limit', 'pods_without_memory_limit',
+                                      'memory_limits_sum_bytes', 'kubepods_memory_limit_bytes',
+                                      'limits_to_kubepods_percent', 'cpu_requests_sum_millicores')}
+
+
+def _overcommit_line(audit):
+    if not audit or not audit['pods']:
+        return None
+    line = ('%d pods (%d without a memory limit); their memory limits add up to %s' % (
+        audit['pods'], audit['pods_without_memory_limit'], _quantity.format_memory(audit['memory_limits_sum_bytes'])))
+    if audit['limits_to_kubepods_percent'] is not None:
+        line += ': if every pod used its limit, kubepods would need %.1f %% of its limit' % audit['limits_to_kubepods_percent']
+    return line
 
 
 def build_report(results, now=None):
@@ -128,6 +148,9 @@ def render_text(report):
         out.append('  decision: %s' % node.get('decision'))
         out.extend('    %s' % reason for reason in node.get('decision_reasons') or [])
         out.extend('  %s' % line for line in node.get('pressure') or [])
+        overcommit = _overcommit_line(node.get('overcommit'))
+        if overcommit:
+            out.append('  overcommit: %s' % overcommit)
         if node['current'] is None:
             out.append('  no kubelet configuration found: current reservations unknown')
         for line in node['not_found']:
@@ -154,6 +177,9 @@ def render_markdown(report):
         out.append('**Decision: %s.** %s' % (node.get('decision'), ' '.join(node.get('decision_reasons') or [])))
         out.append('')
         out.extend('- %s' % line for line in node.get('pressure') or [])
+        overcommit = _overcommit_line(node.get('overcommit'))
+        if overcommit:
+            out.extend(['**Overcommit:** %s.' % overcommit, ''])
         if node['current'] is None:
             out.extend(['No kubelet configuration was found: current reservations are unknown.', ''])
         for line in node['not_found']:

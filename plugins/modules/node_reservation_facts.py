@@ -16,20 +16,47 @@ description:
   - Non-pod memory is C(MemTotal - MemAvailable - working_set(kubepods)), the working set computed as the
     kubelet (cAdvisor) computes it. Every input and every step of the arithmetic is returned in
     RV(recommendation.explanation).
-  - Changes nothing on the node.
+  - Changes nothing on the node unless asked to. With O(record=true) it appends this reading to the history file,
+    and with O(textfile_path) it writes the metrics file; either write is reported as C(changed). Check mode
+    writes nothing.
+  - The history is read back with every sample checked (finite, not negative, not in the future, no more memory
+    than C(MemTotal), no more CPU than the node has); a sample that fails is named in the C(problems) of RV(history) and never
+    used.
 author:
   - nodealloc.kubelet developers (@nodealloc)
 extends_documentation_fragment:
   - nodealloc.kubelet._attributes
-  - nodealloc.kubelet._attributes.INFO_MODULE
   - nodealloc.kubelet._kubelet
   - nodealloc.kubelet._policy
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Check mode measures and recommends but writes neither the history nor the metrics file.
+  diff_mode:
+    support: none
+    details:
+      - The only writes are an appended history line and a metrics file; neither has a diff worth showing.
+  idempotent:
+    support: partial
+    details:
+      - Without O(record) and O(textfile_path) nothing is written and the result is C(changed=false).
+      - With O(record=true) every run appends one reading, and with O(textfile_path) every run rewrites the metrics
+        (they carry the time of the reading), so each such run reports C(changed=true).
 options:
   sample_seconds:
     description:
       - How long to sample CPU use. Longer samples smooth out bursts.
     type: float
     default: 5
+  record:
+    description:
+      - Append this reading to the history file (O(history_path)), so later runs recommend from it. Off by default;
+        the role's sampler (C(reservations_install_sampler)) records a reading every minute, and an ad-hoc run should
+        not change the node. The append is reported as C(changed).
+    type: bool
+    default: false
+    version_added: 0.2.0
   textfile_path:
     description:
       - Also write the figures as Prometheus metrics (C(nodealloc_*)) to this file, for node_exporter's textfile
@@ -40,8 +67,7 @@ options:
 notes:
   - Reading a YAML kubelet configuration needs PyYAML on the node; a JSON configuration needs only Python 3.
   - C(/proc/meminfo) describes the whole machine; inside a container it is the host's.
-  - Outside check mode the reading is appended to the history file (O(history_path)); that bookkeeping is not
-    reported as a change.
+  - A torn last line in the history (a writer killed mid-append) is cut off before the next append.
 seealso:
   - name: Reserve Compute Resources for System Daemons
     description: The Kubernetes documentation of kubeReserved, systemReserved and eviction thresholds.
@@ -229,9 +255,20 @@ pressure:
   returned: always
   type: dict
 history:
-  description: The history used (path, samples, span in seconds, whether this reading was recorded, problems found).
+  description:
+    - The history used (path, samples, span in seconds, whether this reading was recorded, problems found,
+      C(rejected) the number of samples skipped as invalid).
   returned: always
   type: dict
+overcommit:
+  description:
+    - Memory overcommit audit read from the pod cgroups (no API server), or null without a kubepods cgroup.
+    - C(memory_limits_sum_bytes) sums the pods' memory limits; C(limits_to_kubepods_percent) is that sum as a
+      percentage of the kubepods limit ("if every pod used its limit"); C(pods_without_memory_limit) are bounded only
+      by kubepods; C(cpu_requests_sum_millicores) is read back from C(cpu.shares) or C(cpu.weight).
+  returned: always
+  type: dict
+  version_added: 0.2.0
 formulas:
   description: What each vendor formula (gke, aks, aks-legacy, eks, openshift) would reserve on this node, in bytes and millicores.
   returned: always
@@ -255,7 +292,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options 
 
 
 def main():
-    argument_spec = dict(sample_seconds=dict(type='float', default=5))
+    argument_spec = dict(sample_seconds=dict(type='float', default=5), record=dict(type='bool', default=False))
     argument_spec.update(KUBELET_OPTIONS)
     argument_spec.update(POLICY_OPTIONS)
     argument_spec.update(OUTPUT_OPTIONS)
@@ -268,12 +305,14 @@ def main():
         module.fail_json(msg=missing_required_lib(exc.library, reason=exc.reason))
     except (NodeallocError, ValueError) as exc:
         module.fail_json(msg=str(exc))
+    changed = facts['history']['recorded']
     if module.params['textfile_path'] and not module.check_mode:
         try:
             _file_io.write_atomic(module.params['textfile_path'], _metrics.render(facts, time.time()), mode=0o644)
         except NodeallocError as exc:
             module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, **facts)
+        changed = True
+    module.exit_json(changed=changed, **facts)
 
 
 if __name__ == '__main__':

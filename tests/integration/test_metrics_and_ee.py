@@ -24,7 +24,7 @@ def test_textfile_metrics_pass_promtool(tmp_path):
                                                         'textfile_path': str(textfile)}}))
     result = json.loads(subprocess.run([sys.executable, '-m', MODULE, str(args)], capture_output=True, text=True,
                                        check=True).stdout)
-    assert result['changed'] is False
+    assert result['changed'] is True  # it wrote the metrics file
     text = textfile.read_text()
     check = subprocess.run(['promtool', 'check', 'metrics'], input=text, capture_output=True, text=True, check=False)
     assert check.returncode == 0, check.stdout + check.stderr

@@ -49,3 +49,12 @@ def test_malformed_config_fails_with_path(tmp_path):
     result = run_module(tmp_path, {'kubelet_config_path': str(config), 'sample_seconds': 0})
     assert result['failed'] is True
     assert str(config) in result['msg'] and 'KubeletConfiguration' in result['msg']
+
+
+def test_the_module_says_when_it_records(tmp_path):
+    history = tmp_path / 'history.jsonl'
+    quiet = run_module(tmp_path, {'sample_seconds': 0, 'history_path': str(history)})
+    assert quiet['changed'] is False and not history.exists()
+    recorded = run_module(tmp_path, {'sample_seconds': 0, 'history_path': str(history), 'record': True})
+    assert recorded['changed'] is True and recorded['history']['recorded'] is True
+    assert len(history.read_text().splitlines()) == 1

@@ -21,9 +21,11 @@ def test_each_run_appends_one_sample(tmp_path):
     script.write_text(open(SAMPLER).read())
     history = tmp_path / 'history.jsonl'
     for _run in range(3):
-        subprocess.run([sys.executable, str(script), str(history), '0.2'], check=True, capture_output=True,
-                       env={'PATH': os.environ['PATH']})
+        subprocess.run([sys.executable, str(script), '--history', str(history), '--state', str(tmp_path / 'state.json'),
+                        '--textfile', str(tmp_path / 'nodealloc.prom'), '--sample-seconds', '0.2'],
+                       check=True, capture_output=True, env={'PATH': os.environ['PATH']})
     lines = [json.loads(line) for line in history.read_text().splitlines()]
     assert len(lines) == 3
     assert all(line['source'] == 'sampler' and line['non_pod_bytes'] > 0 for line in lines)
     assert lines[0]['t'] < lines[1]['t'] < lines[2]['t']
+    assert 'nodealloc_history_samples 3\n' in (tmp_path / 'nodealloc.prom').read_text()

@@ -66,3 +66,55 @@ def test_config_found_by_option_is_read(v2_node, tmp_path):
     assert facts['current']['system_reserved'] == {'memory': '1Gi'}
     assert facts['current']['eviction_hard_source'] == 'default'
     assert facts['current']['enforce_node_allocatable'] == ['pods', 'system-reserved']
+
+
+def _recommend_from(path, v2_node, tmp_path, measurement, now):
+    options = {'cgroup_root': v2_node, 'history_path': str(path), 'history_window': '7d',
+               'kubelet_config_path': str(tmp_path / 'none.yaml')}
+    history, samples = _facts.read_history(options, measurement, now)
+    reading = _facts.reading_from(measurement, 'module', now)
+    _facts.history_basis(options, history, samples, reading, now)
+    formulas, recommendation, decision = _facts.recommend(options, measurement, history)
+    return history, recommendation, decision
+
+
+def test_a_damaged_history_recommends_as_the_clean_one_it_came_from(v2_node, tmp_path):
+    import json
+    measurement = _facts.measure({'cgroup_root': v2_node, 'sample_seconds': 0,
+                                  'kubelet_config_path': str(tmp_path / 'none.yaml')}, sleep=lambda _s: None)
+    mem_total = measurement['memory']['mem_total_bytes']
+    now = time.time()
+    clean = [json.dumps({'t': now - 3600 + 60 * i, 'non_pod_bytes': (700 + (i * 37) % 400) * MIB,
+                         'non_pod_millicores': 100 + (i * 13) % 300, 'source': 'sampler'}) + '\n' for i in range(50)]
+    (tmp_path / 'clean.jsonl').write_text(''.join(clean))
+    damaged = list(clean)
+    damaged.insert(5, 'garbage that is not json\n')
+    damaged.insert(9, '{"t": %f, "non_pod_bytes": 1e300, "non_pod_millicores": 100}\n' % (now - 100))
+    damaged.insert(12, '{"t": %f, "non_pod_bytes": NaN, "non_pod_millicores": 100}\n' % (now - 100))
+    damaged.insert(20, '{"t": %f, "non_pod_bytes": -5, "non_pod_millicores": 100}\n' % (now - 100))
+    damaged.insert(30, '{"t": %f, "non_pod_bytes": %d, "non_pod_millicores": 100}\n' % (now - 100, mem_total + 1))
+    damaged.insert(31, '{"t": %f, "non_pod_bytes": 1, "non_pod_millicores": 10000000}\n' % (now - 100))
+    damaged.append('{"t": %f, "non_pod_bytes": 1, "non_pod_millicores": 100}\n' % (now + 86400))
+    damaged.append(clean[-1][:25])  # a torn last line
+    (tmp_path / 'damaged.jsonl').write_text(''.join(damaged))
+
+    clean_history, clean_rec, clean_decision = _recommend_from(tmp_path / 'clean.jsonl', v2_node, tmp_path,
+                                                               measurement, now)
+    history, rec, decision = _recommend_from(tmp_path / 'damaged.jsonl', v2_node, tmp_path, measurement, now)
+    assert clean_history['problems'] == [] and clean_history['samples'] == 51
+    assert history['rejected'] == 8 and len(history['problems']) == 8
+    assert history['samples'] == clean_history['samples']
+    assert rec['kube_reserved'] == clean_rec['kube_reserved'] and rec['system_reserved'] == clean_rec['system_reserved']
+    assert rec['explanation'] == clean_rec['explanation']
+    assert decision == clean_decision
+
+
+def test_recording_is_opt_in_and_never_in_check_mode(v2_node, tmp_path):
+    path = tmp_path / 'history.jsonl'
+    base = {'cgroup_root': v2_node, 'sample_seconds': 0, 'history_path': str(path),
+            'kubelet_config_path': str(tmp_path / 'none.yaml')}
+    assert _facts.gather(base, sleep=lambda _s: None)['history']['recorded'] is False
+    assert _facts.gather(dict(base, record=True, _check_mode=True), sleep=lambda _s: None)['history']['recorded'] is False
+    assert not path.exists()
+    assert _facts.gather(dict(base, record=True), sleep=lambda _s: None)['history']['recorded'] is True
+    assert len(path.read_text().splitlines()) == 1

@@ -64,3 +64,18 @@ def test_text_and_markdown_show_pressure_as_evidence():
     report = _report.build_report({'node1': facts})
     assert 'pressure (PSI) node: cpu some 12.50% (10 s) 1.25% (5 min)' in _report.render_text(report)
     assert '- cgroup v1 has no per-cgroup pressure files' in _report.render_markdown(report)
+def test_the_overcommit_audit_reaches_the_text_and_markdown(tmp_path):
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cgroup, _overcommit
+    from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
+    root = str(tmp_path / 'cgroup')
+    cgroup_v2.make_root(root)
+    cgroup_v2.make_group(root, 'kubepods.slice', 0, 0, 0, memory_max=str(4 * GI))
+    cgroup_v2.make_group(root, 'kubepods.slice/kubepods-pod1.slice', 0, 0, 0, memory_max=str(3 * GI))
+    cgroup_v2.make_group(root, 'kubepods.slice/kubepods-burstable.slice', 0, 0, 0)
+    cgroup_v2.make_group(root, 'kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod2.slice', 0, 0, 0,
+                         memory_max=str(3 * GI))
+    node = dict(result(GI), overcommit=_overcommit.audit(_cgroup.layout_from_root(root), 'kubepods.slice'))
+    report = _report.build_report({'node': node})
+    assert report['nodes'][0]['overcommit']['limits_to_kubepods_percent'] == 150.0
+    assert 'kubepods would need 150.0 % of its limit' in _report.render_text(report)
+    assert '**Overcommit:** 2 pods (0 without a memory limit)' in _report.render_markdown(report)

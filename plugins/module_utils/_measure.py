@@ -1,0 +1,112 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""Raw readings of a node, shared by node_reservation_facts and the sampler: memory and CPU, nothing derived.
+
+Light on purpose (no YAML, no policy): the sampler imports it once a minute.
+Memory is ``MemTotal - MemAvailable - working_set(kubepods)`` with the pods' page cache that
+MemAvailable already counts added back (_memory_accounting); the working set is cAdvisor's (see
+_cgroup). CPU is the difference of two snapshots of cumulative counters (``/proc/stat``, the
+kubepods cgroup's CPU time, the kubelet and runtime): the module takes them ``sample_seconds``
+apart, the sampler one timer period apart (the previous run's snapshot is in its state file).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cgroup, _kubelet_process, _memory_accounting, _procfs
+
+# Groups that hold many unrelated processes: a kubelet found there is measured by its own RSS.
+SHARED_CGROUPS = ('', 'system.slice', 'user.slice', 'init.scope')
+
+
+def component_targets(layout, found, proc_root, kubepods):
+    """Where to measure the kubelet and runtime: their own cgroups, or their processes."""
+    cgroups, pids, seen = [], [], []
+    for process in found:
+        seen.append({'pid': process.pid, 'program': _kubelet_process.program_name(process.argv)})
+        relative = _cgroup.process_memory_cgroup(layout, _procfs.read_process_cgroups(process.pid, proc_root))
+        dedicated = (relative is not None and relative not in SHARED_CGROUPS
+                     and not (kubepods and relative.startswith(kubepods))
+                     and _cgroup.cgroup_exists(layout, relative))
+        if dedicated:
+            if relative not in cgroups:
+                cgroups.append(relative)
+        else:
+            pids.append(process.pid)
+    return seen, cgroups, pids
+
+
+def cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root='/proc'):
+    """Cumulative CPU counters now (plain numbers, so a snapshot can be kept in a state file)."""
+    busy, total = _procfs.read_cpu_times(proc_root)
+    return {
+        'time': time.monotonic(),
+        'busy_jiffies': busy,
+        'total_jiffies': total,
+        'kubepods_ns': _cgroup.cpu_usage_ns(layout, kubepods) if kubepods else 0,
+        'component_cgroup_ns': sum(_cgroup.cpu_usage_ns(layout, c) for c in component_cgroups),
+        'component_ticks': sum(_procfs.read_process_cpu_ticks(p, proc_root) or 0 for p in component_pids),
+    }
+
+
+def cpu_between(before, after, capacity_millicores):
+    """CPU use between two snapshots: node busy, kubepods, kubelet+runtime, in millicores.
+
+    None when the counters went backwards (a reboot, a recreated cgroup): no honest figure then.
+    """
+    if any(after[k] < before[k] for k in ('time', 'busy_jiffies', 'total_jiffies', 'kubepods_ns')):
+        return None
+    elapsed_ns = max(1, int((after['time'] - before['time']) * 1e9))
+    total_delta = max(1, after['total_jiffies'] - before['total_jiffies'])
+    node_m = int(round(capacity_millicores * (after['busy_jiffies'] - before['busy_jiffies']) / total_delta))
+    pods_m = int(round(1000 * (after['kubepods_ns'] - before['kubepods_ns']) / elapsed_ns))
+    ticks_per_second = os.sysconf('SC_CLK_TCK')
+    component_ns = (after['component_cgroup_ns'] - before['component_cgroup_ns']
+                    + (after['component_ticks'] - before['component_ticks']) * 1e9 / ticks_per_second)
+    return {
+        'sample_seconds': round(elapsed_ns / 1e9, 3),
+        'node_busy_millicores': node_m,
+        'kubepods_millicores': pods_m,
+        'non_pod_millicores': max(0, node_m - pods_m),
+        'kube_components_millicores': max(0, int(round(1000 * component_ns / elapsed_ns))),
+    }
+
+
+def sample_cpu(layout, kubepods, component_cgroups, component_pids, capacity_millicores,
+               sample_seconds, proc_root='/proc', sleep=time.sleep):
+    """CPU use over ``sample_seconds``: node busy, kubepods, kubelet+runtime, in millicores."""
+    before = cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root)
+    sleep(sample_seconds)
+    after = cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root)
+    return cpu_between(before, after, capacity_millicores) or cpu_between(after, after, capacity_millicores)
+
+
+def memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root='/proc'):
+    """Memory readings: MemTotal, MemAvailable, kubepods, system.slice, kubelet+runtime, non-pod."""
+    if kubepods is None:
+        kubepods_memory = {'cgroup': None, 'working_set_bytes': 0}
+    else:
+        kubepods_memory = _cgroup.memory_working_set(layout, kubepods)
+    system_slice = None
+    if _cgroup.cgroup_exists(layout, 'system.slice'):
+        system_slice = _cgroup.memory_working_set(layout, 'system.slice')
+    component_memory = [_cgroup.memory_working_set(layout, c) for c in component_cgroups]
+    component_rss = sum(_procfs.read_process_rss_bytes(p, proc_root) or 0 for p in component_pids)
+    kube_components_ws = sum(c['working_set_bytes'] for c in component_memory) + component_rss
+    accounting = _memory_accounting.non_pod_memory(meminfo, kubepods_memory,
+                                                   _memory_accounting.read_low_watermark_bytes(proc_root))
+    return {
+        'mem_total_bytes': meminfo['MemTotal'],
+        'mem_available_bytes': meminfo['MemAvailable'],
+        'kubepods_working_set_bytes': kubepods_memory['working_set_bytes'],
+        # The pods' page cache MemAvailable already counts is not subtracted twice (_memory_accounting).
+        'non_pod_bytes': accounting['bytes'],
+        'non_pod_poc_bytes': accounting['poc_bytes'],
+        'non_pod_accounting': accounting,
+        'kube_components_working_set_bytes': kube_components_ws,
+        'kubepods': kubepods_memory,
+        'system_slice': system_slice,
+        'kube_components': {'cgroups': component_memory, 'pids_by_rss': component_pids,
+                            'rss_bytes': component_rss},
+    }

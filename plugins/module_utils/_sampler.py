@@ -1,0 +1,247 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""One sampler run: measure, record, write the node_exporter textfile. No policy, no kubelet config.
+
+Cost stays flat as the history grows: the run never re-reads the history. A small state file
+keeps what the metrics need from the past:
+
+* the CPU counters of the previous run (``_measure.cpu_snapshot``), so CPU is measured over the
+  whole timer period without sleeping (the first run, or one after a reboot, samples
+  ``sample_seconds`` instead);
+* a per-hour histogram of non-pod memory (1 MiB buckets) and CPU (1 millicore buckets) over the
+  history window and their running totals (an hour leaving the window is subtracted), for the
+  policy's percentile (nearest rank over buckets, so at most 1 MiB above
+  the exact figure from the samples);
+* the inode and size of the history already counted: lines other writers appended since (the
+  module with ``record``) are read from there, each validated as the module validates it. Without
+  a state file (first run, or deleted by hand) the history is read once, in full.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
+    _cgroup, _file_io, _history, _kubelet_process, _measure, _metrics, _overcommit, _procfs)
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
+
+STATE_VERSION = 1
+MIB = 1 << 20
+DEFAULT_STATE_PATH = '/var/lib/nodealloc/sampler-state.json'
+DEFAULT_DECISION_PATH = '/var/lib/nodealloc/decision.json'
+DEFAULT_TEXTFILE_PATH = '/var/lib/node_exporter/textfile_collector/nodealloc.prom'
+DEFAULT_EVICTION_HARD_BYTES = 100 * MIB  # the kubelet's default memory.available<100Mi
+_PRESSURE_FILES = (('cpu', 'cpu.pressure'), ('memory', 'memory.pressure'), ('io', 'io.pressure'))
+
+
+def load_json(path):
+    try:
+        with open(path, 'r', encoding='utf-8') as handle:
+            value = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _add(state, sample):
+    """Count ``sample`` in its hour and in the window's running totals (so a percentile needs no merge)."""
+    hours, totals = state['hours'], state['totals']
+    hour = hours.setdefault(str(int(sample['t'] // 3600)), {'m': {}, 'c': {}})
+    for key, bucket in (('m', str(int(math.ceil(sample['non_pod_bytes'] / float(MIB))))),
+                        ('c', str(int(math.ceil(sample['non_pod_millicores']))))):
+        hour[key][bucket] = hour[key].get(bucket, 0) + 1
+        totals[key][bucket] = totals[key].get(bucket, 0) + 1
+
+
+def _prune(state, now, window_seconds):
+    oldest = int((now - window_seconds) // 3600)
+    for name in [k for k in state['hours'] if int(k) < oldest]:
+        for key, buckets in state['hours'].pop(name).items():
+            for bucket, count in buckets.items():
+                left = state['totals'][key].get(bucket, 0) - count
+                if left > 0:
+                    state['totals'][key][bucket] = left
+                else:
+                    state['totals'][key].pop(bucket, None)
+
+
+def sketch_percentile(totals, percent):
+    """Nearest-rank percentile over bucket counts (bucket upper edges); None when empty."""
+    counts = sorted((int(bucket), count) for bucket, count in totals.items())
+    total = sum(count for _bucket, count in counts)
+    if not total:
+        return None
+    rank = max(1, int(math.ceil(percent / 100.0 * total)))
+    seen = 0
+    for bucket, count in counts:
+        seen += count
+        if seen >= rank:
+            return bucket
+    return counts[-1][0]
+
+
+def _ingest(path, state, now, limits, start):
+    """Add the valid lines of ``path`` from byte ``start`` to the sketch; returns the end offset."""
+    try:
+        with open(path, 'rb') as handle:
+            handle.seek(start)
+            data = handle.read()
+    except OSError:
+        return start
+    end = data.rfind(b'\n') + 1  # a torn tail is counted once it is whole (or cut)
+    for line in data[:end].decode('utf-8', 'replace').splitlines():
+        if not line.strip():
+            continue
+        sample, reason = _history.parse_line(line, now, *limits)
+        if reason:
+            state['rejected'] = state.get('rejected', 0) + 1
+        else:
+            _add(state, sample)
+    return start + end
+
+
+def _file_id(path):
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None, 0
+    return stat.st_ino, stat.st_size
+
+
+def update_history(history_path, state, reading, now, window_seconds, limits):
+    """Record ``reading`` and bring the sketch up to date; returns the problems met."""
+    problems = []
+    inode, size = _file_id(history_path)
+    if not state.get('hours_valid'):
+        state.update(hours={}, totals={'m': {}, 'c': {}}, rejected=0, hours_valid=True)
+        state['offset'] = _ingest(history_path, state, now, limits, 0)
+    elif inode == state.get('inode') and size >= state.get('offset', 0):
+        state['offset'] = _ingest(history_path, state, now, limits, state.get('offset', 0))
+    # else: rotated by another writer; it only dropped old lines, the sketch still holds.
+    try:
+        cut = _history.append(history_path, reading)
+        if cut:
+            problems.append('%s: cut a torn last line (%d bytes) before appending' % (history_path, cut))
+        _add(state, reading)
+        state['recorded'] = True
+    except (OSError, NodeallocError) as exc:
+        problems.append('%s: this reading was not recorded: %s' % (history_path, exc))
+        state['recorded'] = False
+    state['inode'], state['offset'] = _file_id(history_path)
+    _prune(state, now, window_seconds)
+    return problems
+
+
+def read_pressure(directory):
+    """PSI totals of a cgroup v2 group: {(resource, kind): seconds} (Documentation/accounting/psi.rst)."""
+    totals = {}
+    for resource, name in _PRESSURE_FILES:
+        try:
+            text = _procfs.read_text(os.path.join(directory, name))
+        except (OSError, NodeallocError):
+            continue
+        for line in text.splitlines():
+            fields = line.split()
+            values = dict(f.split('=', 1) for f in fields[1:] if '=' in f)
+            if fields and 'total' in values:
+                totals[(resource, fields[0])] = int(values['total']) / 1e6
+    return totals
+
+
+def _kubepods_cpu_allocatable_millicores(layout, kubepods):
+    """The kubepods group's CPU weight read back as millicores: the node's allocatable CPU."""
+    directory = _overcommit._cpu_dir(layout, kubepods)
+    if directory is None:
+        return None
+    try:
+        if layout.version == 'v2':
+            weight = int(_procfs.read_text(os.path.join(directory, 'cpu.weight')).strip())
+            return _overcommit.shares_to_millicores(_overcommit.weight_to_shares(weight))
+        return _overcommit.shares_to_millicores(int(_procfs.read_text(os.path.join(directory, 'cpu.shares')).strip()))
+    except (OSError, ValueError, NodeallocError):
+        return None
+
+
+def run(options, proc_root='/proc', sleep=time.sleep, now=None):
+    """One sampler run; returns (figures, problems). Writes the history, the state and the textfile."""
+    now = time.time() if now is None else now
+    state_path = options.get('state_path') or DEFAULT_STATE_PATH
+    state = load_json(state_path) or {}
+    if state.get('version') != STATE_VERSION:
+        state = {'version': STATE_VERSION}
+    window_seconds = _history.parse_window(options.get('history_window') or '7d')
+    percent = float(options.get('percentile') if options.get('percentile') is not None else 100.0)
+
+    meminfo = _procfs.read_meminfo(proc_root)
+    capacity_millicores = (os.cpu_count() or 1) * 1000
+    layout = _cgroup.discover_layout(options.get('cgroup_root'), proc_root)
+    _driver, kubepods = _cgroup.find_kubepods(layout, options.get('kubepods_cgroup'))
+    found = _kubelet_process.find_processes(_kubelet_process.DEFAULT_KUBELET_NAMES
+                                            + _kubelet_process.DEFAULT_RUNTIME_NAMES, proc_root)
+    _seen, component_cgroups, component_pids = _measure.component_targets(layout, found, proc_root, kubepods)
+    memory = _measure.memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root)
+
+    snapshot = _measure.cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root)
+    snapshot['components'] = sorted(component_cgroups) + sorted(component_pids)
+    previous = state.get('cpu')
+    cpu = None
+    if previous and previous.get('components') == snapshot['components'] and snapshot['time'] - previous['time'] >= 1:
+        cpu = _measure.cpu_between(previous, snapshot, capacity_millicores)
+    if cpu is None:
+        cpu = _measure.sample_cpu(layout, kubepods, component_cgroups, component_pids, capacity_millicores,
+                                  float(options.get('sample_seconds', 10)), proc_root, sleep)
+        snapshot = dict(_measure.cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root),
+                        components=snapshot['components'])
+    state['cpu'] = snapshot
+
+    reading = {
+        't': round(now, 3),
+        'non_pod_bytes': max(0, memory['non_pod_bytes']),
+        'non_pod_millicores': cpu['non_pod_millicores'],
+        'kube_components_bytes': memory['kube_components_working_set_bytes'],
+        'kubepods_bytes': memory['kubepods_working_set_bytes'],
+        'source': 'sampler',
+    }
+    history_path = options.get('history_path') or _history.DEFAULT_PATH
+    problems = update_history(history_path, state, reading, now, window_seconds,
+                              (meminfo['MemTotal'], capacity_millicores))
+
+    figures = {
+        'time': now,
+        'percentile': percent,
+        'memory': memory,
+        'cpu': dict(cpu, capacity_millicores=capacity_millicores),
+        'window_non_pod_bytes': (sketch_percentile(state['totals']['m'], percent) or 0) * MIB,
+        'window_non_pod_millicores': sketch_percentile(state['totals']['c'], percent) or 0,
+        'window_samples': sum(state['totals']['m'].values()),
+        'rejected_samples': state.get('rejected', 0),
+        'recorded': state['recorded'],
+        'kubepods_memory_limit_bytes': None,
+        'kubepods_cpu_allocatable_millicores': None,
+        'overcommit': None,
+        'pressure': {},
+        'decision': load_json(options.get('decision_path') or DEFAULT_DECISION_PATH),
+    }
+    if kubepods:
+        figures['overcommit'] = _overcommit.audit(layout, kubepods)
+        figures['kubepods_memory_limit_bytes'] = figures['overcommit']['kubepods_memory_limit_bytes']
+        figures['kubepods_cpu_allocatable_millicores'] = _kubepods_cpu_allocatable_millicores(layout, kubepods)
+    if layout.version == 'v2':
+        for relative in ([kubepods] if kubepods else []) + ['system.slice']:
+            for (resource, kind), seconds in read_pressure(os.path.join(layout.memory_root, relative)).items():
+                figures['pressure'][('/' + relative, resource, kind)] = seconds
+
+    textfile = options.get('textfile_path', DEFAULT_TEXTFILE_PATH)
+    if textfile:
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(textfile)), mode=0o755, exist_ok=True)
+            _file_io.write_atomic(textfile, _metrics.render_sampler(figures), mode=0o644)
+        except (OSError, NodeallocError) as exc:
+            problems.append('%s: metrics not written: %s' % (textfile, exc))
+    try:
+        _file_io.write_atomic(state_path, json.dumps(state, separators=(',', ':')), mode=0o644)
+    except (OSError, NodeallocError) as exc:
+        problems.append('%s: state not saved (the next run reads the history in full): %s' % (state_path, exc))
+    return figures, problems

@@ -1,0 +1,107 @@
+"""The sampler's run on a cgroup v2 node tree: records, keeps its state, writes metrics promtool accepts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _history, _sampler
+from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
+
+MIB = 1 << 20
+
+
+@pytest.fixture
+def node(tmp_path):
+    return make_node(tmp_path)
+
+
+def make_node(tmp_path):
+    """A v2 node: kubepods with a Guaranteed, a Burstable and a BestEffort pod, and system.slice with PSI."""
+    root = str(tmp_path / 'cgroup')
+    cgroup_v2.make_root(root)
+    cgroup_v2.make_group(root, 'kubepods.slice', 600 * MIB, 50 * MIB, 300 * MIB, memory_max=str(20000 * MIB))
+    cgroup_v2.write(root + '/kubepods.slice/cpu.weight', '70\n')
+    cgroup_v2.make_group(root, 'kubepods.slice/kubepods-pod1234.slice', 100 * MIB, 0, 0, memory_max=str(512 * MIB))
+    cgroup_v2.write(root + '/kubepods.slice/kubepods-pod1234.slice/cpu.weight', '4\n')
+    cgroup_v2.make_group(root, 'kubepods.slice/kubepods-burstable.slice', 300 * MIB, 0, 0)
+    cgroup_v2.make_group(root, 'kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod99.slice', 300 * MIB, 0, 0,
+                         memory_max=str(1 << 30))
+    cgroup_v2.write(root + '/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod99.slice/cpu.weight', '1\n')
+    cgroup_v2.make_group(root, 'kubepods.slice/kubepods-besteffort.slice', 10 * MIB, 0, 0)
+    cgroup_v2.make_group(root, 'kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod7.slice', 10 * MIB, 0, 0)
+    cgroup_v2.make_group(root, 'system.slice', 200 * MIB, 10 * MIB, 90 * MIB)
+    cgroup_v2.write(root + '/system.slice/memory.pressure', 'some avg10=0.00 avg60=0.00 avg300=0.00 total=2500000\n'
+                    'full avg10=0.00 avg60=0.00 avg300=0.00 total=1000000\n')
+    return root
+
+
+def options(node, tmp_path):
+    return {'cgroup_root': node, 'history_path': str(tmp_path / 'history.jsonl'), 'state_path': str(tmp_path / 'state.json'),
+            'textfile_path': str(tmp_path / 'nodealloc.prom'), 'decision_path': str(tmp_path / 'decision.json'),
+            'sample_seconds': 0}
+
+
+def test_runs_record_and_write_metrics_promtool_accepts(node, tmp_path, monkeypatch):
+    opts = options(node, tmp_path)
+    (tmp_path / 'decision.json').write_text(json.dumps({'action': 'increase', 'time': 1700000000,
+                                                        'eviction_hard_memory_bytes': 200 * MIB,
+                                                        'recommended_kubepods_memory_limit_bytes': 19000 * MIB}))
+    figures, problems = _sampler.run(opts, sleep=lambda _s: None)
+    assert problems == [] and figures['recorded']
+    # Later runs never read the whole history again.
+    monkeypatch.setattr(_history, 'read', lambda *a, **k: pytest.fail('the sampler re-read the history'))
+    figures, problems = _sampler.run(opts, sleep=lambda _s: None)
+    assert problems == [] and figures['window_samples'] == 2
+    assert len((tmp_path / 'history.jsonl').read_text().splitlines()) == 2
+    text = (tmp_path / 'nodealloc.prom').read_text()
+    assert oct((tmp_path / 'nodealloc.prom').stat().st_mode & 0o777) == '0o644'
+    if shutil.which('promtool'):
+        check = subprocess.run(['promtool', 'check', 'metrics'], input=text, capture_output=True, text=True, check=False)
+        assert check.returncode == 0, check.stdout + check.stderr
+    metrics = dict(line.rsplit(' ', 1) for line in text.splitlines() if not line.startswith('#'))
+    assert int(metrics['nodealloc_memory_kubepods_limit_bytes']) == 20000 * MIB
+    assert int(metrics['nodealloc_memory_allocatable_bytes']) == 19800 * MIB
+    assert metrics['nodealloc_decision{action="increase"}'] == '1'
+    assert int(metrics['nodealloc_pod_memory_limits_bytes']) == 512 * MIB + (1 << 30)
+    assert metrics['nodealloc_pods_without_memory_limit'] == '1'
+    assert metrics['nodealloc_pods{qos="guaranteed"}'] == metrics['nodealloc_pods{qos="besteffort"}'] == '1'
+    assert float(metrics['nodealloc_pod_memory_limits_kubepods_ratio']) == pytest.approx((512 + 1024) / 20000.0)
+    assert metrics['nodealloc_pressure_stall_seconds_total{cgroup="/system.slice",kind="some",resource="memory"}'] == '2.5'
+
+
+def test_lines_other_writers_append_are_counted_once_and_validated(node, tmp_path):
+    opts = options(node, tmp_path)
+    figures, _problems = _sampler.run(opts, sleep=lambda _s: None)
+    now = figures['time']
+    with open(opts['history_path'], 'a') as handle:
+        handle.write(json.dumps({'t': now + 1, 'non_pod_bytes': 5000 * MIB, 'non_pod_millicores': 10}) + '\n')
+        handle.write('{"t": %f, "non_pod_bytes": NaN, "non_pod_millicores": 10}\n' % (now + 2))
+    figures, _problems = _sampler.run(dict(opts, percentile=100), sleep=lambda _s: None, now=now + 60)
+    assert figures['window_samples'] == 3 and figures['rejected_samples'] == 1
+    assert figures['window_non_pod_bytes'] == 5000 * MIB
+
+
+def test_sketch_percentile_matches_the_history_percentile_to_the_mib(tmp_path):
+    state = {'hours': {}, 'totals': {'m': {}, 'c': {}}}
+    samples = [{'t': 3600 * 10 + i * 60, 'non_pod_bytes': (300 + (i * 53) % 700) * MIB + 12345,
+                'non_pod_millicores': (i * 7) % 400} for i in range(300)]
+    for sample in samples:
+        _sampler._add(state, sample)
+    for percent in (50, 90, 99, 100):
+        exact = _history.percentile([s['non_pod_bytes'] for s in samples], percent)
+        assert 0 <= _sampler.sketch_percentile(state['totals']['m'], percent) * MIB - exact < MIB
+        assert _sampler.sketch_percentile(state['totals']['c'], percent) == _history.percentile(
+            [s['non_pod_millicores'] for s in samples], percent)
+
+
+def test_hours_leaving_the_window_leave_the_totals():
+    state = {'hours': {}, 'totals': {'m': {}, 'c': {}}}
+    _sampler._add(state, {'t': 0, 'non_pod_bytes': 900 * MIB, 'non_pod_millicores': 900})
+    _sampler._add(state, {'t': 7200, 'non_pod_bytes': 100 * MIB, 'non_pod_millicores': 100})
+    _sampler._prune(state, now=7300, window_seconds=3600)
+    assert _sampler.sketch_percentile(state['totals']['m'], 100) == 100
+    assert _sampler.sketch_percentile(state['totals']['c'], 100) == 100 and list(state['hours']) == ['2']
