@@ -7,12 +7,13 @@ import os
 import time
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cgroup, _decision, _formulas, _history, _kubelet_config_file, _kubelet_process, _procfs, _quantity,
-    _recommend)
+    _cgroup, _decision, _formulas, _history, _kubelet_config_file, _kubelet_process, _option_specs, _procfs,
+    _quantity, _recommend)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
-DEFAULT_KUBELET_CONFIG_PATH = '/var/lib/kubelet/config.yaml'
+DEFAULT_KUBELET_CONFIG_PATH = _option_specs.DEFAULT_KUBELET_CONFIG_PATH
+_DEFAULT = {name: option['default'] for name, option in _option_specs.OPTIONS.items()}
 # Groups that hold many unrelated processes: a kubelet found there is measured by its own RSS.
 _SHARED_CGROUPS = ('', 'system.slice', 'user.slice', 'init.scope')
 
@@ -61,7 +62,9 @@ def _kubelet_settings(options, proc_root, not_found, found):
         'eviction_soft': config.get('evictionSoft') or {},
         'eviction_soft_grace_period': config.get('evictionSoftGracePeriod') or {},
         'eviction_minimum_reclaim': config.get('evictionMinimumReclaim') or {},
-        'enforce_node_allocatable': config.get('enforceNodeAllocatable') or ['pods'],
+        # Absent is ["pods"]; an explicit [] is no enforcement (v1beta1 SetDefaults_KubeletConfiguration).
+        'enforce_node_allocatable': _option_specs.effective_enforce_node_allocatable(
+            config.get('enforceNodeAllocatable')),
         'kube_reserved_cgroup': config.get('kubeReservedCgroup') or '',
         'system_reserved_cgroup': config.get('systemReservedCgroup') or '',
         'cgroup_driver': config.get('cgroupDriver'),
@@ -138,8 +141,8 @@ def _record_and_read_history(options, measured, meminfo, kubepods_memory, cpu):
               'samples': 1, 'span_seconds': 0}
     samples = []
     if result['enabled']:
-        path = options.get('history_path') or _history.DEFAULT_PATH
-        window = _history.parse_window(options.get('history_window') or '7d')
+        path = options.get('history_path') or _DEFAULT['history_path']
+        window = _history.parse_window(options.get('history_window') or _DEFAULT['history_window'])
         result['path'] = path
         samples, result['problems'] = _history.read(path, now, window)
         if not options.get('_check_mode'):
@@ -150,9 +153,9 @@ def _record_and_read_history(options, measured, meminfo, kubepods_memory, cpu):
                 result['problems'].append('%s: this reading was not recorded: %s' % (path, exc))
     samples.append(reading)
     samples.sort(key=lambda s: s['t'])
-    percent = float(options.get('percentile') if options.get('percentile') is not None else 100.0)
+    percent = float(options.get('percentile') if options.get('percentile') is not None else _DEFAULT['percentile'])
     basis = _history.summarize(samples, percent)
-    stabilization = _history.parse_window(options.get('stabilization_window') or '24h')
+    stabilization = _history.parse_window(options.get('stabilization_window') or _DEFAULT['stabilization_window'])
     recent = [s for s in samples if s['t'] >= now - stabilization]
     recent_peak = max(s['non_pod_bytes'] for s in recent)
     recent_peak_cpu = max(s['non_pod_millicores'] for s in recent)
@@ -214,7 +217,7 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
     kube_components_ws = sum(c['working_set_bytes'] for c in component_memory) + component_rss
 
     cpu = sample_cpu(layout, kubepods, component_cgroups, component_pids, capacity_millicores,
-                     options.get('sample_seconds', 5), proc_root, sleep)
+                     options.get('sample_seconds', _DEFAULT['sample_seconds']), proc_root, sleep)
     cpu['capacity_millicores'] = capacity_millicores
 
     measured = {
@@ -229,7 +232,8 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
     }
     history = _record_and_read_history(options, measured, meminfo, kubepods_memory, cpu)
     max_pods = options.get('max_pods') or (current or {}).get('max_pods') or 110
-    formulas = _formulas.all_formulas(meminfo['MemTotal'], capacity_millicores // 1000, max_pods)
+    formulas = _formulas.all_formulas(meminfo['MemTotal'], capacity_millicores // 1000, max_pods,
+                                      options.get('openshift_sizing_version') or _DEFAULT['openshift_sizing_version'])
     recommendation = _recommend.recommend(measured, options, current, history['basis'], formulas)
     decision = _decision.decide(current, recommendation, options, history['basis'])
 
