@@ -180,3 +180,52 @@ def test_a_changed_home_changes_the_module_spec(monkeypatch):
 def test_enforce_node_allocatable_default_applies_only_when_absent(configured, effective):
     # pkg/kubelet/apis/config/v1beta1/defaults.go: `if obj.EnforceNodeAllocatable == nil { ... ["pods"] }`.
     assert _option_specs.effective_enforce_node_allocatable(configured) == effective
+
+
+# Ranges: one case per rule, each bad value named with the option, the value and the rule.
+
+@pytest.mark.parametrize('name,value,rule', [
+    ('percentile', 150, 'must be > 0 and <= 100'),
+    ('percentile', 0, 'must be > 0 and <= 100'),
+    ('max_reserved_fraction', 0, 'must be > 0 and < 1'),
+    ('max_reserved_fraction', 2, 'must be > 0 and < 1'),
+    ('memory_headroom_percent', -1, 'must be >= 0'),
+    ('memory_headroom_min_bytes', -1, 'must be >= 0'),
+    ('cpu_headroom_percent', -0.5, 'must be >= 0'),
+    ('cpu_headroom_min_millicores', -50, 'must be >= 0'),
+    ('change_threshold_percent', -5, 'must be >= 0'),
+    ('change_threshold_min_bytes', -1, 'must be >= 0'),
+    ('change_threshold_min_millicores', -1, 'must be >= 0'),
+    ('single_reading_headroom_factor', 0.5, 'must be >= 1'),
+    ('sample_seconds', -1, 'must be >= 0'),
+    ('max_pods', 0, 'must be >= 1'),
+    ('lock_timeout', -1, 'must be >= 0'),
+    ('health_timeout_seconds', 0, 'must be >= 1'),
+    ('history_window', '7 days', 'must be a Go duration'),
+    ('stabilization_window', '-1h', 'must be a Go duration'),
+    ('min_reserved', 'lots', 'must be a Kubernetes quantity'),
+    ('kubepods_margin', '-1Gi', 'must not be negative'),
+    ('drop_in_name', 'nodealloc.yaml', 'ending in .conf'),
+    ('policy', 'azure', 'must be one of measured, gke'),
+    ('openshift_sizing_version', 3, 'must be one of 1, 2'),
+    ('percentile', 'high', 'must be a number'),
+])
+def test_check_names_option_value_and_rule(name, value, rule):
+    problems = _option_specs.check({name: value})
+    assert len(problems) == 1 and problems[0].startswith('%s: %r ' % (name, value)) and rule in problems[0], problems
+
+
+@pytest.mark.parametrize('name,value', [('percentile', 100), ('percentile', 0.1), ('max_reserved_fraction', 0.99),
+                                        ('history_window', '7d'), ('history_window', '1h30m'), ('min_reserved', '0'),
+                                        ('memory_headroom_percent', 0), ('percentile', '95')])
+def test_check_accepts_edges_inside_the_rules(name, value):
+    assert _option_specs.check({name: value}) == []
+
+
+def test_every_default_passes_its_own_rule():
+    assert _option_specs.check({name: option['default'] for name, option in OPTIONS.items()}) == []
+
+
+def test_check_strips_the_role_prefix_and_skips_unknown_names():
+    assert _option_specs.check({'reservations_percentile': 150, 'reservations_unknown': -1, 'other': 1},
+                               'reservations_') == ["reservations_percentile: 150 must be > 0 and <= 100"]
