@@ -145,7 +145,7 @@ def argument_spec(module, names=None):
     spec = {}
     for name, option in OPTIONS.items():
         if (names is not None and name in names) or (names is None and module in option['modules']):
-            spec[name] = {k: option[k] for k in _SPEC_KEYS if option[k] not in (None, False)}
+            spec[name] = {k: option[k] for k in _SPEC_KEYS if option[k] is not None and (k != 'required' or option[k])}
     return spec
 
 

@@ -68,6 +68,10 @@ def module_drift(module_name, documented):
             problems.append('%s: %s is documented but not in the argument spec' % (module_name, name))
         else:
             problems.extend(option_drift(name, documented[name], module_name))
+            for key in ('type', 'default', 'choices', 'elements'):
+                if spec[name].get(key) != documented[name].get(key):
+                    problems.append('%s: %s %s is %r in the argument spec, %r in the docs'
+                                    % (module_name, name, key, spec[name].get(key), documented[name].get(key)))
     return problems
 
 
@@ -157,7 +161,8 @@ def test_drift_check_reports_a_changed_doc_fragment_default():
     documented = documented_options('node_reservation_facts')
     documented['min_reserved'] = dict(documented['min_reserved'], default='512Mi')
     problems = module_drift('node_reservation_facts', documented)
-    assert problems == ["node_reservation_facts: min_reserved default is '512Mi', _option_specs says '256Mi'"]
+    assert problems == ["node_reservation_facts: min_reserved default is '512Mi', _option_specs says '256Mi'",
+                        "node_reservation_facts: min_reserved default is '256Mi' in the argument spec, '512Mi' in the docs"]
 
 
 def test_drift_check_reports_an_undocumented_option():
@@ -175,8 +180,8 @@ def test_a_changed_home_changes_the_module_spec(monkeypatch):
 
 # The kubelet's own defaults.
 
-@pytest.mark.parametrize('configured,effective', [(None, ['pods']), ([], []), (['pods', 'system-reserved'],
-                                                                              ['pods', 'system-reserved'])])
+@pytest.mark.parametrize('configured,effective', [
+    (None, ['pods']), ([], []), (['pods', 'system-reserved'], ['pods', 'system-reserved'])])
 def test_enforce_node_allocatable_default_applies_only_when_absent(configured, effective):
     # pkg/kubelet/apis/config/v1beta1/defaults.go: `if obj.EnforceNodeAllocatable == nil { ... ["pods"] }`.
     assert _option_specs.effective_enforce_node_allocatable(configured) == effective
