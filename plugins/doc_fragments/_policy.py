@@ -129,4 +129,13 @@ options:
     type: str
     default: reserve
     choices: [reserve, report]
+  openshift_sizing_version:
+    description:
+      - The version of OpenShift's automatic node sizing the V(openshift) formula follows, as a node's
+        C(/etc/node-sizing-version.json) names it. V(2) (the default for new nodes) reserves 0.06 + 0.012 x (CPUs - 1)
+        cores, V(1) the older CPU tiers; both at least 0.5 core. See C(docs/formulas.md).
+    type: int
+    default: 2
+    choices: [1, 2]
+    version_added: 0.1.0
 '''

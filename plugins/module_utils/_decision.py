@@ -19,13 +19,10 @@ memory decrease through (and vice versa).
 
 from __future__ import annotations
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _node_allocatable
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _node_allocatable, _option_specs
 
-DEFAULTS = {
-    'change_threshold_percent': 10.0,
-    'change_threshold_min_bytes': 64 * 1024 * 1024,
-    'change_threshold_min_millicores': 50,
-}
+DEFAULTS = _option_specs.defaults(('change_threshold_percent', 'change_threshold_min_bytes',
+                                   'change_threshold_min_millicores'))
 
 
 def _total(reservations, resource, scale):

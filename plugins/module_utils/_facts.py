@@ -8,12 +8,13 @@ import time
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
     _cgroup, _cpu_guarantee, _decision, _formulas, _headroom_policy, _history, _kubelet_config_file,
-    _kubelet_process, _measure, _overcommit, _procfs, _quantity, _recommend)
+    _kubelet_process, _measure, _option_specs, _overcommit, _procfs, _quantity, _recommend)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_ownership
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
-DEFAULT_KUBELET_CONFIG_PATH = '/var/lib/kubelet/config.yaml'
+DEFAULT_KUBELET_CONFIG_PATH = _option_specs.DEFAULT_KUBELET_CONFIG_PATH
+_DEFAULT = {name: option['default'] for name, option in _option_specs.OPTIONS.items()}
 
 
 def _kubelet_settings(options, proc_root, not_found, found):
@@ -60,7 +61,9 @@ def _kubelet_settings(options, proc_root, not_found, found):
         'eviction_soft': config.get('evictionSoft') or {},
         'eviction_soft_grace_period': config.get('evictionSoftGracePeriod') or {},
         'eviction_minimum_reclaim': config.get('evictionMinimumReclaim') or {},
-        'enforce_node_allocatable': config.get('enforceNodeAllocatable') or ['pods'],
+        # Absent is ["pods"]; an explicit [] is no enforcement (v1beta1 SetDefaults_KubeletConfiguration).
+        'enforce_node_allocatable': _option_specs.effective_enforce_node_allocatable(
+            config.get('enforceNodeAllocatable')),
         'kube_reserved_cgroup': config.get('kubeReservedCgroup') or '',
         'system_reserved_cgroup': config.get('systemReservedCgroup') or '',
         'cgroup_driver': config.get('cgroupDriver'),
@@ -96,7 +99,7 @@ def record(options, reading):
     """
     if not options.get('record') or options.get('_check_mode') or not options.get('history', True):
         return False, []
-    path = options.get('history_path') or _history.DEFAULT_PATH
+    path = options.get('history_path') or _DEFAULT['history_path']
     try:
         cut = _history.append(path, reading)
     except (OSError, NodeallocError) as exc:
@@ -112,8 +115,8 @@ def read_history(options, measurement, now):
               'samples': 1, 'span_seconds': 0}
     samples = []
     if result['enabled']:
-        path = options.get('history_path') or _history.DEFAULT_PATH
-        window = _history.parse_window(options.get('history_window') or '7d')
+        path = options.get('history_path') or _DEFAULT['history_path']
+        window = _history.parse_window(options.get('history_window') or _DEFAULT['history_window'])
         result['path'] = path
         samples, result['problems'] = _history.read(
             path, now, window, mem_total_bytes=measurement['memory']['mem_total_bytes'],
@@ -125,10 +128,10 @@ def read_history(options, measurement, now):
 def history_basis(options, history, samples, reading, now):
     """Summarise the window with this reading in it: percentile, stabilization, a chart series."""
     samples = sorted(samples + [reading], key=lambda s: s['t'])
-    percent = float(options.get('percentile') if options.get('percentile') is not None else 100.0)
-    stabilization = _history.parse_window(options.get('stabilization_window') or '24h')
-    reaction = _history.parse_window(options.get('reaction_time') or _headroom_policy.DEFAULTS['reaction_time'])
-    window = _history.parse_window(options.get('history_window') or '7d')
+    percent = float(options.get('percentile') if options.get('percentile') is not None else _DEFAULT['percentile'])
+    stabilization = _history.parse_window(options.get('stabilization_window') or _DEFAULT['stabilization_window'])
+    reaction = _history.parse_window(options.get('reaction_time') or _DEFAULT['reaction_time'])
+    window = _history.parse_window(options.get('history_window') or _DEFAULT['history_window'])
     basis = _headroom_policy.basis(samples, now, percent, stabilization, reaction, window)
     history.update(samples=basis['samples'], span_seconds=basis['span_seconds'], basis=basis,
                    series=_downsample(samples, 120))
@@ -172,7 +175,7 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
                          'measured share, all non-pod memory goes to systemReserved' % ', '.join(names))
     memory = _measure.memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root)
     cpu = _measure.sample_cpu(layout, kubepods, component_cgroups, component_pids, capacity_millicores,
-                              options.get('sample_seconds', 5), proc_root, sleep)
+                              options.get('sample_seconds', _DEFAULT['sample_seconds']), proc_root, sleep)
     cpu['capacity_millicores'] = capacity_millicores
     return {
         'capacity': {'memory': _quantity.format_memory(meminfo['MemTotal']),
@@ -216,7 +219,8 @@ def recommend(options, measurement, history):
         'cpu_weights': measurement['cpu_weights'],
     }
     max_pods = options.get('max_pods') or (current or {}).get('max_pods') or 110
-    formulas = _formulas.all_formulas(memory['mem_total_bytes'], cpu['capacity_millicores'] // 1000, max_pods)
+    formulas = _formulas.all_formulas(memory['mem_total_bytes'], cpu['capacity_millicores'] // 1000, max_pods,
+                                      options.get('openshift_sizing_version') or _DEFAULT['openshift_sizing_version'])
     recommendation = _recommend.recommend(measured, options, current, history['basis'], formulas)
     decision = _decision.decide(current, recommendation, options, history['basis'])
     return formulas, recommendation, decision

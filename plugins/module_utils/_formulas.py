@@ -1,28 +1,53 @@
 # Private to nodealloc.kubelet: not a public API, may change without notice.
 """Static reservation formulas of the managed Kubernetes offerings, for comparison and as floors.
 
-Constants and their sources are listed in docs/formulas.md. Every function takes the
-node's memory capacity in bytes, its CPU count and (where the vendor uses it) the
-maximum number of pods, and returns kubeReserved, systemReserved and the hard
-eviction threshold each vendor sets, as integers (bytes, millicores).
+Each function takes the node's memory capacity in bytes (MemTotal), its CPU count and, where the vendor uses
+them, the maximum number of pods or the vendor's sizing version, and returns kubeReserved, systemReserved and
+the hard eviction threshold the vendor sets, as integers (bytes, millicores). The sources, read file by file
+at the commits named in docs/formulas.md, and how each vendor rounds:
+
+* OpenShift: openshift/machine-config-operator templates/common/_base/files/kubelet-auto-sizing.yaml
+  (``dynamic-system-reserved-calc.sh``, ``dynamic_memory_sizing`` and ``dynamic_cpu_sizing``).
+* EKS: awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go (``getCPUMillicoresToReserve``,
+  ``getResourceToReserveInRange``, ``GetMemoryMebibytesToReserve``, ``defaultKubeletSubConfig``).
+* GKE: cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes ("Node allocatable resources").
+* AKS: MicrosoftDocs/azure-aks-docs articles/aks/node-resource-reservations.md (the AKS resource provider
+  computes the values and hands them to Azure/AgentBaker as kubelet flags).
 """
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 MIB = 1024 * 1024
 GIB = 1024 * MIB
+# AKS writes "MB": decimal megabytes, as its own worked example (25% of 4 GB = 1000 MB) shows.
+MB = 1000 * 1000
 
-# (tier size, fraction) applied in order; the last tier has no upper bound.
-MEMORY_TIERS = ((4 * GIB, 0.25), (4 * GIB, 0.20), (8 * GIB, 0.10), (112 * GIB, 0.06), (None, 0.02))
-# (tier size in cores, fraction of a core) applied in order.
-CPU_TIERS = ((1, 0.06), (1, 0.01), (2, 0.005), (None, 0.0025))
-# AKS: kube-reserved CPU by core count (cores -> millicores), for 1 to 64 cores.
+# GKE and AKS (before 1.29): (tier size in bytes, fraction) applied in order; the last tier has no bound.
+MEMORY_TIERS = ((4 * GIB, Fraction(25, 100)), (4 * GIB, Fraction(20, 100)), (8 * GIB, Fraction(10, 100)),
+                (112 * GIB, Fraction(6, 100)), (None, Fraction(2, 100)))
+# GKE, and OpenShift's sizing version 1: (tier size in cores, fraction of a core).
+CPU_TIERS = ((1, Fraction(6, 100)), (1, Fraction(1, 100)), (2, Fraction(5, 1000)), (None, Fraction(25, 10000)))
+# EKS nodeadm getCPUMillicoresToReserve: range bounds in millicores and basis points (1/10000) of each range.
+EKS_CPU_RANGES = ((0, 1000, 600), (1000, 2000, 100), (2000, 4000, 50), (4000, None, 25))
+# AKS: kube-reserved CPU by core count (cores -> millicores), the documented rows.
 AKS_CPU_TABLE = ((1, 60), (2, 100), (4, 140), (8, 180), (16, 260), (32, 420), (64, 740))
+# OpenShift dynamic-system-reserved-calc.sh: NODE_AUTO_SIZING_VERSION defaults to 2 when the node has no
+# /etc/node-sizing-version.json yet (a node keeps the version its file names).
+OPENSHIFT_SIZING_VERSIONS = (1, 2)
+OPENSHIFT_DEFAULT_SIZING_VERSION = 2
+OPENSHIFT_MIN_CPU_MILLICORES = 500
+# Hard eviction (memory.available) each vendor sets: AKS before 1.29 750Mi, everyone else 100Mi (EKS and
+# AKS 1.29+ write it, GKE documents it, OpenShift leaves the kubelet's own default).
+DEFAULT_EVICTION_BYTES = 100 * MIB
+AKS_LEGACY_EVICTION_BYTES = 750 * MIB
 
 
 def _tiered(amount, tiers):
-    reserved = 0.0
-    remaining = amount
+    """Sum of each tier's fraction of the part of ``amount`` inside it, as an exact Fraction."""
+    reserved = Fraction(0)
+    remaining = Fraction(amount)
     for size, fraction in tiers:
         portion = remaining if size is None else min(remaining, size)
         if portion <= 0:
@@ -32,17 +57,75 @@ def _tiered(amount, tiers):
     return reserved
 
 
+def _ceil(value):
+    return -(-value.numerator // value.denominator)
+
+
 def tiered_memory_bytes(capacity_bytes):
-    """25% of the first 4 GiB, 20% of the next 4, 10% of the next 8, 6% of the next 112, 2% above 128."""
+    """25% of the first 4 GiB, 20% of the next 4, 10% of the next 8, 6% of the next 112, 2% above 128; bytes, down."""
     return int(_tiered(capacity_bytes, MEMORY_TIERS))
 
 
 def tiered_cpu_millicores(cpus):
-    """6% of the first core, 1% of the second, 0.5% of the next two, 0.25% of every core above four."""
-    return int(round(_tiered(cpus, CPU_TIERS) * 1000))
+    """6% of the first core, 1% of the second, 0.5% of the next two, 0.25% above four; whole millicores, up.
+
+    GKE does not say how it rounds 87.5m (7 cores); a quantity of 0.0875 cores is 88m to the kubelet
+    (resource.Quantity.MilliValue rounds up), so up it is.
+    """
+    return _ceil(_tiered(cpus, CPU_TIERS) * 1000)
 
 
-def _result(name, kube_memory, kube_cpu, system_memory=0, system_cpu=0, eviction_bytes=100 * MIB, notes=()):
+def eks_cpu_millicores(cpus):
+    """nodeadm getCPUMillicoresToReserve: per range, (part of the capacity in it) x basis points / 10000 in Go
+    integer arithmetic, so each range truncates to whole millicores (7 CPUs: 60 + 10 + 10 + 7 = 87m)."""
+    total = cpus * 1000
+    reserved = 0
+    for start, end, basis_points in EKS_CPU_RANGES:
+        if total <= start:
+            continue
+        upper = total if end is None else min(total, end)
+        reserved += (upper - start) * basis_points // 10000
+    return reserved
+
+
+def aks_cpu_millicores(cpus):
+    """The AKS table; a core count between two documented rows takes the row below it."""
+    reserved = AKS_CPU_TABLE[0][1]
+    for cores, millicores in AKS_CPU_TABLE:
+        if cpus >= cores:
+            reserved = millicores
+    return reserved
+
+
+def openshift_memory_bytes(capacity_bytes):
+    """dynamic_memory_sizing: whole GiB from ``free -g`` (MemTotal truncated), 1 GiB up to 8, plus 6 % of each
+    GiB above 8 while the rest is at most 120 GiB; beyond that 6.72 GiB plus 2 % of (GiB - 120) (the script
+    subtracts 112, not 120, so the 2 % starts at 120 GiB); rounded half up to whole GiB (printf %d of x + 0.5)."""
+    gib = capacity_bytes // GIB
+    rest = gib - 8 if gib > 8 else 0
+    if rest <= 120:
+        hundredths = 100 + 6 * rest
+    else:
+        hundredths = 100 + 672 + 2 * (rest - 112)
+    return (hundredths + 50) // 100 * GIB
+
+
+def openshift_cpu_millicores(cpus, version=OPENSHIFT_DEFAULT_SIZING_VERSION):
+    """dynamic_cpu_sizing. Version 2: 0.06 + 0.012 x (CPUs - 1) cores printed with %.2f (so whole 10m);
+    version 1: the GKE CPU tiers. Both then at least 0.5 core."""
+    if version not in OPENSHIFT_SIZING_VERSIONS:
+        raise ValueError('OpenShift sizing version must be one of %s, got %r' % (OPENSHIFT_SIZING_VERSIONS, version))
+    if version == 1:
+        millicores = tiered_cpu_millicores(cpus)
+    elif cpus > 1:
+        millicores = (60 + 12 * (cpus - 1) + 5) // 10 * 10
+    else:
+        millicores = 60
+    return max(millicores, OPENSHIFT_MIN_CPU_MILLICORES)
+
+
+def _result(name, kube_memory, kube_cpu, system_memory=0, system_cpu=0, eviction_bytes=DEFAULT_EVICTION_BYTES,
+            notes=()):
     return {
         'name': name,
         'kube_reserved_memory_bytes': int(kube_memory),
@@ -57,47 +140,41 @@ def _result(name, kube_memory, kube_cpu, system_memory=0, system_cpu=0, eviction
 
 
 def gke(capacity_bytes, cpus, max_pods=None):
-    if capacity_bytes < GIB:
-        memory = 255 * MIB
-    else:
-        memory = tiered_memory_bytes(capacity_bytes)
+    """GKE: 255 MiB below 1 GiB, else the memory tiers; the CPU tiers; 100Mi hard eviction; all kubeReserved."""
+    memory = 255 * MIB if capacity_bytes < GIB else tiered_memory_bytes(capacity_bytes)
     return _result('gke', memory, tiered_cpu_millicores(cpus))
 
 
 def aks_legacy(capacity_bytes, cpus, max_pods=None):
-    """AKS before Kubernetes 1.29: tiered memory, CPU by table, 750Mi hard eviction."""
+    """AKS before Kubernetes 1.29: the memory tiers, CPU by table, 750Mi hard eviction."""
     return _result('aks-legacy', tiered_memory_bytes(capacity_bytes), aks_cpu_millicores(cpus),
-                   eviction_bytes=750 * MIB)
+                   eviction_bytes=AKS_LEGACY_EVICTION_BYTES)
 
 
 def aks(capacity_bytes, cpus, max_pods=110):
-    """AKS from Kubernetes 1.29: min(20 MiB x max pods + 50 MiB, 25% of memory), 100Mi hard eviction."""
-    memory = min(20 * MIB * max_pods + 50 * MIB, capacity_bytes // 4)
-    return _result('aks', memory, aks_cpu_millicores(cpus))
-
-
-def aks_cpu_millicores(cpus):
-    """The AKS table; a core count between two rows takes the row below it."""
-    reserved = AKS_CPU_TABLE[0][1]
-    for cores, millicores in AKS_CPU_TABLE:
-        if cpus >= cores:
-            reserved = millicores
-    return reserved
+    """AKS from Kubernetes 1.29: min(20 MB x max pods + 50 MB, 25% of memory), decimal MB; 100Mi hard eviction."""
+    memory = min(20 * MB * max_pods + 50 * MB, capacity_bytes // 4)
+    return _result('aks', memory, aks_cpu_millicores(cpus), notes=['MB here are decimal (1,000,000 bytes)'])
 
 
 def eks(capacity_bytes, cpus, max_pods=110):
-    """EKS (Amazon Linux bootstrap): 11 MiB x max pods + 255 MiB memory, tiered CPU, 100Mi hard eviction."""
-    return _result('eks', 11 * MIB * max_pods + 255 * MIB, tiered_cpu_millicores(cpus))
+    """EKS nodeadm: (11 x max pods + 255) MiB memory, CPU by basis-point ranges, 100Mi hard eviction."""
+    return _result('eks', (11 * max_pods + 255) * MIB, eks_cpu_millicores(cpus),
+                   notes=['also kubeReserved ephemeral-storage 1Gi'])
 
 
-def openshift(capacity_bytes, cpus, max_pods=None):
+def openshift(capacity_bytes, cpus, max_pods=None, version=OPENSHIFT_DEFAULT_SIZING_VERSION):
     """OpenShift automatic node sizing: all of it is systemReserved (kubeReserved is not used)."""
-    memory = 255 * MIB if capacity_bytes <= GIB else tiered_memory_bytes(capacity_bytes)
-    return _result('openshift', 0, 0, system_memory=memory, system_cpu=tiered_cpu_millicores(cpus))
+    return _result('openshift', 0, 0, system_memory=openshift_memory_bytes(capacity_bytes),
+                   system_cpu=openshift_cpu_millicores(cpus, version),
+                   notes=['sizing version %d' % version, 'also systemReserved ephemeral-storage 1Gi'])
 
 
 FORMULAS = {'gke': gke, 'aks': aks, 'aks-legacy': aks_legacy, 'eks': eks, 'openshift': openshift}
 
 
-def all_formulas(capacity_bytes, cpus, max_pods=110):
-    return {name: function(capacity_bytes, cpus, max_pods) for name, function in FORMULAS.items()}
+def all_formulas(capacity_bytes, cpus, max_pods=110, openshift_version=OPENSHIFT_DEFAULT_SIZING_VERSION):
+    results = {name: function(capacity_bytes, cpus, max_pods) for name, function in FORMULAS.items()
+               if name != 'openshift'}
+    results['openshift'] = openshift(capacity_bytes, cpus, max_pods, openshift_version)
+    return results

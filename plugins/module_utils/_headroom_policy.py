@@ -35,13 +35,9 @@ from __future__ import annotations
 import collections
 import math
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _history
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _history, _option_specs
 
-DEFAULTS = {
-    'reaction_time': '24h',
-    'jump_headroom_factor': 1.5,
-    'cold_start_prior': 'gke',
-}
+DEFAULTS = _option_specs.defaults(('reaction_time', 'jump_headroom_factor', 'cold_start_prior'))
 
 
 def _sliding_max_before(times, values, window):
@@ -101,20 +97,11 @@ def jumps(samples, reaction_seconds, window_seconds):
 
 
 def basis(samples, now, percent, stabilization_seconds, reaction_seconds, window_seconds):
-    """What a recommendation rests on: _history.summarize, raised to the stabilization window's peak, and the jumps.
+    """What a recommendation rests on: _history.basis (percentile held up by the stabilization window) and the jumps.
 
     ``samples`` are history readings (dicts with t, non_pod_bytes, non_pod_millicores), oldest first.
     """
-    result = _history.summarize(samples, percent)
-    recent = [s for s in samples if s['t'] >= now - stabilization_seconds] or samples[-1:]
-    recent_peak = max(s['non_pod_bytes'] for s in recent)
-    recent_peak_cpu = max(s['non_pod_millicores'] for s in recent)
-    # A lower value must have held for the whole stabilization window before it can take effect.
-    if recent_peak > result['non_pod_bytes'] or recent_peak_cpu > result['non_pod_millicores']:
-        result['non_pod_bytes'] = max(result['non_pod_bytes'], recent_peak)
-        result['non_pod_millicores'] = max(result['non_pod_millicores'], recent_peak_cpu)
-        result['stabilized'] = True
-    result['stabilization_seconds'] = stabilization_seconds
+    result = _history.basis(samples, now, percent, stabilization_seconds)
     result['jumps'] = jumps(samples, reaction_seconds, window_seconds)
     return result
 

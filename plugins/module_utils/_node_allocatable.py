@@ -19,6 +19,8 @@ from __future__ import annotations
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _quantity
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import (
     DEFAULT_EVICTION_HARD, hard_eviction_memory_bytes)
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import (
+    DEFAULT_ENFORCE_NODE_ALLOCATABLE, effective_enforce_node_allocatable)
 
 MIN_SHARES = 2
 MAX_SHARES = 262144
@@ -43,7 +45,7 @@ def reserved_amount(reserved, resource, scale):
 
 
 def compute(capacity_memory_bytes, capacity_millicores, kube_reserved, system_reserved,
-            eviction_hard, enforce_node_allocatable=('pods',), hugepages_bytes=0):
+            eviction_hard, enforce_node_allocatable=DEFAULT_ENFORCE_NODE_ALLOCATABLE, hugepages_bytes=0):
     """Everything the kubelet derives from one set of reservations, as integers.
 
     Pre-allocated huge pages are part of MemTotal but not available to pods as memory: the kubelet
@@ -90,11 +92,10 @@ def compute_for_config(config, capacity_memory_bytes, capacity_millicores, hugep
     ``enforceNodeAllocatable`` means ``[pods]`` (the v1beta1 default).
     """
     eviction_hard = config.get('evictionHard')
-    enforce = config.get('enforceNodeAllocatable')
     return compute(capacity_memory_bytes, capacity_millicores, config.get('kubeReserved'),
                    config.get('systemReserved'),
                    eviction_hard if eviction_hard is not None else DEFAULT_EVICTION_HARD,
-                   enforce if enforce is not None else ['pods'], hugepages_bytes)
+                   effective_enforce_node_allocatable(config.get('enforceNodeAllocatable')), hugepages_bytes)
 
 
 def as_quantities(result):

@@ -15,22 +15,14 @@ it is not counted as room for non-pod processes.
 from __future__ import annotations
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cpu_guarantee, _headroom_policy, _node_allocatable, _quantity)
+    _cpu_guarantee, _headroom_policy, _node_allocatable, _option_specs, _quantity)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
 MIB = 1024 * 1024
 
-DEFAULTS = {
-    'memory_headroom_percent': 10.0,
-    'memory_headroom_min_bytes': 100 * MIB,
-    'cpu_headroom_percent': 10.0,
-    'cpu_headroom_min_millicores': 50,
-    'single_reading_headroom_factor': 2.0,
-    'min_reserved': '256Mi',
-    'max_reserved_fraction': 0.5,
-    'policy': 'measured',
-    'floor_policy': 'none',
-}
+DEFAULTS = _option_specs.defaults((
+    'memory_headroom_percent', 'memory_headroom_min_bytes', 'cpu_headroom_percent', 'cpu_headroom_min_millicores',
+    'single_reading_headroom_factor', 'min_reserved', 'max_reserved_fraction', 'policy', 'floor_policy'))
 
 
 def ceil_to(value, step):
@@ -238,7 +230,7 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     eviction_hard = current.get('eviction_hard')
     if eviction_hard is None:
         eviction_hard = DEFAULT_EVICTION_HARD
-    enforce = current.get('enforce_node_allocatable') or ['pods']
+    enforce = _option_specs.effective_enforce_node_allocatable(current.get('enforce_node_allocatable'))
     hugepages = measured.get('hugepages_bytes') or 0
     derived = _node_allocatable.compute(total, capacity_m, kube_reserved, system_reserved,
                                         eviction_hard, enforce, hugepages)

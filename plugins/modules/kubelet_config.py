@@ -188,6 +188,8 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import MissingLibraryError, NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._file_io import directory_lock
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet_config_rules import ValidationError
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import KUBELET_CONFIG_OPTIONS
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import check
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node_probe import probe_node
 
 
@@ -199,34 +201,11 @@ def _stringify(value):
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            path=dict(type='path', required=True),
-            drop_in_dir=dict(type='path'),
-            drop_in_name=dict(type='str', default='50-nodealloc.conf'),
-            state=dict(type='str', choices=['present', 'absent'], default='present'),
-            kube_reserved=dict(type='dict'),
-            system_reserved=dict(type='dict'),
-            eviction_hard=dict(type='dict'),
-            eviction_soft=dict(type='dict'),
-            eviction_soft_grace_period=dict(type='dict'),
-            eviction_minimum_reclaim=dict(type='dict'),
-            enforce_node_allocatable=dict(type='list', elements='str'),
-            kube_reserved_cgroup=dict(type='str'),
-            system_reserved_cgroup=dict(type='str'),
-            backup=dict(type='bool', default=False),
-            validate_against_node=dict(type='bool', default=True),
-            kubepods_margin=dict(type='str', default='256Mi'),
-            lock_timeout=dict(type='float', default=30),
-            kubepods_cgroup=dict(type='str'),
-            cgroup_root=dict(type='path'),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=KUBELET_CONFIG_OPTIONS, supports_check_mode=True)
+    problems = check(module.params)
+    if problems:
+        module.fail_json(msg='invalid options, nothing written: %s' % '; '.join(problems), problems=problems)
     params = {k: _stringify(v) for k, v in module.params.items()}
-    if '/' in params['drop_in_name'] or not params['drop_in_name'].endswith('.conf'):
-        module.fail_json(msg='drop_in_name must be a file name ending in .conf (the kubelet reads only those), '
-                             'got %r' % params['drop_in_name'])
     lock_dir = params['drop_in_dir'] or os.path.dirname(params['path'])
     # Say what is missing before trying to lock a directory that is not there.
     if not os.path.exists(params['path']):

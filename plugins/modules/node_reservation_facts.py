@@ -287,18 +287,15 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts, _file_io, _metrics
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import (
     MissingLibraryError, NodeallocError)
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import (
-    KUBELET_OPTIONS, OUTPUT_OPTIONS, POLICY_OPTIONS)
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import NODE_RESERVATION_FACTS_OPTIONS
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import check
 
 
 def main():
-    argument_spec = dict(sample_seconds=dict(type='float', default=5), record=dict(type='bool', default=False))
-    argument_spec.update(KUBELET_OPTIONS)
-    argument_spec.update(POLICY_OPTIONS)
-    argument_spec.update(OUTPUT_OPTIONS)
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    if module.params['sample_seconds'] < 0:
-        module.fail_json(msg='sample_seconds must be 0 or more, got %s' % module.params['sample_seconds'])
+    module = AnsibleModule(argument_spec=NODE_RESERVATION_FACTS_OPTIONS, supports_check_mode=True)
+    problems = check(module.params)
+    if problems:
+        module.fail_json(msg='invalid options, nothing measured: %s' % '; '.join(problems), problems=problems)
     try:
         facts = _facts.gather(dict(module.params, _check_mode=module.check_mode))
     except MissingLibraryError as exc:

@@ -34,7 +34,7 @@ def test_report_on_this_machine_changes_nothing(tmp_path):
 
 @pytest.mark.parametrize('args,message', [
     ({'cgroup_root': '/nonexistent'}, 'neither a cgroup v2 root'),
-    ({'sample_seconds': -1}, 'sample_seconds must be 0 or more'),
+    ({'sample_seconds': -1}, 'sample_seconds: -1.0 must be >= 0'),
     ({'kubepods_cgroup': '/no-such-group', 'sample_seconds': 0}, 'does not exist'),
 ])
 def test_bad_input_fails_cleanly(tmp_path, args, message):

@@ -57,7 +57,6 @@ Wants=kubepods.slice kubepods-burstable.slice kubepods-besteffort.slice
 After=kubepods.slice kubepods-burstable.slice kubepods-besteffort.slice
 
 [Service]
-Environment=PYTHONPATH=/opt/nodealloc
 # The real kubelet sets kubepods' limit through systemd (its systemd cgroup driver), so a later
 # daemon-reload keeps it; the stand-in writes the cgroup file, so hand the value it wrote to systemd.
 # Setting a CPU weight is also what makes systemd enable the cpu controller down to kubepods on cgroup v2.
@@ -183,14 +182,8 @@ def _tree_extras(extras, public_key):
     # No API server for VM guests: the host's loopback (10.0.2.2 from the guest) may carry another run's
     # stand-in API server, so the kubeconfig names a port nothing listens on in the guest.
     write(os.path.join(extras, 'etc/kubernetes/kubelet.conf'), testnodes.KUBECONFIG % ('127.0.0.1', 9))
-    standin = os.path.join(ROOT, 'tests', 'standin')
-    for name, target in (('kubelet.py', 'usr/bin/kubelet'),
-                         ('kubelet_config_v1beta1_fields.txt', 'usr/bin/kubelet_config_v1beta1_fields.txt')):
-        shutil.copy(os.path.join(standin, name), testnodes._mkparent(extras, target))
+    testnodes.install_kubelet_standin(extras)
     os.chmod(os.path.join(extras, 'usr/bin/kubelet'), 0o755)
-    utils = os.path.join(extras, 'opt/nodealloc/ansible_collections/nodealloc/kubelet/plugins/module_utils')
-    shutil.copytree(os.path.join(ROOT, 'plugins', 'module_utils'), utils,
-                    ignore=shutil.ignore_patterns('__pycache__'))
 
 
 def make_disk(state_dir, public_key, size='3G'):

@@ -110,8 +110,9 @@ def _decimal_si(number, exponent=0):
     while number % 1000 == 0:
         number //= 1000
         exponent += 3
-    # suffix.go has decimal suffixes up to E (10^18); above that CanonicalizeBytes writes an exponent.
-    suffix = {v: k for k, v in DECIMAL.items()}.get(exponent, 'e%d' % exponent)
+    # suffix.go has decimal suffixes up to E (10^18). Above that, suffixHandler.constructBytes(DecimalSI) finds
+    # none and CanonicalizeBytes ignores its ok flag, so the mantissa is printed bare (10^21 prints as "1").
+    suffix = {v: k for k, v in DECIMAL.items()}.get(exponent, '')
     return '%d%s' % (number, suffix)
 
 

@@ -118,3 +118,17 @@ def test_recording_is_opt_in_and_never_in_check_mode(v2_node, tmp_path):
     assert not path.exists()
     assert _facts.gather(dict(base, record=True), sleep=lambda _s: None)['history']['recorded'] is True
     assert len(path.read_text().splitlines()) == 1
+@pytest.mark.parametrize('field,enforced', [(', "enforceNodeAllocatable": []', []), ('', ['pods'])])
+def test_an_explicit_empty_enforce_node_allocatable_means_no_enforcement(v2_node, tmp_path, field, enforced):
+    # v1beta1 SetDefaults_KubeletConfiguration defaults only a nil list to ["pods"]; [] enforces nothing, so the
+    # kubepods limit is the whole node. `or ['pods']` used to read [] as ["pods"].
+    config = tmp_path / 'config.json'
+    config.write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration"%s}' % field)
+    facts = _facts.gather({'cgroup_root': v2_node, 'sample_seconds': 0, 'kubelet_config_path': str(config),
+                           'history': False})
+    assert facts['current']['enforce_node_allocatable'] == enforced
+    limit = facts['recommendation']['kubepods_memory_limit_bytes']
+    if enforced:
+        assert limit < facts['memory']['mem_total_bytes']
+    else:
+        assert limit == facts['memory']['mem_total_bytes']

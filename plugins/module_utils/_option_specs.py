@@ -1,0 +1,244 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""The one home of every option's type, default, range and unit, and of the kubelet's own defaults.
+
+The modules' argument specs (_module_options), the recommendation's and the decision's defaults are built
+from ``OPTIONS``; the doc fragments, the modules' DOCUMENTATION and the reservations role's
+``defaults/main.yml`` and ``meta/argument_specs.yml`` are compared with it by
+tests/unit/plugins/module_utils/test__option_specs.py, which fails when they drift.
+
+Adding an option is one entry: ``modules`` names the modules that take it (the role takes every option as
+``reservations_<name>``; an entry with ``modules=()`` is the role's alone), ``rule`` how ``check`` validates it.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _formulas, _history, _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
+
+FACTS = 'node_reservation_facts'
+CONFIG = 'kubelet_config'
+ROLE_PREFIX = 'reservations_'
+
+# The kubelet's own defaults.
+# cmd/kubelet/app/options: the kubeadm-written config the kubelet is pointed at with --config.
+DEFAULT_KUBELET_CONFIG_PATH = '/var/lib/kubelet/config.yaml'
+# pkg/kubelet/apis/config/v1beta1/defaults.go SetDefaults_KubeletConfiguration: only a nil
+# enforceNodeAllocatable becomes ["pods"]; an explicit empty list stays empty (no enforcement).
+DEFAULT_ENFORCE_NODE_ALLOCATABLE = ('pods',)
+# pkg/kubelet/eviction/defaults_linux.go, used when evictionHard is not set at all.
+KUBELET_DEFAULT_EVICTION_HARD = DEFAULT_EVICTION_HARD
+
+VENDOR_FORMULAS = list(_formulas.FORMULAS)
+
+
+def effective_enforce_node_allocatable(value):
+    """enforceNodeAllocatable as the kubelet applies it: absent (None) is ["pods"], [] is no enforcement."""
+    return list(DEFAULT_ENFORCE_NODE_ALLOCATABLE) if value is None else list(value)
+
+
+def _option(type_, default=None, description='', unit=None, modules=(FACTS,), rule=None, choices=None,
+            elements=None, required=False):
+    return {'type': type_, 'default': default, 'description': description, 'unit': unit, 'modules': modules,
+            'rule': rule, 'choices': choices, 'elements': elements, 'required': required}
+
+
+# rule: ('range', low, low_inclusive, high, high_inclusive) with None for no bound, 'duration' (Go duration
+# or whole days, not negative), 'quantity' (a Kubernetes quantity, not negative), 'nonempty'.
+AT_LEAST_0 = ('range', 0, True, None, False)
+AT_LEAST_1 = ('range', 1, True, None, False)
+KUBELET = (FACTS,)
+BOTH = (FACTS, CONFIG)
+
+OPTIONS = {
+    # Where the kubelet is (node_reservation_facts; the cgroup ones also kubelet_config).
+    'kubelet_config_path': _option('path', DEFAULT_KUBELET_CONFIG_PATH, 'KubeletConfiguration file read when no '
+                                   'running kubelet names one', modules=KUBELET),
+    'kubelet_config_dir': _option('path', None, "the kubelet's drop-in directory when no running kubelet names one"),
+    'kubelet_process_names': _option('list', ['kubelet'], 'program names of the kubelet', elements='str'),
+    'runtime_process_names': _option('list', ['containerd', 'crio', 'dockerd', 'cri-dockerd'],
+                                     'program names of the container runtime', elements='str'),
+    'kubepods_cgroup': _option('str', None, 'the node-allocatable cgroup', modules=BOTH),
+    'cgroup_root': _option('path', None, 'read cgroups from this directory', modules=BOTH),
+    # Measuring.
+    'sample_seconds': _option('float', 5, 'CPU sampling time', 'seconds', rule=AT_LEAST_0),
+    # Policy.
+    'memory_headroom_percent': _option('float', 10.0, 'memory headroom over measured non-pod use', 'percent',
+                                       rule=AT_LEAST_0),
+    'memory_headroom_min_bytes': _option('int', 100 * 1024 * 1024, 'least memory headroom', 'bytes', rule=AT_LEAST_0),
+    'cpu_headroom_percent': _option('float', 10.0, 'CPU headroom over measured non-pod use', 'percent',
+                                    rule=AT_LEAST_0),
+    'cpu_headroom_min_millicores': _option('int', 50, 'least CPU headroom', 'millicores', rule=AT_LEAST_0),
+    'change_threshold_percent': _option('float', 10.0, 'least relative change worth a restart', 'percent',
+                                        rule=AT_LEAST_0),
+    'change_threshold_min_bytes': _option('int', 64 * 1024 * 1024, 'least memory change worth a restart', 'bytes',
+                                          rule=AT_LEAST_0),
+    'change_threshold_min_millicores': _option('int', 50, 'least CPU change worth a restart', 'millicores',
+                                               rule=AT_LEAST_0),
+    'history': _option('bool', True, 'keep and use a history of readings'),
+    'history_path': _option('path', _history.DEFAULT_PATH, 'the history file on the node'),
+    'history_window': _option('str', '7d', 'how far back the recommendation looks', 'duration', rule='duration'),
+    'percentile': _option('float', 100.0, 'percentile of non-pod use over the window', 'percent',
+                          rule=('range', 0, False, 100, True)),
+    'stabilization_window': _option('str', '24h', 'how long a lower value must hold before a decrease',
+                                    'duration', rule='duration'),
+    'single_reading_headroom_factor': _option('float', 2.0, 'headroom factor with no history', 'factor',
+                                              rule=AT_LEAST_1),
+    'min_reserved': _option('str', '256Mi', 'least memory reserved in all', 'quantity', rule='quantity'),
+    'max_reserved_fraction': _option('float', 0.5, 'most of the memory the reservations may take', 'fraction',
+                                     rule=('range', 0, False, 1, False)),
+    'policy': _option('str', 'measured', 'measured, or a vendor formula', choices=['measured'] + VENDOR_FORMULAS),
+    'floor_policy': _option('str', 'none', 'a vendor formula as the floor', choices=['none'] + VENDOR_FORMULAS),
+    'max_pods': _option('int', None, 'max pods for the AKS and EKS formulas', 'pods', rule=AT_LEAST_1),
+    'openshift_sizing_version': _option('int', _formulas.OPENSHIFT_DEFAULT_SIZING_VERSION,
+                                        "OpenShift's node sizing version (/etc/node-sizing-version.json)",
+                                        choices=list(_formulas.OPENSHIFT_SIZING_VERSIONS)),
+    'reaction_time': _option('str', '24h', 'how often the reservations are applied; headroom covers the largest '
+                             'climb to a new peak within it', 'duration', rule='duration'),
+    'jump_headroom_factor': _option('float', 1.5, 'multiplies the largest climb within the reaction time',
+                                    'factor', rule=AT_LEAST_1),
+    'cold_start_prior': _option('str', 'gke', 'with no history, reserve at least this vendor formula',
+                                choices=['none'] + VENDOR_FORMULAS),
+    'cpu_guarantee': _option('str', 'reserve', "reserve CPU until system.slice's guaranteed share covers its need, "
+                             'or only report it', choices=['reserve', 'report']),
+    # Recording and output.
+    'record': _option('bool', False, 'append this reading to the history'),
+    'textfile_path': _option('path', None, 'Prometheus textfile to write'),
+    # kubelet_config.
+    'path': _option('path', None, 'the main KubeletConfiguration file', modules=(CONFIG,), required=True),
+    'drop_in_dir': _option('path', None, "the kubelet's --config-dir", modules=(CONFIG,)),
+    'drop_in_name': _option('str', '50-nodealloc.conf', 'our drop-in file name', modules=(CONFIG,),
+                            rule='drop_in_name'),
+    'state': _option('str', 'present', 'present or absent', modules=(CONFIG,), choices=['present', 'absent']),
+    'kube_reserved': _option('dict', None, 'kubeReserved to set', modules=(CONFIG,)),
+    'system_reserved': _option('dict', None, 'systemReserved to set', modules=(CONFIG,)),
+    'eviction_hard': _option('dict', None, 'evictionHard to set', modules=(CONFIG,)),
+    'eviction_soft': _option('dict', None, 'evictionSoft to set', modules=(CONFIG,)),
+    'eviction_soft_grace_period': _option('dict', None, 'evictionSoftGracePeriod to set', modules=(CONFIG,)),
+    'eviction_minimum_reclaim': _option('dict', None, 'evictionMinimumReclaim to set', modules=(CONFIG,)),
+    'enforce_node_allocatable': _option('list', None, 'enforceNodeAllocatable to set', modules=(CONFIG,),
+                                        elements='str'),
+    'kube_reserved_cgroup': _option('str', None, 'kubeReservedCgroup to set', modules=(CONFIG,)),
+    'system_reserved_cgroup': _option('str', None, 'systemReservedCgroup to set', modules=(CONFIG,)),
+    'backup': _option('bool', False, 'keep a backup before changing', modules=(CONFIG,)),
+    'validate_against_node': _option('bool', True, "check against this node's capacity", modules=(CONFIG,)),
+    'kubepods_margin': _option('str', '256Mi', 'least room left above what pods use now', 'quantity',
+                               modules=(CONFIG,), rule='quantity'),
+    'lock_timeout': _option('float', 30, 'wait for the directory lock', 'seconds', modules=(CONFIG,),
+                            rule=AT_LEAST_0),
+    # The reservations role's own.
+    'kubelet_unit': _option('str', None, "the kubelet's systemd unit", modules=()),
+    'use_drop_in': _option('raw', 'auto', 'write a drop-in (auto: wherever the kubelet runs with --config-dir)',
+                           modules=(), choices=['auto', True, False, 'true', 'false']),
+    'enable_config_dir': _option('bool', False, "give a kubeadm node's kubelet --config-dir the supported way",
+                                 modules=()),
+    'config_dir_path': _option('path', '/etc/kubernetes/kubelet.conf.d', 'the drop-in directory enable_config_dir '
+                               'gives the kubelet', modules=()),
+    'healthz_url': _option('str', 'http://127.0.0.1:10248/healthz', "the kubelet's health endpoint", modules=(),
+                           rule='nonempty'),
+    'health_timeout_seconds': _option('int', 120, 'time a restarted kubelet has to become healthy', 'seconds',
+                                      modules=(), rule=AT_LEAST_1),
+    'health_poll_seconds': _option('int', 2, 'time between health checks', 'seconds', modules=(), rule=AT_LEAST_1),
+    'restart_throttle': _option('int', 0, 'most kubelet restarts at once in a batch (0: no limit)', 'restarts',
+                                modules=(), rule=AT_LEAST_0),
+    'pause_seconds': _option('int', 0, 'wait after each batch', 'seconds', modules=(), rule=AT_LEAST_0),
+    'install_sampler': _option('bool', True, 'install the sampler timer', modules=()),
+    'sampler_textfile_path': _option('str', '/var/lib/node_exporter/textfile_collector/nodealloc.prom',
+                                     "the sampler's Prometheus textfile", modules=()),
+    'sampler_memory_max': _option('str', '64M', "the sampler service's MemoryMax=", modules=(), rule='nonempty'),
+    'sampler_cpu_quota': _option('str', '20%', "the sampler service's CPUQuota=", modules=(), rule='nonempty'),
+    'sampler_nice': _option('int', 15, "the sampler service's Nice=", modules=(), rule=('range', -20, True, 19, True)),
+    'sampler_dir': _option('path', '/usr/local/lib/nodealloc', 'where the sampler goes', modules=()),
+    'sampler_interval': _option('str', '1min', "the sampler timer's interval", 'systemd time span', modules=(),
+                                rule='nonempty'),
+    'sampler_sample_seconds': _option('int', 10, 'CPU sampling time of each sampler run', 'seconds', modules=(),
+                                      rule=AT_LEAST_0),
+    'kubeconfig': _option('str', None, 'a kubeconfig on the controller for the API server check', modules=()),
+    'node_name': _option('str', None, "the Node's name in the API server", modules=()),
+}
+
+_SPEC_KEYS = ('type', 'default', 'choices', 'elements', 'required')
+
+
+def argument_spec(module, names=None):
+    """The AnsibleModule argument spec of ``module`` (every option whose ``modules`` name it), or of ``names``."""
+    spec = {}
+    for name, option in OPTIONS.items():
+        if (names is not None and name in names) or (names is None and module in option['modules']):
+            spec[name] = {k: option[k] for k in _SPEC_KEYS if option[k] is not None and (k != 'required' or option[k])}
+    return spec
+
+
+def defaults(names):
+    return {name: OPTIONS[name]['default'] for name in names}
+
+
+def _number(value, type_):
+    if isinstance(value, bool):
+        raise ValueError('not a number')
+    return int(value) if type_ == 'int' else float(value)
+
+
+def _range_problem(value, rule):
+    _kind, low, low_inclusive, high, high_inclusive = rule
+    below = low is not None and (value < low if low_inclusive else value <= low)
+    above = high is not None and (value > high if high_inclusive else value >= high)
+    if not (below or above):
+        return None
+    parts = []
+    if low is not None:
+        parts.append('%s %s' % ('>=' if low_inclusive else '>', low))
+    if high is not None:
+        parts.append('%s %s' % ('<=' if high_inclusive else '<', high))
+    return 'must be %s' % ' and '.join(parts)
+
+
+def problem(name, value):
+    """Why ``value`` is not acceptable for option ``name`` (None when it is, or when it is unset)."""
+    option = OPTIONS[name]
+    if value is None:
+        return None
+    rule = option['rule']
+    if option['type'] in ('int', 'float') and (rule or option['choices']):
+        try:
+            value = _number(value, option['type'])
+        except (TypeError, ValueError):
+            return 'must be a number (%s)' % option['type']
+    if option['choices'] is not None and value not in option['choices']:
+        return 'must be one of %s' % ', '.join(str(c) for c in option['choices'])
+    if rule is None:
+        return None
+    if isinstance(rule, tuple):
+        return _range_problem(value, rule)
+    text = str(value).strip()
+    if rule == 'nonempty':
+        return None if text else 'must not be empty'
+    if rule == 'duration':
+        try:
+            _history.parse_window(text)
+        except ValueError:
+            return 'must be a Go duration such as 90m, 24h or 1h30m, or whole days such as 7d, not negative'
+        return None
+    if rule == 'quantity':
+        try:
+            amount = _quantity.parse_quantity(text)
+        except ValueError:
+            return 'must be a Kubernetes quantity such as 256Mi, 1Gi or 500M'
+        return 'must not be negative' if amount < 0 else None
+    if rule == 'drop_in_name':
+        if '/' in text or not text.endswith('.conf'):
+            return 'must be a file name ending in .conf (the kubelet reads only those)'
+        return None
+    raise AssertionError('unknown rule %r for %s' % (rule, name))
+
+
+def check(params, prefix=''):
+    """Every problem in ``params`` (names without ``prefix`` must be options), one sentence each."""
+    problems = []
+    for key, value in params.items():
+        name = key[len(prefix):] if prefix and key.startswith(prefix) else key
+        if name not in OPTIONS:
+            continue
+        reason = problem(name, value)
+        if reason:
+            problems.append('%s%s: %r %s' % (prefix, name, value, reason))
+    return problems

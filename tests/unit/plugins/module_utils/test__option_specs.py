@@ -1,0 +1,236 @@
+"""_option_specs is the one home of every default, type, choice and range: everything else must agree with it.
+
+The drift checks iterate over everything (every option of every module's DOCUMENTATION and doc fragments, every
+role option, every role default), so an option added anywhere is checked without editing this file.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+
+import pytest
+import yaml
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _decision, _option_specs, _recommend
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import (
+    KUBELET_CONFIG_OPTIONS, NODE_RESERVATION_FACTS_OPTIONS)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+ROLE = os.path.join(ROOT, 'roles', 'reservations')
+OPTIONS = _option_specs.OPTIONS
+MODULE_SPECS = {'node_reservation_facts': NODE_RESERVATION_FACTS_OPTIONS, 'kubelet_config': KUBELET_CONFIG_OPTIONS}
+
+
+def documented_options(module_name):
+    """A module's options as ansible-doc shows them: its DOCUMENTATION merged with its doc fragments."""
+    module = importlib.import_module('ansible_collections.nodealloc.kubelet.plugins.modules.%s' % module_name)
+    doc = yaml.safe_load(module.DOCUMENTATION)
+    options = dict(doc.get('options') or {})
+    for fragment in doc.get('extends_documentation_fragment') or []:
+        parts = fragment.split('.')
+        fragment_module = importlib.import_module('ansible_collections.nodealloc.kubelet.plugins.doc_fragments.%s'
+                                                  % parts[2])
+        text = getattr(fragment_module.ModuleDocFragment, parts[3] if len(parts) > 3 else 'DOCUMENTATION')
+        options.update(yaml.safe_load(text).get('options') or {})
+    return options
+
+
+def _same(spec_value, other):
+    # The role writes "" for "not set"; a spec writes None.
+    if spec_value is None and other == '':
+        return True
+    return spec_value == other
+
+
+def option_drift(name, documented, where):
+    """Problems between a documented option (type, default, choices, elements, required) and OPTIONS."""
+    if name not in OPTIONS:
+        return ['%s: %s is not in _option_specs.OPTIONS' % (where, name)]
+    spec, problems = OPTIONS[name], []
+    for key in ('type', 'default', 'choices', 'elements'):
+        if not _same(spec[key], documented.get(key)):
+            problems.append('%s: %s %s is %r, _option_specs says %r' % (where, name, key, documented.get(key), spec[key]))
+    if bool(documented.get('required')) != spec['required']:
+        problems.append('%s: %s required is %r, _option_specs says %r'
+                        % (where, name, documented.get('required'), spec['required']))
+    return problems
+
+
+def module_drift(module_name, documented):
+    problems = []
+    spec = MODULE_SPECS[module_name]
+    for name in sorted(set(documented) | set(spec)):
+        if name not in documented:
+            problems.append('%s: %s is in the argument spec but not documented' % (module_name, name))
+        elif name not in spec:
+            problems.append('%s: %s is documented but not in the argument spec' % (module_name, name))
+        else:
+            problems.extend(option_drift(name, documented[name], module_name))
+            for key in ('type', 'default', 'choices', 'elements'):
+                if spec[name].get(key) != documented[name].get(key):
+                    problems.append('%s: %s %s is %r in the argument spec, %r in the docs'
+                                    % (module_name, name, key, spec[name].get(key), documented[name].get(key)))
+    return problems
+
+
+def role_drift(argument_specs_path, defaults_path):
+    with open(argument_specs_path) as stream:
+        role_options = yaml.safe_load(stream)['argument_specs']['main']['options']
+    with open(defaults_path) as stream:
+        role_defaults = yaml.safe_load(stream)
+    problems = []
+    for variable in sorted(set(role_options) | set(role_defaults)):
+        if variable not in role_options:
+            problems.append('defaults/main.yml: %s is not in meta/argument_specs.yml' % variable)
+            continue
+        if variable not in role_defaults:
+            problems.append('meta/argument_specs.yml: %s has no value in defaults/main.yml' % variable)
+            continue
+        if role_options[variable].get('default') != role_defaults[variable]:
+            problems.append('%s: argument_specs.yml default %r, defaults/main.yml %r'
+                            % (variable, role_options[variable].get('default'), role_defaults[variable]))
+        name = variable[len(_option_specs.ROLE_PREFIX):]
+        problems.extend(option_drift(name, role_options[variable], 'meta/argument_specs.yml'))
+        if name in OPTIONS and not _same(OPTIONS[name]['default'], role_defaults[variable]):
+            problems.append('defaults/main.yml: %s is %r, _option_specs says %r'
+                            % (variable, role_defaults[variable], OPTIONS[name]['default']))
+    return problems
+
+
+@pytest.mark.parametrize('module_name', sorted(MODULE_SPECS))
+def test_module_documentation_matches_the_specs(module_name):
+    assert module_drift(module_name, documented_options(module_name)) == []
+
+
+def test_role_options_and_defaults_match_the_specs():
+    assert role_drift(os.path.join(ROLE, 'meta', 'argument_specs.yml'), os.path.join(ROLE, 'defaults', 'main.yml')) == []
+
+
+def test_recommend_and_decide_take_their_defaults_from_the_specs():
+    for defaults in (_recommend.DEFAULTS, _decision.DEFAULTS):
+        assert defaults and all(value == OPTIONS[name]['default'] for name, value in defaults.items())
+
+
+def test_every_role_variable_is_passed_or_used_by_the_role():
+    # An option the role declares but never reads would be a silent no-op.
+    text = ''
+    for directory, _dirs, files in os.walk(ROLE):
+        if os.sep + 'meta' in directory or os.sep + 'defaults' in directory:
+            continue
+        for file_name in files:
+            with open(os.path.join(directory, file_name), errors='replace') as stream:
+                text += stream.read()
+    with open(os.path.join(ROLE, 'defaults', 'main.yml')) as stream:
+        variables = yaml.safe_load(stream)
+    assert [v for v in variables if v not in text] == []
+
+
+# The drift checks must fail on a deliberately changed copy, or they prove nothing.
+
+def _role_copy(tmp_path):
+    for name in ('meta', 'defaults'):
+        shutil.copytree(os.path.join(ROLE, name), str(tmp_path / name))
+    return str(tmp_path / 'meta' / 'argument_specs.yml'), str(tmp_path / 'defaults' / 'main.yml')
+
+
+def test_drift_check_reports_a_changed_role_default(tmp_path):
+    specs, defaults = _role_copy(tmp_path)
+    with open(defaults) as stream:
+        text = stream.read()
+    with open(defaults, 'w') as stream:
+        stream.write(text.replace('reservations_memory_headroom_min_bytes: 104857600',
+                                  'reservations_memory_headroom_min_bytes: 104857601'))
+    problems = role_drift(specs, defaults)
+    assert any('reservations_memory_headroom_min_bytes' in p and '104857601' in p for p in problems), problems
+
+
+def test_drift_check_reports_a_changed_argument_spec_default(tmp_path):
+    specs, defaults = _role_copy(tmp_path)
+    with open(specs) as stream:
+        data = yaml.safe_load(stream)
+    data['argument_specs']['main']['options']['reservations_percentile']['default'] = 95.0
+    with open(specs, 'w') as stream:
+        yaml.safe_dump(data, stream)
+    problems = role_drift(specs, defaults)
+    assert any('reservations_percentile' in p and '95.0' in p for p in problems), problems
+
+
+def test_drift_check_reports_a_changed_doc_fragment_default():
+    documented = documented_options('node_reservation_facts')
+    documented['min_reserved'] = dict(documented['min_reserved'], default='512Mi')
+    problems = module_drift('node_reservation_facts', documented)
+    assert problems == ["node_reservation_facts: min_reserved default is '512Mi', _option_specs says '256Mi'",
+                        "node_reservation_facts: min_reserved default is '256Mi' in the argument spec, '512Mi' in the docs"]
+
+
+def test_drift_check_reports_an_undocumented_option():
+    documented = documented_options('kubelet_config')
+    del documented['lock_timeout']
+    assert module_drift('kubelet_config', documented) == [
+        'kubelet_config: lock_timeout is in the argument spec but not documented']
+
+
+def test_a_changed_home_changes_the_module_spec(monkeypatch):
+    # Changing a default in its one home changes what the module is built with.
+    monkeypatch.setitem(OPTIONS, 'percentile', dict(OPTIONS['percentile'], default=99.0))
+    assert _option_specs.argument_spec('node_reservation_facts')['percentile']['default'] == 99.0
+
+
+# The kubelet's own defaults.
+
+@pytest.mark.parametrize('configured,effective', [
+    (None, ['pods']), ([], []), (['pods', 'system-reserved'], ['pods', 'system-reserved'])])
+def test_enforce_node_allocatable_default_applies_only_when_absent(configured, effective):
+    # pkg/kubelet/apis/config/v1beta1/defaults.go: `if obj.EnforceNodeAllocatable == nil { ... ["pods"] }`.
+    assert _option_specs.effective_enforce_node_allocatable(configured) == effective
+
+
+# Ranges: one case per rule, each bad value named with the option, the value and the rule.
+
+@pytest.mark.parametrize('name,value,rule', [
+    ('percentile', 150, 'must be > 0 and <= 100'),
+    ('percentile', 0, 'must be > 0 and <= 100'),
+    ('max_reserved_fraction', 0, 'must be > 0 and < 1'),
+    ('max_reserved_fraction', 2, 'must be > 0 and < 1'),
+    ('memory_headroom_percent', -1, 'must be >= 0'),
+    ('memory_headroom_min_bytes', -1, 'must be >= 0'),
+    ('cpu_headroom_percent', -0.5, 'must be >= 0'),
+    ('cpu_headroom_min_millicores', -50, 'must be >= 0'),
+    ('change_threshold_percent', -5, 'must be >= 0'),
+    ('change_threshold_min_bytes', -1, 'must be >= 0'),
+    ('change_threshold_min_millicores', -1, 'must be >= 0'),
+    ('single_reading_headroom_factor', 0.5, 'must be >= 1'),
+    ('sample_seconds', -1, 'must be >= 0'),
+    ('max_pods', 0, 'must be >= 1'),
+    ('lock_timeout', -1, 'must be >= 0'),
+    ('health_timeout_seconds', 0, 'must be >= 1'),
+    ('history_window', '7 days', 'must be a Go duration'),
+    ('stabilization_window', '-1h', 'must be a Go duration'),
+    ('min_reserved', 'lots', 'must be a Kubernetes quantity'),
+    ('kubepods_margin', '-1Gi', 'must not be negative'),
+    ('drop_in_name', 'nodealloc.yaml', 'ending in .conf'),
+    ('policy', 'azure', 'must be one of measured, gke'),
+    ('openshift_sizing_version', 3, 'must be one of 1, 2'),
+    ('percentile', 'high', 'must be a number'),
+])
+def test_check_names_option_value_and_rule(name, value, rule):
+    problems = _option_specs.check({name: value})
+    assert len(problems) == 1 and problems[0].startswith('%s: %r ' % (name, value)) and rule in problems[0], problems
+
+
+@pytest.mark.parametrize('name,value', [('percentile', 100), ('percentile', 0.1), ('max_reserved_fraction', 0.99),
+                                        ('history_window', '7d'), ('history_window', '1h30m'), ('min_reserved', '0'),
+                                        ('memory_headroom_percent', 0), ('percentile', '95')])
+def test_check_accepts_edges_inside_the_rules(name, value):
+    assert _option_specs.check({name: value}) == []
+
+
+def test_every_default_passes_its_own_rule():
+    assert _option_specs.check({name: option['default'] for name, option in OPTIONS.items()}) == []
+
+
+def test_check_strips_the_role_prefix_and_skips_unknown_names():
+    assert _option_specs.check({'reservations_percentile': 150, 'reservations_unknown': -1, 'other': 1},
+                               'reservations_') == ["reservations_percentile: 150 must be > 0 and <= 100"]

@@ -1,0 +1,98 @@
+"""node_reservation_facts' main() in-process, with module args, as the model collections test their modules."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.nodealloc.kubelet.plugins.modules import node_reservation_facts
+from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
+
+MIB = 1024 * 1024
+
+
+class AnsibleExitJson(Exception):
+    pass
+
+
+class AnsibleFailJson(Exception):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def module_exits(monkeypatch):
+    def exit_json(_module, **result):
+        raise AnsibleExitJson(result)
+
+    def fail_json(_module, msg, **result):
+        raise AnsibleFailJson(dict(result, msg=msg, failed=True))
+
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+
+
+@pytest.fixture
+def node(tmp_path):
+    root = str(tmp_path / 'cgroup')
+    cgroup_v2.make_root(root)
+    cgroup_v2.make_group(root, 'kubepods.slice', anon_bytes=600 * MIB, active_file_bytes=50 * MIB,
+                         inactive_file_bytes=300 * MIB)
+    config = tmp_path / 'config.json'
+    config.write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", '
+                      '"kubeReserved": {"memory": "1Gi", "cpu": "100m"}}')
+    return {'cgroup_root': root, 'kubelet_config_path': str(config), 'sample_seconds': 0,
+            'history_path': str(tmp_path / 'history.jsonl')}
+
+
+def run(args):
+    with patch_module_args(args):
+        with pytest.raises((AnsibleExitJson, AnsibleFailJson)) as caught:
+            node_reservation_facts.main()
+    return caught.value.args[0]
+
+
+def test_check_mode_measures_and_records_nothing(node, tmp_path):
+    result = run(dict(node, _ansible_check_mode=True))
+    assert result.get('failed') is not True, result.get('msg')
+    assert result['changed'] is False
+    assert result['memory']['kubepods_working_set_bytes'] == 650 * MIB
+    assert result['current']['kube_reserved'] == {'memory': '1Gi', 'cpu': '100m'}
+    assert result['history']['recorded'] is False
+    assert not (tmp_path / 'history.jsonl').exists()
+
+
+def test_a_real_run_writes_nothing_unless_asked_to_record(node, tmp_path):
+    result = run(node)
+    assert result['changed'] is False and result['history']['recorded'] is False
+    assert not (tmp_path / 'history.jsonl').exists()
+
+
+def test_a_recording_run_appends_one_reading_and_says_changed(node, tmp_path):
+    result = run(dict(node, record=True))
+    assert result['changed'] is True and result['history']['recorded'] is True
+    assert (tmp_path / 'history.jsonl').read_text().count('\n') == 1
+
+
+def test_the_openshift_version_option_reaches_the_formula(node):
+    version_1 = run(dict(node, history=False, openshift_sizing_version=1))['formulas']['openshift']
+    assert version_1['notes'][0] == 'sizing version 1'
+
+
+@pytest.mark.parametrize('bad,words', [
+    ({'percentile': 150}, 'percentile: 150.0 must be > 0 and <= 100'),
+    ({'max_reserved_fraction': 0}, 'max_reserved_fraction: 0.0 must be > 0 and < 1'),
+    ({'max_reserved_fraction': 2}, 'max_reserved_fraction: 2.0 must be > 0 and < 1'),
+    ({'memory_headroom_percent': -10}, 'memory_headroom_percent: -10.0 must be >= 0'),
+    ({'change_threshold_percent': -5}, 'change_threshold_percent: -5.0 must be >= 0'),
+    ({'history_window': '7 days'}, "history_window: '7 days' must be a Go duration"),
+    ({'stabilization_window': 'soon'}, "stabilization_window: 'soon' must be a Go duration"),
+    ({'min_reserved': 'lots'}, "min_reserved: 'lots' must be a Kubernetes quantity"),
+    ({'sample_seconds': -1}, 'sample_seconds: -1.0 must be >= 0'),
+    ({'policy': 'azure'}, 'value of policy must be one of'),
+])
+def test_bad_options_fail_before_measuring(node, tmp_path, bad, words):
+    result = run(dict(node, **bad))
+    assert result['failed'] is True
+    assert words in result['msg'], result['msg']
+    assert not (tmp_path / 'history.jsonl').exists()
