@@ -25,7 +25,7 @@ description:
   - With O(state=restored) it puts back a backup (the newest C(*.nodealloc.bak) beside the file unless
     O(backup_file) is given), restarts and runs the same health checks; C(playbooks/rollback.yml) uses it.
   - A second step on the same node waits up to O(node_lock_timeout) seconds, then fails naming the holder (pid,
-    start time, controller).
+    start time, controller). A step that did wait changes nothing (see O(apply_after_wait)) and says for whom it waited.
 author:
   - nodealloc.kubelet developers (@nodealloc)
 extends_documentation_fragment:
@@ -111,6 +111,19 @@ options:
   only_if_sha256:
     description: With O(state=restored), restore only while the file's SHA-256 is this one (what a step wrote).
     type: str
+  apply_after_wait:
+    description:
+      - With O(state=applied), after waiting for another step that held the node lock, write anyway. By default a step
+        that had to wait changes nothing and says so, because the step it waited for may have changed the node since
+        the recommendation was measured; two rollouts over the same node then never undo or overwrite each other.
+    type: bool
+    default: false
+  measured_reserved:
+    description:
+      - The C(kube_reserved) and C(system_reserved) in force when the recommendation was measured (the facts' C(current)).
+        If the file holds other values once the step has the lock, another run changed the node since; nothing is
+        written and the step says so.
+    type: dict
   created:
     description: With O(state=restored), the step being undone created the file (a new drop-in); it is removed.
     type: bool
@@ -234,6 +247,21 @@ def _plan(params, node_facts):
                        node_facts.get('hugepages_bytes', 0))
 
 
+def _moved_since_measured(measured, previous):
+    """What differs between the reservations the caller measured and those in force now ('' if nothing)."""
+    if not measured:
+        return ''
+    moved = []
+    for option, field in (('kube_reserved', 'kubeReserved'), ('system_reserved', 'systemReserved')):
+        if option not in measured:
+            continue
+        then = _stringify(measured[option] or {})
+        now = _stringify(previous.get(field) or {})
+        if then != now:
+            moved.append('%s %s, now %s' % (field, then, now))
+    return '; '.join(moved)
+
+
 def _expected_limit(allocatable):
     return (allocatable or {}).get('kubepods_memory_limit_bytes')
 
@@ -286,6 +314,12 @@ def _apply(module, params, result):
             result['diff'] = dict(before=decision['before_text'] or '',
                                   after=decision['text'] if decision['action'] == 'write' else '',
                                   before_header=decision['target'], after_header=decision['target'])
+        moved = _moved_since_measured(params['measured_reserved'], decision['previous'])
+        if moved:
+            result['changed'] = False
+            result['msg'] = ('not changed: the config changed since this node was measured (%s), probably by another '
+                             'run; run again to measure anew' % moved)
+            return
         if not decision['changed'] or module.check_mode:
             return
         target = os.path.realpath(decision['target'])
@@ -385,6 +419,8 @@ def main():
             backup_file=dict(type='path'),
             only_if_sha256=dict(type='str'),
             created=dict(type='bool', default=False),
+            apply_after_wait=dict(type='bool', default=False),
+            measured_reserved=dict(type='dict'),
         ),
         supports_check_mode=True,
     )
@@ -410,7 +446,11 @@ def main():
             recovered = _recover(module, params)
             if recovered:
                 result['recovered'] = recovered
-            if params['state'] == 'applied':
+            if params['state'] == 'applied' and waited and waited.get('holder') and not params['apply_after_wait']:
+                # The step that held the lock may have changed this node since our caller measured it.
+                result['msg'] = ('not changed: %s, which may have changed this node since it was measured; '
+                                 'left as that step verified it (run again to measure anew)' % result['waited_for_node_lock'])
+            elif params['state'] == 'applied':
                 _apply(module, params, result)
             else:
                 _restore(module, params, result)

@@ -170,7 +170,7 @@ def test_recovery_never_overwrites_what_someone_else_wrote_since(node):
 
 def test_second_step_waits_then_refuses_naming_the_holder(node):
     first = start(node, soak_seconds=60)
-    wait_for(lambda: (node['tmp'] / 'step' / 'holder.json').exists())
+    wait_for((node['tmp'] / 'step' / 'holder.json').exists)
     try:
         result = run(node, node_lock_timeout=1)
     finally:
@@ -188,3 +188,23 @@ def test_rollback_restores_the_newest_backup_and_verifies(node):
     assert config(node) == OLD and restarts(node) == 2
     assert run(node, state='restored')['changed'] is False  # already on it: no restart
     assert restarts(node) == 2
+
+
+def test_a_step_that_waited_changes_nothing_and_says_for_whom(node):
+    first = start(node, soak_seconds=3)
+    wait_for((node['tmp'] / 'step' / 'holder.json').exists)
+    second = run(node, system_reserved={'memory': '900Mi', 'cpu': '300m'}, node_lock_timeout=60)
+    first_result = json.loads(first.communicate(timeout=60)[0])
+    assert first_result['changed'] and not first_result.get('failed')
+    assert not second['changed'] and not second.get('failed')
+    assert 'for the node lock held by another step (pid %d' % first.pid in second['msg']
+    assert yaml.safe_load(config(node))['systemReserved'] == {'memory': '700Mi', 'cpu': '200m'}  # the first's, kept
+    assert restarts(node) == 1
+
+
+def test_a_config_changed_since_it_was_measured_is_left_alone(node):
+    result = run(node, measured_reserved={'kube_reserved': {}, 'system_reserved': {'memory': '50Mi'}})
+    assert not result['changed'] and 'the config changed since this node was measured' in result['msg']
+    assert config(node) == OLD and restarts(node) == 0
+    result = run(node, measured_reserved={'kube_reserved': {}, 'system_reserved': {'memory': '100Mi'}})
+    assert result['changed'] and restarts(node) == 1

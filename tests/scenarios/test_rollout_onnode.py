@@ -105,7 +105,7 @@ def test_two_rollouts_at_once_never_undo_each_other(fresh_fleet):
     hosts = ','.join(n['name'] for n in nodes)
     mark = time.time()
     runs = []
-    for _ in range(2):
+    for _run in range(2):
         command, env = command_for(fresh_fleet, '-v', '-e', 'nodealloc_hosts=%s' % hosts)
         runs.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True))
@@ -114,11 +114,13 @@ def test_two_rollouts_at_once_never_undo_each_other(fresh_fleet):
         stdout, stderr = run.communicate(timeout=900)
         log_output(fresh_fleet, stdout, stderr, mark)
         outputs.append((run.returncode, stdout))
-    # Each run either succeeded or refused saying who held the node; at least one waited and says for whom.
+    # Each run either succeeded or refused saying who held the node; the one that stood back says why: it waited
+    # for the other's step (naming it) or found the config changed since it measured.
     for returncode, stdout in outputs:
         assert returncode == 0 or 'holds the node lock' in stdout, stdout[-3000:]
-    assert any('for the node lock held by another step (pid' in stdout or 'holds the node lock' in stdout
-               for _rc, stdout in outputs), [o[1][-2000:] for o in outputs]
+    reasons = ('for the node lock held by another step (pid', 'holds the node lock',
+               'the config changed since this node was measured')
+    assert any(reason in stdout for reason in reasons for _rc, stdout in outputs), [o[1][-2000:] for o in outputs]
     for node in nodes:
         assert config_digest(node) != originals[node['name']]
         log = [e for e in testnodes.events(node) if e['time'] >= mark]
