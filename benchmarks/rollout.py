@@ -54,7 +54,7 @@ def breakdown(wall, report, nodes):
     """Seconds per part, summed over the run: the parts add up to ``wall``."""
     parts = {}
     plays_total = 0.0
-    for number, play in enumerate(report['plays'], 1):
+    for play in report['plays']:
         play_seconds = _seconds(play['play']['duration'])
         plays_total += play_seconds
         tasks_total = 0.0
@@ -77,9 +77,9 @@ def breakdown(wall, report, nodes):
                 parts['step: async start and polling latency (controller)'] = parts.get(
                     'step: async start and polling latency (controller)', 0.0) + seconds - step_seconds
                 continue
-            key = 'play %d: %s' % (number, name)
+            key = ('measure play: %s' % name) if play['play']['name'].startswith('Measure') else name
             parts[key] = parts.get(key, 0.0) + seconds
-        key = 'play %d: between tasks and batches (controller)' % number
+        key = 'between tasks, plays and batches (controller)'
         parts[key] = parts.get(key, 0.0) + play_seconds - tasks_total
     parts['ansible-playbook start and exit'] = wall - plays_total
     return {name: round(seconds / nodes, 2) for name, seconds in parts.items()}

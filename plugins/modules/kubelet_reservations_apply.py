@@ -424,7 +424,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = {k: _stringify(v) for k, v in module.params.items()}
+    params = {k: (v if k == 'measured_reserved' else _stringify(v)) for k, v in module.params.items()}
     if '/' in params['drop_in_name'] or not params['drop_in_name'].endswith('.conf'):
         module.fail_json(msg='drop_in_name must be a file name ending in .conf, got %r' % params['drop_in_name'])
     # Not "started": async_status takes a result with that key for a job still running.
