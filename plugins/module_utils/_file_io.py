@@ -4,8 +4,11 @@
 ``write_atomic`` writes a temporary file in the target's directory, fsyncs it,
 gives it the old file's owner, group and mode, renames it over the target and
 fsyncs the directory: a crash at any moment leaves the old file or the new one,
-never a mix. ``directory_lock`` serialises writers with flock on the directory
-itself, so no lock file is left behind.
+never a mix. ``make_backup`` goes the same way, so a backup is never visible
+under its name before it is whole and on disk. ``directory_lock`` serialises
+writers with flock on the directory itself, so no lock file is left behind;
+``remove_stale_temps`` (called under that lock) removes the temporary files a
+killed writer left.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ import datetime
 import errno
 import fcntl
 import os
-import shutil
 import tempfile
 import time
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
+
+
+TEMP_SUFFIX = '.nodealloc.tmp'
 
 
 class WriteError(NodeallocError):
@@ -34,20 +39,35 @@ def _fsync_directory(directory):
         os.close(fd)
 
 
+def _reason(exc):
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return 'no space left on the device'
+    return exc.strerror or str(exc)
+
+
 def backup_path(path, now=None):
     stamp = (now or datetime.datetime.now()).strftime('%Y%m%dT%H%M%S.%f')
     return '%s.%s.nodealloc.bak' % (path, stamp)
 
 
 def make_backup(path):
-    """Copy ``path`` (content, mode, owner) beside itself with a timestamp; returns the copy's path."""
+    """Copy ``path`` (content, mode, owner) beside itself with a timestamp; returns the copy's path.
+
+    The copy goes through ``write_atomic``: it appears under its name only once it is complete and
+    fsynced, and the directory is fsynced before this returns, so the backup is durable before the
+    caller replaces ``path``.
+    """
     destination = backup_path(path)
     try:
-        shutil.copy2(path, destination)
+        with open(path, 'rb') as handle:
+            data = handle.read()
         stat = os.stat(path)
-        os.chown(destination, stat.st_uid, stat.st_gid)
     except OSError as exc:
         raise WriteError('%s: could not make a backup at %s: %s' % (path, destination, exc.strerror or exc))
+    try:
+        write_atomic(destination, data, mode=stat.st_mode & 0o7777, owner=stat.st_uid, group=stat.st_gid)
+    except WriteError as exc:
+        raise WriteError('%s: could not make a backup, nothing changed: %s' % (path, str(exc).rsplit(': ', 1)[-1]))
     return destination
 
 
@@ -71,11 +91,11 @@ def write_atomic(path, content, mode=None, owner=None, group=None):
     gid = group if group is not None else (existing.st_gid if existing else -1)
 
     try:
-        fd, temp_path = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix='.nodealloc.tmp',
+        fd, temp_path = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix=TEMP_SUFFIX,
                                          dir=directory)
     except OSError as exc:
         raise WriteError('%s: cannot create a temporary file in %s: %s'
-                         % (path, directory, exc.strerror or exc))
+                         % (path, directory, _reason(exc)))
     try:
         try:
             view = memoryview(data)
@@ -92,9 +112,31 @@ def write_atomic(path, content, mode=None, owner=None, group=None):
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(temp_path)
-        reason = 'no space left on the device' if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
-        raise WriteError('%s: not written, the file is unchanged: %s' % (path, reason))
+        raise WriteError('%s: not written, the file is unchanged: %s' % (path, _reason(exc)))
     _fsync_directory(directory)
+
+
+def remove_stale_temps(directory):
+    """Remove the temporary files a killed ``write_atomic`` left in ``directory``; returns their paths.
+
+    Call it only while holding ``directory_lock`` on that directory: every writer holds it, so
+    no temporary file there belongs to a live write. Only our own names are touched
+    (``.<name>.<random>.nodealloc.tmp``).
+    """
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in sorted(names):
+        if name.startswith('.') and name.endswith(TEMP_SUFFIX):
+            candidate = os.path.join(directory, name)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(candidate)
+                removed.append(candidate)
+    if removed:
+        _fsync_directory(directory)
+    return removed
 
 
 def remove_durably(path):

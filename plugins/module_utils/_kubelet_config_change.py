@@ -120,16 +120,30 @@ def _holds(option, requested, effective):
     return edit.values_equal(kind, effective, requested)
 
 
+def clean_up(decision):
+    """Remove the temporary files killed runs left beside the target; call it under the directory lock."""
+    return _file_io.remove_stale_temps(os.path.dirname(os.path.realpath(decision['target'])))
+
+
 def apply(decision, backup=False):
-    """Carry out a plan: returns the backup's path or None."""
+    """Carry out a plan: returns the backup's path or None.
+
+    The backup is whole and durable before the target is replaced; if the write then fails
+    (a full disk), the backup is removed again so that nothing is left behind.
+    """
     backup_file = None
     target = decision['target']
     if decision['action'] is None:
         return None
     if backup and os.path.exists(target):
         backup_file = _file_io.make_backup(target)
-    if decision['action'] == 'remove':
-        _file_io.remove_durably(target)
-    else:
-        _file_io.write_atomic(target, decision['text'])
+    try:
+        if decision['action'] == 'remove':
+            _file_io.remove_durably(target)
+        else:
+            _file_io.write_atomic(target, decision['text'])
+    except (OSError, _file_io.WriteError):
+        if backup_file:
+            _file_io.remove_durably(backup_file)
+        raise
     return backup_file

@@ -138,6 +138,11 @@ OPTIONS = {
     'health_timeout_seconds': _option('int', 120, 'time a restarted kubelet has to become healthy', 'seconds',
                                       modules=(), rule=AT_LEAST_1),
     'health_poll_seconds': _option('int', 2, 'time between health checks', 'seconds', modules=(), rule=AT_LEAST_1),
+    'health_soak_seconds': _option('int', 30, 'how long a healthy kubelet must stay up (same PID, no restart, /healthz '
+                                   'answering) before the node counts as done', 'seconds', modules=(), rule=AT_LEAST_0),
+    'node_lock_timeout_seconds': _option('int', 300, "how long a node's apply step waits for another run's step",
+                                         'seconds', modules=(), rule=AT_LEAST_0),
+    'measure_only': _option('bool', False, 'measure and decide only, write nothing', modules=()),
     'restart_throttle': _option('int', 0, 'most kubelet restarts at once in a batch (0: no limit)', 'restarts',
                                 modules=(), rule=AT_LEAST_0),
     'pause_seconds': _option('int', 0, 'wait after each batch', 'seconds', modules=(), rule=AT_LEAST_0),

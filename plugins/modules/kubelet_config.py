@@ -19,6 +19,8 @@ description:
     C(docs/kubelet_config.md) for every rule and the kubelet source it mirrors.
   - Writes atomically (temporary file in the same directory, fsync, rename, fsync of the directory) under an
     exclusive lock on the directory, so two runs on one node never interleave.
+  - The backup (O(backup=true)) is written the same way and is on disk before the file is replaced; a write
+    that fails (a full disk) removes it again. Temporary files a killed run left are removed by the next run.
   - Does not restart the kubelet; the C(reservations) role does that, one node at a time.
 author:
   - nodealloc.kubelet developers (@nodealloc)
@@ -174,6 +176,11 @@ changed_fields:
   returned: always
   type: list
   elements: str
+removed_temporary_files:
+  description: Temporary files of an earlier, killed run that this run removed (C(.*.nodealloc.tmp) beside the target).
+  returned: when there were any
+  type: list
+  elements: str
 minimal_edit:
   description: False when a YAML file's layout forced a full re-render (comments lost); the content is still exact.
   returned: always
@@ -220,6 +227,7 @@ def main():
                                    node.get('kubepods_working_set_bytes'), node.get('kubepods_margin_bytes', 0),
                                    node.get('hugepages_bytes', 0), node.get('cgroup_exists'))
             backup_file = None
+            stale = [] if module.check_mode else change.clean_up(decision)
             if decision['changed'] and not module.check_mode:
                 backup_file = change.apply(decision, backup=params['backup'])
     except MissingLibraryError as exc:
@@ -240,6 +248,8 @@ def main():
     )
     if backup_file:
         result['backup_file'] = backup_file
+    if stale:
+        result['removed_temporary_files'] = stale
     if params['validate_against_node']:
         result['allocatable_before'] = decision['allocatable_before']
         result['allocatable_after'] = decision['allocatable_after']

@@ -1,0 +1,210 @@
+"""kubelet_reservations_apply as Ansible runs it (a process fed ANSIBLE_MODULE_ARGS), against a scripted systemd.
+
+``systemctl`` is a small script first on PATH that keeps the unit's MainPID and NRestarts in files
+(a restart gives a new MainPID), and ``/healthz`` is a local HTTP server whose answer the test
+sets. The config, backups, journal and lock are real files. A step killed with SIGKILL in the
+middle of its soak must be undone by the next step, and only over what it wrote.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import yaml
+
+MODULE = 'ansible_collections.nodealloc.kubelet.plugins.modules.kubelet_reservations_apply'
+OLD = """apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: systemd
+systemReserved:
+  memory: 100Mi
+"""
+SYSTEMCTL = """#!/bin/sh
+# systemctl restart UNIT | systemctl show UNIT --property=...
+state="$FAKE_SYSTEMD"
+case "$1" in
+  restart)
+    echo restart >> "$state/log"
+    echo $(( $(cat "$state/pid") + 1 )) > "$state/pid.new" && mv "$state/pid.new" "$state/pid" ;;
+  show)
+    echo "ActiveState=active"; echo "SubState=running"
+    echo "MainPID=$(cat "$state/pid")"; echo "NRestarts=0" ;;
+esac
+"""
+
+
+class Healthz(http.server.BaseHTTPRequestHandler):
+    answer = (200, b'ok')
+
+    def do_GET(self):
+        status, body = type(self).answer
+        self.send_response(status)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def node(tmp_path):
+    fake = tmp_path / 'systemd'
+    fake.mkdir()
+    (fake / 'pid').write_text('100\n')
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    (bin_dir / 'systemctl').write_text(SYSTEMCTL)
+    (bin_dir / 'systemctl').chmod(0o755)
+    (tmp_path / 'no-cgroups').mkdir()  # the kubepods check is skipped: no cgroup of the host is read
+    config_dir = tmp_path / 'kubelet'
+    config_dir.mkdir()
+    (config_dir / 'config.yaml').write_text(OLD)
+    server = http.server.HTTPServer(('127.0.0.1', 0), Healthz)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    Healthz.answer = (200, b'ok')
+    env = dict(os.environ, FAKE_SYSTEMD=str(fake), PATH='%s:%s' % (bin_dir, os.environ['PATH']))
+    args = {'path': str(config_dir / 'config.yaml'), 'kube_reserved': {'memory': '300Mi'},
+            'system_reserved': {'memory': '700Mi', 'cpu': '200m'}, 'kubepods_margin': '0',
+            'healthz_url': 'http://127.0.0.1:%d/healthz' % server.server_address[1],
+            'health_timeout': 3, 'health_poll': 0.2, 'soak_seconds': 1, 'state_dir': str(tmp_path / 'step'),
+            'controller': 'test-controller', 'cgroup_root': str(tmp_path / 'no-cgroups')}
+    try:
+        yield {'dir': config_dir, 'fake': fake, 'env': env, 'args': args, 'tmp': tmp_path}
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def start(node, **overrides):
+    args_file = node['tmp'] / ('args-%d.json' % time.monotonic_ns())
+    args_file.write_text(json.dumps({'ANSIBLE_MODULE_ARGS': dict(node['args'], **overrides)}))
+    return subprocess.Popen([sys.executable, '-m', MODULE, str(args_file)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=node['env'])
+
+
+def run(node, **overrides):
+    process = start(node, **overrides)
+    stdout, stderr = process.communicate(timeout=120)
+    assert 'Traceback' not in stdout + stderr, stderr
+    return json.loads(stdout)
+
+
+def config(node):
+    return (node['dir'] / 'config.yaml').read_text()
+
+
+def backups(node):
+    return [(node['dir'] / n).read_text() for n in sorted(os.listdir(node['dir'])) if n.endswith('.nodealloc.bak')]
+
+
+def restarts(node):
+    log = node['fake'] / 'log'
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def wait_for(predicate, seconds=60):
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def test_applies_verifies_soaks_and_leaves_nothing_behind(node):
+    result = run(node)
+    assert result['changed'] and not result.get('failed'), result
+    assert yaml.safe_load(config(node))['systemReserved'] == {'memory': '700Mi', 'cpu': '200m'}
+    assert backups(node) == [OLD] and restarts(node) == 1
+    assert result['health']['soak_seconds'] == 1 and result['health']['main_pid'] == 101
+    assert os.listdir(node['tmp'] / 'step') == []  # no journal, no holder
+    again = run(node)
+    assert not again['changed'] and restarts(node) == 1  # nothing to do, nothing restarted
+
+
+def test_unhealthy_kubelet_is_restored_on_the_node_with_the_reason(node):
+    Healthz.answer = (500, b'[-]kubelet refused its config')
+    result = run(node)
+    assert result['failed']
+    assert 'waited 3 s for unit kubelet.service active' in result['msg']
+    assert "HTTP 500 '[-]kubelet refused its config'" in result['msg']
+    assert 'Restored %s from' % (node['dir'] / 'config.yaml') in result['msg']
+    assert config(node) == OLD and restarts(node) == 2  # the new config, then the restored one
+
+
+def test_a_step_killed_mid_soak_is_undone_by_the_next_step(node):
+    process = start(node, soak_seconds=60)
+    wait_for(lambda: restarts(node) == 1 and (node['tmp'] / 'step' / 'step.json').exists())
+    process.send_signal(signal.SIGKILL)
+    process.communicate()
+    written = config(node)
+    assert written != OLD  # a config nobody verified
+    result = run(node)
+    assert not result.get('failed'), result
+    assert 'was killed before verifying its change' in result['recovered']
+    assert 'Restored %s from' % (node['dir'] / 'config.yaml') in result['recovered']
+    # Undone (one restart), then applied and verified again (another).
+    assert restarts(node) == 3 and config(node) == written and result['changed']
+    assert all(b == OLD for b in backups(node))
+    assert os.listdir(node['tmp'] / 'step') == []
+
+
+def test_recovery_never_overwrites_what_someone_else_wrote_since(node):
+    process = start(node, soak_seconds=60)
+    wait_for(lambda: restarts(node) == 1 and (node['tmp'] / 'step' / 'step.json').exists())
+    process.send_signal(signal.SIGKILL)
+    process.communicate()
+    theirs = OLD.replace('100Mi', '900Mi')
+    (node['dir'] / 'config.yaml').write_text(theirs)
+    result = run(node, state='restored', backup_file=str(node['tmp'] / 'none'), only_if_sha256='0' * 64)
+    assert 'no longer holds what this step wrote' in result['recovered']
+    assert config(node) == theirs and restarts(node) == 1
+
+
+def test_second_step_waits_then_refuses_naming_the_holder(node):
+    first = start(node, soak_seconds=60)
+    wait_for((node['tmp'] / 'step' / 'holder.json').exists)
+    try:
+        result = run(node, node_lock_timeout=1)
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.communicate()
+    assert result['failed']
+    assert 'another nodealloc step holds the node lock' in result['msg']
+    assert 'pid %d' % first.pid in result['msg'] and 'from controller test-controller' in result['msg']
+
+
+def test_rollback_restores_the_newest_backup_and_verifies(node):
+    assert run(node)['changed']
+    result = run(node, state='restored')
+    assert result['changed'] and not result.get('failed'), result
+    assert config(node) == OLD and restarts(node) == 2
+    assert run(node, state='restored')['changed'] is False  # already on it: no restart
+    assert restarts(node) == 2
+
+
+def test_a_step_that_waited_changes_nothing_and_says_for_whom(node):
+    first = start(node, soak_seconds=3)
+    wait_for((node['tmp'] / 'step' / 'holder.json').exists)
+    second = run(node, system_reserved={'memory': '900Mi', 'cpu': '300m'}, node_lock_timeout=60)
+    first_result = json.loads(first.communicate(timeout=60)[0])
+    assert first_result['changed'] and not first_result.get('failed')
+    assert not second['changed'] and not second.get('failed')
+    assert 'for the node lock held by another step (pid %d' % first.pid in second['msg']
+    assert yaml.safe_load(config(node))['systemReserved'] == {'memory': '700Mi', 'cpu': '200m'}  # the first's, kept
+    assert restarts(node) == 1
+
+
+def test_a_config_changed_since_it_was_measured_is_left_alone(node):
+    result = run(node, measured_reserved={'kube_reserved': {}, 'system_reserved': {'memory': '50Mi'}})
+    assert not result['changed'] and 'the config changed since this node was measured' in result['msg']
+    assert config(node) == OLD and restarts(node) == 0
+    result = run(node, measured_reserved={'kube_reserved': {}, 'system_reserved': {'memory': '100Mi'}})
+    assert result['changed'] and restarts(node) == 1

@@ -1,0 +1,131 @@
+"""The on-node step on real nodes: a kubelet that dies after looking healthy, a controller killed mid-step,
+two rollouts at once. Proven from the stand-in kubelets' own logs and the files on the nodes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import yaml
+
+from nodes import testnodes
+from test_rollout import ROOT, apply, command_for, config_digest, log_output, starts_since
+
+STEP_DIR = '/var/lib/nodealloc/step'
+
+
+def leftovers(node):
+    """Journal, lock holder and temporary files a step could leave on a node."""
+    found = []
+    step_dir = testnodes.node_path(node, STEP_DIR)
+    if os.path.isdir(step_dir):
+        found += [os.path.join(STEP_DIR, n) for n in os.listdir(step_dir)]
+    for directory in ('/var/lib/kubelet', '/etc/kubernetes/kubelet.conf.d'):
+        found += [os.path.join(directory, n) for n in os.listdir(testnodes.node_path(node, directory))
+                  if n.endswith('.nodealloc.tmp')]
+    return found
+
+
+def healthy_on_last_start(node, mark):
+    log = [e for e in testnodes.events(node) if e['time'] >= mark]
+    starts = [e for e in log if e['event'] == 'start']
+    if not starts:
+        return None
+    last = starts[-1]
+    return last if any(e['event'] == 'healthy' and e['time'] >= last['time'] for e in log) else None
+
+
+def running_config(node):
+    with open(testnodes.node_path(node, '/var/lib/kubelet/config.yaml')) as handle:
+        return yaml.safe_load(handle)
+
+
+def wait_for(predicate, seconds, what):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError('gave up after %d s waiting for %s' % (seconds, what))
+
+
+def test_kubelet_dying_after_looking_healthy_is_caught_by_the_soak_and_halts(fresh_fleet):
+    first, dying, *rest = fresh_fleet['nodes']
+    before = {n['name']: config_digest(n) for n in fresh_fleet['nodes']}
+    testnodes.set_faults(dying, {'die_after_seconds': 20})
+    mark = time.time()
+    result = apply(fresh_fleet, '-e', 'reservations_health_soak_seconds=30')
+    assert result.returncode != 0
+    assert 'did not stay healthy for the 30 s soak' in result.stdout, result.stdout[-3000:]
+    assert 'Restored /var/lib/kubelet/config.yaml from' in result.stdout
+    assert config_digest(first) != before[first['name']]
+    assert config_digest(dying) == before[dying['name']]  # rolled back byte for byte
+    log = [e for e in testnodes.events(dying) if e['time'] >= mark]
+    assert any(e['event'] == 'died' for e in log)
+    assert [e for e in log if e['event'] == 'start'][-1]['system_reserved'] == {'memory': '100Mi'}
+    for node in rest:  # untouched
+        assert config_digest(node) == before[node['name']] and not starts_since(node, mark)
+
+
+def test_controller_killed_between_write_and_health_leaves_a_verified_node(fresh_fleet):
+    node = fresh_fleet['nodes'][0]
+    original = config_digest(node)
+    mark = time.time()
+    command, env = command_for(fresh_fleet, '-e', 'nodealloc_hosts=%s' % node['name'],
+                               '-e', 'reservations_health_soak_seconds=10')
+    controller = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, start_new_session=True)
+    try:
+        # The kubelet restarting proves the config was written; health and the soak are still to come.
+        wait_for(lambda: starts_since(node, mark), 120, 'the kubelet to restart')
+        assert os.path.exists(testnodes.node_path(node, STEP_DIR + '/step.json'))  # an unverified change
+        os.killpg(controller.pid, signal.SIGKILL)
+    finally:
+        stdout, stderr = controller.communicate(timeout=60)
+        log_output(fresh_fleet, stdout, stderr, mark)
+    assert controller.returncode == -signal.SIGKILL
+    # The step goes on without the controller and ends on a verified config.
+    wait_for(lambda: not leftovers(node), 120, 'the step to finish on the node')
+    assert config_digest(node) != original and 'cpu' in running_config(node)['systemReserved']
+    last = healthy_on_last_start(node, mark)
+    assert last is not None and last['system_reserved'] == running_config(node)['systemReserved']
+    second_mark = time.time()
+    again = apply(fresh_fleet, '-e', 'nodealloc_hosts=%s' % node['name'])
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert not starts_since(node, second_mark)  # converged: nothing to change, nothing restarted
+    assert not leftovers(node)
+
+
+def test_two_rollouts_at_once_never_undo_each_other(fresh_fleet):
+    nodes = fresh_fleet['nodes'][:2]
+    originals = {n['name']: config_digest(n) for n in nodes}
+    hosts = ','.join(n['name'] for n in nodes)
+    mark = time.time()
+    runs = []
+    for _run in range(2):
+        command, env = command_for(fresh_fleet, '-v', '-e', 'nodealloc_hosts=%s' % hosts)
+        runs.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True))
+    outputs = []
+    for run in runs:
+        stdout, stderr = run.communicate(timeout=900)
+        log_output(fresh_fleet, stdout, stderr, mark)
+        outputs.append((run.returncode, stdout))
+    # Each run either succeeded or refused saying who held the node; the one that stood back says why: it waited
+    # for the other's step (naming it) or found the config changed since it measured.
+    for returncode, stdout in outputs:
+        assert returncode == 0 or 'holds the node lock' in stdout, stdout[-3000:]
+    reasons = ('for the node lock held by another step (pid', 'holds the node lock',
+               'the config changed since this node was measured')
+    assert any(reason in stdout for reason in reasons for _rc, stdout in outputs), [o[1][-2000:] for o in outputs]
+    for node in nodes:
+        assert config_digest(node) != originals[node['name']]
+        log = [e for e in testnodes.events(node) if e['time'] >= mark]
+        # The original reservations were never started again: no run undid the other's verified change.
+        assert not [e for e in log if e['event'] == 'start' and e['system_reserved'] == {'memory': '100Mi'}], log
+        last = healthy_on_last_start(node, mark)
+        assert last is not None and last['system_reserved'] == running_config(node)['systemReserved']
+        assert not leftovers(node)
