@@ -49,13 +49,15 @@ def node_result(index, base):
                   mem_available_bytes=memory['mem_total_bytes'] - non_pod - pods)
     cpu['non_pod_millicores'] = min(cpu['capacity_millicores'], 20 + index * 53 % 700)
     choice = RESERVATIONS[index % len(RESERVATIONS)]
-    template = (base.get('current') or recorded()['kubelet_config_and_history']['current'])
-    result['current'] = _current(template, choice)
-    result['kubelet']['config_path'] = '/var/lib/kubelet/config.yaml' if choice else None
+    result['current'] = _current(base.get('current'), choice)
+    if choice:
+        result['kubelet']['config_path'] = '/var/lib/kubelet/config.yaml'
+        result['current']['sources'] = ['/var/lib/kubelet/config.yaml']
     # Up to 120 readings (what the module's chart series is downsampled to), five minutes apart.
     readings = 2 + index * 7 % 119
-    start = base['history']['series'][0][0] - readings * HISTORY_STEP_SECONDS
-    recorded_values = [value for _t, value in base['history']['series']]
+    start = base['history']['series'][-1][0] - readings * HISTORY_STEP_SECONDS
+    # The shape over time of the recorded five-reading history, scaled to this host's usage.
+    recorded_values = [value for _t, value in recorded()['kubelet_config_and_history']['history']['series']]
     samples = [{'t': start + n * HISTORY_STEP_SECONDS,
                 'non_pod_bytes': int(recorded_values[n % len(recorded_values)] * non_pod / max(1, recorded_values[-1])),
                 'non_pod_millicores': cpu['non_pod_millicores']} for n in range(readings)]
@@ -76,7 +78,6 @@ def node_result(index, base):
 def fleet(count):
     """{host: registered result} for ``count`` hosts."""
     results = recorded()
-    bases = [results['no_kubelet_config'], results['kubelet_config_and_history']]
     fleet_results = {}
     for index in range(count):
         host = 'node%03d.example.net' % index
@@ -85,5 +86,7 @@ def fleet(count):
         elif index % 50 == 23:
             fleet_results[host] = {}
         else:
-            fleet_results[host] = node_result(index, bases[index % 2])
+            # A host without reservations is the recording made without a kubelet config, the others the one with.
+            with_config = RESERVATIONS[index % len(RESERVATIONS)] is not None
+            fleet_results[host] = node_result(index, results['kubelet_config_and_history' if with_config else 'no_kubelet_config'])
     return fleet_results
