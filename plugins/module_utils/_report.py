@@ -131,6 +131,8 @@ def _node(host, result):
         'decision_reasons': (result.get('decision') or {}).get('reasons') or [],
         'history': {k: (result.get('history') or {}).get(k) for k in ('samples', 'span_seconds', 'series')},
         'recommended_reserved_memory_bytes': recommendation['reserved_memory_bytes'],
+        # The policy settings the module ran with: the same reservations_* variables as apply.yml.
+        'settings': dict(recommendation.get('settings') or {}, **((result.get('decision') or {}).get('settings') or {})),
         'formulas': {name: {'reserved_memory_bytes': f['reserved_memory_bytes'],
                             'reserved_millicores': f['reserved_millicores']}
                      for name, f in (result.get('formulas') or {}).items()},

@@ -26,7 +26,7 @@ def test_report_page_renders_in_chromium_and_is_self_contained(tmp_path):
     if not chromium:
         pytest.skip("Debian's chromium is not installed (make test installs it)")
     result = ansible_playbook('playbooks/recommend.yml', '-e', 'nodealloc_report_dir=%s' % tmp_path,
-                              '-e', 'nodealloc_sample_seconds=0.2', check=True)
+                              '-e', 'reservations_sample_seconds=0.2', check=True)
     assert result.returncode == 0, result.stdout[-3000:]
     page = tmp_path / 'reservations.html'
     text = page.read_text()
