@@ -10,8 +10,8 @@ version_added: 0.1.0
 description:
   - Takes a mapping of host name to the registered result of M(nodealloc.kubelet.node_reservation_facts)
     and returns the report as a dictionary with C(data) (the JSON document), C(json), C(markdown), C(text),
-    C(text_lines) (the text as a list of lines, for M(ansible.builtin.debug)) and C(html) (a self-contained page:
-    a sortable fleet table, then one folded section per node with memory, CPU and history charts and the config
+    C(text_lines) (the text as a list of lines, for M(ansible.builtin.debug)) and C(html) (a self-contained page with
+    a sortable fleet table and one folded section per node with memory, CPU and history charts and the config
     diff apply would write).
   - Nodes that could not be measured (failed or unreachable) come first, then by risk, closest to a global OOM
     first.
