@@ -9,14 +9,20 @@ short_description: Build the fleet reservation report from node_reservation_fact
 version_added: 0.1.0
 description:
   - Takes a mapping of host name to the registered result of M(nodealloc.kubelet.node_reservation_facts)
-    and returns the report as a dictionary with C(data) (the JSON document), C(json), C(markdown), C(text) and
-    C(html) (a self-contained page with a chart per node).
-  - Nodes are sorted by risk, closest to a global OOM first.
+    and returns the report as a dictionary with C(data) (the JSON document), C(json), C(markdown), C(text),
+    C(text_lines) (the text as a list of lines, for M(ansible.builtin.debug)) and C(html) (a self-contained page with
+    a sortable fleet table and one folded section per node with memory, CPU and history charts and the config
+    diff apply would write).
+  - Nodes that could not be measured (failed or unreachable) come first, then by risk, closest to a global OOM
+    first.
+  - C(data.summary) counts the nodes by status, decision and risk.
 author:
   - nodealloc.kubelet developers (@nodealloc)
 options:
   _input:
-    description: Mapping of host name to registered module result (a missing or failed result is reported as failed).
+    description:
+      - Mapping of host name to registered module result. A failed result is reported as V(failed), an unreachable
+        or missing one as V(unreachable).
     type: dict
     required: true
 '''
@@ -31,7 +37,7 @@ EXAMPLES = r'''
 
 RETURN = r'''
 _value:
-  description: The report as C(data), C(json), C(markdown), C(text) and C(html).
+  description: The report as C(data), C(json), C(markdown), C(text), C(text_lines) and C(html).
   type: dict
 '''
 
@@ -44,9 +50,7 @@ def reservation_report(results):
     if not isinstance(results, dict):
         raise AnsibleFilterError('reservation_report expects a mapping of host to result, got %s'
                                  % type(results).__name__)
-    data = _report.build_report(dict(results))
-    return {'data': data, 'json': _report.render_json(data), 'markdown': _report.render_markdown(data),
-            'text': _report.render_text(data), 'html': _report.render_html(data)}
+    return _report.renderings(_report.build_report(dict(results)))
 
 
 class FilterModule:

@@ -159,6 +159,8 @@ OPTIONS = {
                                       rule=AT_LEAST_0),
     'kubeconfig': _option('str', None, 'a kubeconfig on the controller for the API server check', modules=()),
     'node_name': _option('str', None, "the Node's name in the API server", modules=()),
+    # Computed in the role's defaults (a kubeconfig, or AWX's K8S_AUTH_* credential, is present): no fixed default.
+    'api_check': _option('bool', None, 'also wait for the Node in the API server after a change', modules=()),
 }
 
 _SPEC_KEYS = ('type', 'default', 'choices', 'elements', 'required')

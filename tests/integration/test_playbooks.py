@@ -27,7 +27,7 @@ def test_kubelet_config_rhythm(tmp_path):
 
 def test_recommend_playbook_writes_reports_and_changes_nothing(tmp_path):
     result = ansible_playbook('playbooks/recommend.yml', '-e', 'nodealloc_report_dir=%s' % tmp_path,
-                              '-e', 'nodealloc_sample_seconds=0.5', check=True)
+                              '-e', 'reservations_sample_seconds=0.5', check=True)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     report = json.loads((tmp_path / 'reservations.json').read_text())
     assert report['schema_version'] == 1

@@ -88,6 +88,16 @@ def role_drift(argument_specs_path, defaults_path):
         if variable not in role_defaults:
             problems.append('meta/argument_specs.yml: %s has no value in defaults/main.yml' % variable)
             continue
+        computed = isinstance(role_defaults[variable], str) and '{{' in role_defaults[variable]
+        if computed:
+            # A default the role computes (a template): argument_specs can only describe it, and the one home
+            # says it has no fixed default.
+            if role_options[variable].get('default') is not None:
+                problems.append('%s: a computed default must have no default in argument_specs.yml' % variable)
+            name = variable[len(_option_specs.ROLE_PREFIX):]
+            if name not in OPTIONS or OPTIONS[name]['default'] is not None:
+                problems.append('%s: a computed default must be in _option_specs.OPTIONS with default None' % variable)
+            continue
         if role_options[variable].get('default') != role_defaults[variable]:
             problems.append('%s: argument_specs.yml default %r, defaults/main.yml %r'
                             % (variable, role_options[variable].get('default'), role_defaults[variable]))

@@ -32,17 +32,42 @@ def result(non_pod_bytes, current_memory=None):
     }
 
 
-def test_nodes_are_sorted_closest_to_oom_first():
+def test_unmeasured_nodes_first_then_closest_to_oom():
     report = _report.build_report({
         'roomy': result(GI, current_memory='3Gi'),
         'tight': result(2 * GI, current_memory='1Gi'),
         'broken': {'failed': True, 'msg': 'boom'},
+        'gone': {},
     }, now=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc))
-    assert [n['host'] for n in report['nodes']] == ['tight', 'roomy', 'broken']
-    assert report['nodes'][0]['margin_bytes'] == -GI
-    assert report['nodes'][2]['status'] == 'failed' and report['nodes'][2]['error'] == 'boom'
+    assert [n['host'] for n in report['nodes']] == ['broken', 'gone', 'tight', 'roomy']
+    assert [n['status'] for n in report['nodes']] == ['failed', 'unreachable', 'ok', 'ok']
+    assert report['nodes'][0]['error'] == 'boom'
+    assert report['nodes'][2]['margin_bytes'] == -GI and report['nodes'][2]['risk'] == 'high'
+    assert report['nodes'][3]['risk'] == 'low'  # 3Gi reserved, 1Gi used
+    assert report['summary']['status'] == {'failed': 1, 'unreachable': 1, 'ok': 2}
     assert report['generated_at'] == '2026-01-01T00:00:00Z'
     json.loads(_report.render_json(report))
+
+
+def test_config_diff_is_what_the_kubelet_config_merge_writes():
+    # kubeReserved keeps its ephemeral-storage key (map keys merge one by one) and an equal quantity keeps its text.
+    current = {'kube_reserved': {'memory': '1Gi', 'ephemeral-storage': '1Gi'}, 'system_reserved': {'cpu': '0.5'}}
+    recommended = {'kube_reserved': {'memory': '1024Mi', 'cpu': '100m'},
+                   'system_reserved': {'memory': '512Mi', 'cpu': '500m'}}
+    diff = _report.config_diff(current, recommended, '/var/lib/kubelet/config.yaml')
+    assert diff[:2] == ['--- /var/lib/kubelet/config.yaml (now)', '+++ /var/lib/kubelet/config.yaml (apply)']
+    assert [line for line in diff[3:] if line[:1] in '+-'] == ['+  cpu: 100m', '+  memory: 512Mi']
+    assert '   memory: 1Gi' in diff and '   ephemeral-storage: 1Gi' in diff and "   cpu: '0.5'" in diff
+    assert _report.config_diff(current, {'kube_reserved': {'memory': '1024Mi'}, 'system_reserved': {'cpu': '500m'}}) == []
+
+
+def test_merged_slices_equal_one_report_of_all_hosts():
+    results = {'a': result(GI, current_memory='3Gi'), 'b': result(2 * GI, current_memory='1Gi'),
+               'c': {'failed': True, 'msg': 'boom'}}
+    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    slices = [_report.build_report({'a': results['a'], 'c': results['c']}, now), _report.build_report({'b': results['b']}, now)]
+    whole = _report.build_report(results, now)
+    assert json.loads(_report.render_json(_report.merge_reports(slices, now))) == json.loads(_report.render_json(whole))
 
 
 def test_renderings_show_every_row_and_say_what_was_not_found():
@@ -55,6 +80,8 @@ def test_renderings_show_every_row_and_say_what_was_not_found():
     assert 'current reservations unknown' in text
     assert 'decision: increase' in text and '**Decision: increase.**' in markdown  # nothing reserved yet
     assert '1024Mi' in text or '1Gi' in text
+    lines = _report.render_text_lines(report)
+    assert '\n'.join(lines) == text and not any('\n' in line for line in lines)
 
 
 def test_text_and_markdown_show_pressure_as_evidence():
@@ -64,6 +91,8 @@ def test_text_and_markdown_show_pressure_as_evidence():
     report = _report.build_report({'node1': facts})
     assert 'pressure (PSI) node: cpu some 12.50% (10 s) 1.25% (5 min)' in _report.render_text(report)
     assert '- cgroup v1 has no per-cgroup pressure files' in _report.render_markdown(report)
+
+
 def test_the_overcommit_audit_reaches_the_text_and_markdown(tmp_path):
     from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cgroup, _overcommit
     from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2

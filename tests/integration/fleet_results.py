@@ -1,0 +1,92 @@
+"""A fleet of node_reservation_facts results made from results recorded on a real machine.
+
+``fixtures/node_reservation_facts_results.json`` holds three results of the module recorded here (no kubelet
+config; a KubeletConfiguration with reservations and five history readings; an unparseable config, the failed
+result). Each host gets a copy of one of them whose measured memory, CPU, current reservations and history are
+varied deterministically from its index, and whose recommendation and decision are computed again from the
+varied inputs with the module's own code (``_history.summarize``, ``_recommend.recommend``,
+``_decision.decide``), so every result keeps the module's shape and is self-consistent. One host in 50 failed
+(the recorded failure) and one in 50 is unreachable (no registered result, as ``recommend.yml`` passes it).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _decision, _history, _recommend
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MIB = 1024 * 1024
+RESERVATIONS = [None, ('100m', '256Mi', '256Mi'), ('200m', '512Mi', '512Mi'), ('500m', '1Gi', '1Gi'),
+                ('80m', '900Mi', '100Mi')]
+HISTORY_STEP_SECONDS = 300
+
+
+def recorded():
+    with open(os.path.join(HERE, 'fixtures', 'node_reservation_facts_results.json')) as handle:
+        return json.load(handle)
+
+
+def _current(template, choice):
+    if choice is None:
+        return None
+    current = copy.deepcopy(template)
+    cpu, kube_memory, system_memory = choice
+    current['kube_reserved'] = {'cpu': cpu, 'memory': kube_memory}
+    current['system_reserved'] = {'memory': system_memory}
+    return current
+
+
+def node_result(index, base):
+    """Host ``index``'s result: the recorded ``base`` with index-derived usage, reservations and history."""
+    result = copy.deepcopy(base)
+    memory, cpu = result['memory'], result['cpu']
+    non_pod = int(base['memory']['non_pod_bytes'] * (0.4 + (index * 37 % 100) / 40.0))
+    pods = int(memory['mem_total_bytes'] * (index * 13 % 50) / 100.0)
+    memory.update(kubepods_working_set_bytes=pods, non_pod_bytes=non_pod,
+                  mem_available_bytes=memory['mem_total_bytes'] - non_pod - pods)
+    cpu['non_pod_millicores'] = min(cpu['capacity_millicores'], 20 + index * 53 % 700)
+    choice = RESERVATIONS[index % len(RESERVATIONS)]
+    result['current'] = _current(base.get('current'), choice)
+    if choice:
+        result['kubelet']['config_path'] = '/var/lib/kubelet/config.yaml'
+        result['current']['sources'] = ['/var/lib/kubelet/config.yaml']
+    # Up to 120 readings (what the module's chart series is downsampled to), five minutes apart.
+    readings = 2 + index * 7 % 119
+    start = base['history']['series'][-1][0] - readings * HISTORY_STEP_SECONDS
+    # The shape over time of the recorded five-reading history, scaled to this host's usage.
+    recorded_values = [value for _t, value in recorded()['kubelet_config_and_history']['history']['series']]
+    samples = [{'t': start + n * HISTORY_STEP_SECONDS,
+                'non_pod_bytes': int(recorded_values[n % len(recorded_values)] * non_pod / max(1, recorded_values[-1])),
+                'non_pod_millicores': cpu['non_pod_millicores']} for n in range(readings)]
+    samples[-1]['non_pod_bytes'] = non_pod
+    basis = _history.summarize(samples, 100.0)
+    result['history'].update(samples=len(samples), span_seconds=basis['span_seconds'],
+                             series=[[s['t'], s['non_pod_bytes']] for s in samples])
+    measured = dict(mem_total_bytes=memory['mem_total_bytes'], mem_available_bytes=memory['mem_available_bytes'],
+                    kubepods_working_set_bytes=pods,
+                    kube_components_working_set_bytes=memory['kube_components_working_set_bytes'],
+                    capacity_millicores=cpu['capacity_millicores'], non_pod_millicores=cpu['non_pod_millicores'],
+                    kube_components_millicores=cpu['kube_components_millicores'])
+    result['recommendation'] = _recommend.recommend(measured, None, result['current'], basis, result['formulas'])
+    result['decision'] = _decision.decide(result['current'], result['recommendation'], None, basis)
+    return result
+
+
+def fleet(count):
+    """{host: registered result} for ``count`` hosts."""
+    results = recorded()
+    fleet_results = {}
+    for index in range(count):
+        host = 'node%03d.example.net' % index
+        if index % 50 == 7:
+            fleet_results[host] = copy.deepcopy(results['unparseable_kubelet_config'])
+        elif index % 50 == 23:
+            fleet_results[host] = {}
+        else:
+            # A host without reservations is the recording made without a kubelet config, the others the one with.
+            with_config = RESERVATIONS[index % len(RESERVATIONS)] is not None
+            fleet_results[host] = node_result(index, results['kubelet_config_and_history' if with_config else 'no_kubelet_config'])
+    return fleet_results
