@@ -2,34 +2,21 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.nodealloc.kubelet.plugins.modules import kubelet_config
+from ansible_collections.nodealloc.kubelet.tests.unit.utils.module_harness import run_module
 
 ORIGINAL = ('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", '
             '"kubeReserved": {"memory": "1Gi"}}')
 
 
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-@pytest.fixture(autouse=True)
-def module_exits(monkeypatch):
-    def exit_json(_module, **result):
-        raise AnsibleExitJson(result)
-
-    def fail_json(_module, msg, **result):
-        raise AnsibleFailJson(dict(result, msg=msg, failed=True))
-
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+@pytest.fixture
+def run(monkeypatch):
+    """run(args) -> the result of kubelet_config's main() with those module args."""
+    return functools.partial(run_module, kubelet_config.main, monkeypatch=monkeypatch)
 
 
 @pytest.fixture
@@ -39,25 +26,18 @@ def config(tmp_path):
     return path
 
 
-def run(args):
-    with patch_module_args(args):
-        with pytest.raises((AnsibleExitJson, AnsibleFailJson)) as caught:
-            kubelet_config.main()
-    return caught.value.args[0]
-
-
 def change(config, **extra):
     return dict({'path': str(config), 'kube_reserved': {'memory': '2Gi'}, 'validate_against_node': False}, **extra)
 
 
-def test_check_mode_predicts_and_writes_nothing(config):
+def test_check_mode_predicts_and_writes_nothing(run, config):
     result = run(change(config, _ansible_check_mode=True))
     assert result.get('failed') is not True, result.get('msg')
     assert result['changed'] is True and result['changed_fields'] == ['kubeReserved']
     assert config.read_text() == ORIGINAL
 
 
-def test_real_run_writes_then_is_idempotent(config):
+def test_real_run_writes_then_is_idempotent(run, config):
     assert run(change(config))['changed'] is True
     assert '"2Gi"' in config.read_text()
     written = config.read_text()
@@ -72,7 +52,7 @@ def test_real_run_writes_then_is_idempotent(config):
     ({'kubepods_margin': '-1Gi'}, "kubepods_margin: '-1Gi' must not be negative"),
     ({'lock_timeout': -1}, 'lock_timeout: -1.0 must be >= 0'),
 ])
-def test_bad_options_fail_before_writing(config, bad, words):
+def test_bad_options_fail_before_writing(run, config, bad, words):
     result = run(change(config, **bad))
     assert result['failed'] is True and words in result['msg'], result['msg']
     assert config.read_text() == ORIGINAL

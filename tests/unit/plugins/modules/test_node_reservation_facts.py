@@ -2,34 +2,21 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.nodealloc.kubelet.plugins.modules import node_reservation_facts
+from ansible_collections.nodealloc.kubelet.tests.unit.utils.module_harness import run_module
 from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
 
 MIB = 1024 * 1024
 
 
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-@pytest.fixture(autouse=True)
-def module_exits(monkeypatch):
-    def exit_json(_module, **result):
-        raise AnsibleExitJson(result)
-
-    def fail_json(_module, msg, **result):
-        raise AnsibleFailJson(dict(result, msg=msg, failed=True))
-
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+@pytest.fixture
+def run(monkeypatch):
+    """run(args) -> the result of node_reservation_facts's main() with those module args."""
+    return functools.partial(run_module, node_reservation_facts.main, monkeypatch=monkeypatch)
 
 
 @pytest.fixture
@@ -45,14 +32,7 @@ def node(tmp_path):
             'history_path': str(tmp_path / 'history.jsonl')}
 
 
-def run(args):
-    with patch_module_args(args):
-        with pytest.raises((AnsibleExitJson, AnsibleFailJson)) as caught:
-            node_reservation_facts.main()
-    return caught.value.args[0]
-
-
-def test_check_mode_measures_and_records_nothing(node, tmp_path):
+def test_check_mode_measures_and_records_nothing(run, node, tmp_path):
     result = run(dict(node, _ansible_check_mode=True))
     assert result.get('failed') is not True, result.get('msg')
     assert result['changed'] is False
@@ -62,19 +42,19 @@ def test_check_mode_measures_and_records_nothing(node, tmp_path):
     assert not (tmp_path / 'history.jsonl').exists()
 
 
-def test_a_real_run_writes_nothing_unless_asked_to_record(node, tmp_path):
+def test_a_real_run_writes_nothing_unless_asked_to_record(run, node, tmp_path):
     result = run(node)
     assert result['changed'] is False and result['history']['recorded'] is False
     assert not (tmp_path / 'history.jsonl').exists()
 
 
-def test_a_recording_run_appends_one_reading_and_says_changed(node, tmp_path):
+def test_a_recording_run_appends_one_reading_and_says_changed(run, node, tmp_path):
     result = run(dict(node, record=True))
     assert result['changed'] is True and result['history']['recorded'] is True
     assert (tmp_path / 'history.jsonl').read_text().count('\n') == 1
 
 
-def test_the_openshift_version_option_reaches_the_formula(node):
+def test_the_openshift_version_option_reaches_the_formula(run, node):
     version_1 = run(dict(node, history=False, openshift_sizing_version=1))['formulas']['openshift']
     assert version_1['notes'][0] == 'sizing version 1'
 
@@ -91,7 +71,7 @@ def test_the_openshift_version_option_reaches_the_formula(node):
     ({'sample_seconds': -1}, 'sample_seconds: -1.0 must be >= 0'),
     ({'policy': 'azure'}, 'value of policy must be one of'),
 ])
-def test_bad_options_fail_before_measuring(node, tmp_path, bad, words):
+def test_bad_options_fail_before_measuring(run, node, tmp_path, bad, words):
     result = run(dict(node, **bad))
     assert result['failed'] is True
     assert words in result['msg'], result['msg']
