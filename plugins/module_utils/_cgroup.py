@@ -199,6 +199,20 @@ def cpu_usage_ns(layout, relative):
     return stat['usage_usec'] * 1000
 
 
+def cpu_controller_dir(layout, relative):
+    """The directory holding a group's cpu.shares (v1) or cpu.weight (v2), or None.
+
+    On v1 ``layout.cpu_root`` is the cpuacct mount; cpu.shares lives in the cpu controller, co-mounted with
+    it (cpu,cpuacct) or its sibling ``cpu``.
+    """
+    if layout.version == 'v2':
+        return os.path.join(layout.cpu_root, relative)
+    for root in (layout.cpu_root, os.path.join(os.path.dirname(layout.cpu_root.rstrip('/')), 'cpu')):
+        if os.path.isfile(os.path.join(root, relative, 'cpu.shares')):
+            return os.path.join(root, relative)
+    return None
+
+
 def cgroup_exists(layout, relative):
     return os.path.isdir(os.path.join(layout.memory_root, relative))
 

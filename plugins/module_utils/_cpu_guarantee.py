@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _node_allocatable
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cgroup, _node_allocatable
 
 DEFAULT_WEIGHT = {'v1': 1024, 'v2': 100}
 
@@ -68,20 +68,9 @@ def min_reserved_for(version, capacity_millicores, system_weight, needed_millico
     return low
 
 
-def _cpu_controller_dir(layout, relative):
-    """The directory holding cpu.shares (v1, cpu controller) or cpu.weight (v2) for a cgroup."""
-    if layout.version == 'v2':
-        return os.path.join(layout.cpu_root, relative)
-    # layout.cpu_root is the cpuacct mount; cpu.shares lives in the cpu controller, often co-mounted.
-    for root in (layout.cpu_root, os.path.join(os.path.dirname(layout.cpu_root.rstrip('/')), 'cpu')):
-        if os.path.isfile(os.path.join(root, relative, 'cpu.shares')):
-            return os.path.join(root, relative)
-    return None
-
-
 def read_weight(layout, relative):
     """(value, path) of a cgroup's cpu.shares (v1) or cpu.weight (v2); (None, path-or-None) if unreadable."""
-    directory = _cpu_controller_dir(layout, relative)
+    directory = _cgroup.cpu_controller_dir(layout, relative)
     if directory is None:
         return None, None
     path = os.path.join(directory, 'cpu.shares' if layout.version == 'v1' else 'cpu.weight')

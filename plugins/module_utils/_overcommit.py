@@ -25,6 +25,7 @@ import math
 import os
 import re
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cgroup
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._procfs import read_text
 
@@ -56,18 +57,9 @@ def _read_limit(path):
     return None if value >= UNLIMITED_AT_LEAST else value
 
 
-def _cpu_dir(layout, relative):
-    """v1 cpu.shares lives in the cpu controller: the cpuacct mount when co-mounted, else its sibling ``cpu``."""
-    if layout.version == 'v2':
-        return os.path.join(layout.cpu_root, relative)
-    for root in (layout.cpu_root, os.path.join(os.path.dirname(layout.cpu_root), 'cpu')):
-        if os.path.isfile(os.path.join(root, relative, 'cpu.shares')):
-            return os.path.join(root, relative)
-    return None
-
-
-def _pod_cpu_millicores(layout, relative):
-    directory = _cpu_dir(layout, relative)
+def group_cpu_millicores(layout, relative):
+    """A group's CPU weight read back as millicores (a pod's request; for kubepods, allocatable CPU)."""
+    directory = _cgroup.cpu_controller_dir(layout, relative)
     if directory is None:
         return None
     try:
@@ -116,7 +108,7 @@ def audit(layout, kubepods):
             continue  # a pod removed while we read
         by_qos[qos] += 1
         pods.append({'cgroup': '/' + relative, 'qos': qos, 'memory_limit_bytes': limit,
-                     'cpu_request_millicores': _pod_cpu_millicores(layout, relative)})
+                     'cpu_request_millicores': group_cpu_millicores(layout, relative)})
     limited = [p['memory_limit_bytes'] for p in pods if p['memory_limit_bytes'] is not None]
     limits_sum = sum(limited)
     return {

@@ -24,7 +24,7 @@ import os
 import time
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cgroup, _file_io, _history, _kubelet_process, _measure, _metrics, _overcommit, _procfs)
+    _cgroup, _cpu_guarantee, _file_io, _history, _kubelet_process, _measure, _metrics, _overcommit, _procfs)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 
 STATE_VERSION = 1
@@ -138,30 +138,10 @@ def read_pressure(directory):
     """PSI totals of a cgroup v2 group: {(resource, kind): seconds} (Documentation/accounting/psi.rst)."""
     totals = {}
     for resource, name in _PRESSURE_FILES:
-        try:
-            text = _procfs.read_text(os.path.join(directory, name))
-        except (OSError, NodeallocError):
-            continue
-        for line in text.splitlines():
-            fields = line.split()
-            values = dict(f.split('=', 1) for f in fields[1:] if '=' in f)
-            if fields and 'total' in values:
-                totals[(resource, fields[0])] = int(values['total']) / 1e6
+        for kind, values in (_cpu_guarantee.read_pressure(os.path.join(directory, name)) or {}).items():
+            if 'total_usec' in values:
+                totals[(resource, kind)] = values['total_usec'] / 1e6
     return totals
-
-
-def _kubepods_cpu_allocatable_millicores(layout, kubepods):
-    """The kubepods group's CPU weight read back as millicores: the node's allocatable CPU."""
-    directory = _overcommit._cpu_dir(layout, kubepods)
-    if directory is None:
-        return None
-    try:
-        if layout.version == 'v2':
-            weight = int(_procfs.read_text(os.path.join(directory, 'cpu.weight')).strip())
-            return _overcommit.shares_to_millicores(_overcommit.weight_to_shares(weight))
-        return _overcommit.shares_to_millicores(int(_procfs.read_text(os.path.join(directory, 'cpu.shares')).strip()))
-    except (OSError, ValueError, NodeallocError):
-        return None
 
 
 def run(options, proc_root='/proc', sleep=time.sleep, now=None):
@@ -227,7 +207,7 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None):
     if kubepods:
         figures['overcommit'] = _overcommit.audit(layout, kubepods)
         figures['kubepods_memory_limit_bytes'] = figures['overcommit']['kubepods_memory_limit_bytes']
-        figures['kubepods_cpu_allocatable_millicores'] = _kubepods_cpu_allocatable_millicores(layout, kubepods)
+        figures['kubepods_cpu_allocatable_millicores'] = _overcommit.group_cpu_millicores(layout, kubepods)
     if layout.version == 'v2':
         for relative in ([kubepods] if kubepods else []) + ['system.slice']:
             for (resource, kind), seconds in read_pressure(os.path.join(layout.memory_root, relative)).items():
