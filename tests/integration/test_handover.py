@@ -12,7 +12,7 @@ from test_playbooks import ansible_playbook
 def test_recommend_writes_kubespray_host_vars_and_a_kubeadm_patch_in_check_mode(tmp_path):
     handover = tmp_path / 'handover'
     result = ansible_playbook('playbooks/recommend.yml', '-e', 'nodealloc_report_dir=%s' % tmp_path,
-                              '-e', 'nodealloc_sample_seconds=0.5', '-e', 'nodealloc_handover_dir=%s' % handover,
+                              '-e', 'reservations_sample_seconds=0.5', '-e', 'nodealloc_handover_dir=%s' % handover,
                               check=True)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     recommended = json.loads((tmp_path / 'reservations.json').read_text())['nodes'][0]['recommended']
@@ -27,6 +27,6 @@ def test_recommend_writes_kubespray_host_vars_and_a_kubeadm_patch_in_check_mode(
 
 def test_recommend_without_a_handover_dir_writes_none(tmp_path):
     result = ansible_playbook('playbooks/recommend.yml', '-e', 'nodealloc_report_dir=%s' % tmp_path,
-                              '-e', 'nodealloc_sample_seconds=0.5', check=True)
+                              '-e', 'reservations_sample_seconds=0.5', check=True)
     assert result.returncode == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ['reservations.html', 'reservations.json', 'reservations.md']

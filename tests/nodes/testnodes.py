@@ -392,20 +392,23 @@ def node_path(node, relative):
 
 
 def reset(nodes, state_dir):
-    """Put every node back to its first state: initial config, no backups, no drop-ins, no faults, fresh log."""
+    """Put every node back to its first state: initial config, no backups, drop-ins, sampler or history, no faults,
+    fresh log."""
     for node in nodes:
         write(node_path(node, '/var/lib/kubelet/config.yaml'), KUBELET_CONFIG)
         for directory, pattern in (('/var/lib/kubelet', '.nodealloc.bak'), ('/etc/kubernetes/kubelet.conf.d', '.conf')):
             for name in os.listdir(node_path(node, directory)):
                 if name.endswith(pattern):
                     os.unlink(os.path.join(node_path(node, directory), name))
-        history = node_path(node, '/var/lib/nodealloc/history.jsonl')
-        if os.path.exists(history):
-            os.unlink(history)
         faults = node_path(node, '/etc/kubelet-standin/faults.json')
         if os.path.exists(faults):
             os.unlink(faults)
-        ssh(node, state_dir, ': > /var/log/kubelet-standin.log && systemctl restart kubelet.service')
+        # The role's sampler (installed by an earlier scenario) would keep writing history and state: a first
+        # state has none of it, nor the on-node step's journal.
+        ssh(node, state_dir, 'systemctl disable --now nodealloc-sampler.timer >/dev/null 2>&1; '
+            'rm -f /etc/systemd/system/nodealloc-sampler.service /etc/systemd/system/nodealloc-sampler.timer; '
+            'systemctl daemon-reload; rm -rf /var/lib/nodealloc /usr/local/lib/nodealloc /var/lib/node_exporter; '
+            ': > /var/log/kubelet-standin.log && systemctl restart kubelet.service')
     for node in nodes:
         deadline = time.monotonic() + 30
         while ssh(node, state_dir, 'python3 -c "import urllib.request as u; '

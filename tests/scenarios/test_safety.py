@@ -21,6 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BIN = os.path.dirname(sys.executable)
 WATCHED = ('/var/lib/kubelet', '/etc/kubernetes', '/var/lib/nodealloc', '/etc/systemd')
 NOISE_TOLERANT = ('-ereservations_sample_seconds=1', '-ereservations_health_poll_seconds=1',
+                  '-ereservations_health_soak_seconds=3',
                   '-ereservations_change_threshold_min_bytes=268435456',
                   '-ereservations_change_threshold_min_millicores=1500')
 FLAG_DROP_IN = '/etc/systemd/system/kubelet.service.d/20-reservation-flags.conf'
@@ -80,7 +81,7 @@ def test_check_mode_of_every_playbook_leaves_every_file_byte_identical(fresh_fle
     mark = time.time()
 
     recommend = run_playbook(fresh_fleet, 'playbooks/recommend.yml', '--check',
-                             '-enodealloc_report_dir=%s' % tmp_path, '-enodealloc_sample_seconds=1')
+                             '-enodealloc_report_dir=%s' % tmp_path, '-ereservations_sample_seconds=1')
     apply = run_playbook(fresh_fleet, 'playbooks/apply.yml', '--check')
     # Its health checks (which check mode cannot satisfy: nothing was restored) are cut short.
     rollback = run_playbook(fresh_fleet, 'playbooks/rollback.yml', '--check', '-enodealloc_hosts=%s' % first['name'],
