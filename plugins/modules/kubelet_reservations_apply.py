@@ -23,7 +23,9 @@ description:
   - A journal in O(state_dir) marks a change not yet verified. If the step itself is killed, the next step on the
     node (either state) first restores that change the same way, then goes on.
   - With O(state=restored) it puts back a backup (the newest C(*.nodealloc.bak) beside the file unless
-    O(backup_file) is given), restarts and runs the same health checks; C(playbooks/rollback.yml) uses it.
+    O(backup_file) is given), restarts and runs the same health checks; C(playbooks/rollback.yml) uses it. With
+    O(drop_in_dir) holding our drop-in, the drop-in is restored instead of the main file, and a drop-in with no
+    backup (the first change created it) is removed.
   - A second step on the same node waits up to O(node_lock_timeout) seconds, then fails naming the holder (pid,
     start time, controller). A step that did wait changes nothing (see O(apply_after_wait)) and says for whom it waited.
 author:
@@ -359,20 +361,29 @@ def _apply(module, params, result):
     step.clear_journal(params['state_dir'])
 
 
+def _restore_target(params):
+    """Our drop-in when O(drop_in_dir) holds it (or the step being undone created it), else the main file."""
+    if params['drop_in_dir']:
+        drop_in = os.path.join(params['drop_in_dir'], params['drop_in_name'])
+        if params['created'] or os.path.exists(drop_in):
+            return os.path.realpath(drop_in), True
+    return os.path.realpath(params['path']), False
+
+
 def _restore(module, params, result):
-    target = os.path.realpath(os.path.join(params['drop_in_dir'], params['drop_in_name']) if params['drop_in_dir']
-                              else params['path'])
+    target, is_drop_in = _restore_target(params)
     result['path'] = target
     current = step.file_sha256(target)
     if params['only_if_sha256'] and current != params['only_if_sha256']:
         result['msg'] = '%s no longer holds what the step wrote; left as it is' % target
         return
-    if params['created']:
+    backup_file = None if params['created'] else (params['backup_file'] or step.newest_backup(target))
+    if params['created'] or (is_drop_in and backup_file is None):
+        # Our drop-in with no backup was created by us: before it, there was none, so undoing is removing it.
         if current is None:
             return
         data = None
     else:
-        backup_file = params['backup_file'] or step.newest_backup(target)
         if backup_file is None:
             raise step.StepError('no nodealloc backup (*.nodealloc.bak) next to %s, nothing restored' % target)
         result['backup_file'] = backup_file

@@ -190,6 +190,30 @@ def test_rollback_restores_the_newest_backup_and_verifies(node):
     assert restarts(node) == 2
 
 
+def test_rollback_of_a_drop_in_removes_the_one_we_created(node):
+    drop_ins = node['dir'] / 'conf.d'
+    drop_ins.mkdir()
+    ours = drop_ins / '50-nodealloc.conf'
+    assert run(node, drop_in_dir=str(drop_ins))['changed'] and ours.exists()
+    result = run(node, state='restored', drop_in_dir=str(drop_ins))
+    assert result['changed'] and not result.get('failed'), result
+    assert not ours.exists() and config(node) == OLD  # before our first write there was no drop-in
+    assert restarts(node) == 2
+
+
+def test_rollback_of_a_drop_in_restores_its_newest_backup(node):
+    drop_ins = node['dir'] / 'conf.d'
+    drop_ins.mkdir()
+    ours = drop_ins / '50-nodealloc.conf'
+    assert run(node, drop_in_dir=str(drop_ins))['changed']
+    first = ours.read_text()
+    assert run(node, drop_in_dir=str(drop_ins), system_reserved={'memory': '900Mi'})['changed']
+    assert ours.read_text() != first
+    result = run(node, state='restored', drop_in_dir=str(drop_ins))
+    assert result['changed'] and not result.get('failed'), result
+    assert ours.read_text() == first and config(node) == OLD  # the drop-in's own backup; the main file untouched
+
+
 def test_a_step_that_waited_changes_nothing_and_says_for_whom(node):
     first = start(node, soak_seconds=3)
     wait_for((node['tmp'] / 'step' / 'holder.json').exists)
