@@ -113,7 +113,7 @@ def quantity_bytes(text):
 
 
 def apply_reservation(node, kube_memory, system_memory):
-    config = testnodes.KUBELET_CONFIG.split('kubeReserved:')[0]
+    config = testnodes.KUBELET_CONFIG.split('kubeReserved:', maxsplit=1)[0]
     config += 'kubeReserved:\n  cpu: 100m\n  memory: "%d"\nsystemReserved:\n  memory: "%d"\nrotateCertificates: true\n' % (
         kube_memory, system_memory)
     sh(node, "cat > /var/lib/kubelet/config.yaml <<'EOF'\n%sEOF\n: > /var/log/kubelet-standin.log; "

@@ -43,7 +43,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, '.build'))
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (  # noqa: E402
-    _decision, _formulas, _headroom_policy, _history, _module_options, _quantity, _recommend)
+    _decision, _formulas, _headroom_policy, _history, _option_specs, _quantity, _recommend)
 
 MIB, GIB = 1 << 20, 1 << 30
 DAY = 86400
@@ -146,7 +146,8 @@ def write_traces(traces, directory):
 
 def module_defaults():
     """The module's own defaults, as the role passes them."""
-    return {name: spec.get('default') for name, spec in _module_options.POLICY_OPTIONS.items()}
+    return {name: option['default'] for name, option in _option_specs.OPTIONS.items()
+            if _option_specs.FACTS in option['modules']}
 
 
 def _memory_total(reserved):

@@ -28,13 +28,13 @@ import datetime
 import errno
 import fcntl
 import hashlib
+import http.client
 import json
 import os
 import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_config_file as files
@@ -206,16 +206,20 @@ class Node:
                 'main_pid': int(state.get('MainPID') or 0), 'n_restarts': int(state.get('NRestarts') or 0)}
 
     def healthz(self):
-        """(ok, what was seen)."""
+        """(ok, what was seen). http.client, not urlopen: the URL is the node's own (default 127.0.0.1:10248)."""
+        url = urllib.parse.urlsplit(self.healthz_url)
+        connection_class = http.client.HTTPSConnection if url.scheme == 'https' else http.client.HTTPConnection
         try:
-            with urllib.request.urlopen(self.healthz_url, timeout=2) as response:  # noqa: S310 (a node-local URL)
+            connection = connection_class(url.hostname, url.port, timeout=2)
+            try:
+                connection.request('GET', url.path or '/')
+                response = connection.getresponse()
                 body = response.read(200).decode('utf-8', 'replace').strip()
-                return response.status == 200 and body == 'ok', 'HTTP %d %r' % (response.status, body)
-        except urllib.error.HTTPError as exc:
-            return False, 'HTTP %d %r' % (exc.code, exc.read(200).decode('utf-8', 'replace').strip())
-        except (OSError, ValueError) as exc:
-            reason = getattr(exc, 'reason', exc)
-            return False, 'no answer (%s)' % reason
+            finally:
+                connection.close()
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            return False, 'no answer (%s)' % exc
+        return response.status == 200 and body == 'ok', 'HTTP %d %r' % (response.status, body)
 
     def kubepods_limit(self):
         try:

@@ -1,6 +1,6 @@
 """tests_invalid_input: bad reservations options fail before any task runs on the node, naming the option.
 
-The node is an unreachable address (192.0.2.1, TEST-NET-1): any task that tried to reach it would end the play
+The node is a loopback port nothing listens on (127.0.0.1:9): any task that tried to reach it would end the play
 UNREACHABLE, so a failure that names the option proves the check ran first and touched nothing.
 """
 
@@ -14,14 +14,19 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+# The collection is found in the staged .build of a checkout (pytest), or as the tree ansible-test runs in.
+_PARENTS = ROOT.split(os.sep)
+COLLECTIONS_PATH = (os.sep.join(_PARENTS[:-3]) if _PARENTS[-3:-2] == ['ansible_collections']
+                    else os.path.join(ROOT, '.build'))
 
 
 def run_role(tmp_path, bad):
     inventory = tmp_path / 'inventory.ini'
-    inventory.write_text('node ansible_host=192.0.2.1 ansible_connection=ssh ansible_user=nobody '
+    # A node nothing answers for, on loopback (port 9, where nothing listens): reaching it would fail.
+    inventory.write_text('node ansible_host=127.0.0.1 ansible_port=9 ansible_connection=ssh ansible_user=nobody '
                          "ansible_ssh_common_args='-o ConnectTimeout=3 -o BatchMode=yes'\n")
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build'), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_PATH, ANSIBLE_NOCOLOR='1',
                ANSIBLE_HOST_KEY_CHECKING='False', ANSIBLE_CALLBACK_RESULT_FORMAT='json')
     command = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', str(inventory),
                '-e', json.dumps(bad), 'tests/playbooks/tests_invalid_input.yml']

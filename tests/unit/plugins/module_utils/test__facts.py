@@ -118,6 +118,8 @@ def test_recording_is_opt_in_and_never_in_check_mode(v2_node, tmp_path):
     assert not path.exists()
     assert _facts.gather(dict(base, record=True), sleep=lambda _s: None)['history']['recorded'] is True
     assert len(path.read_text().splitlines()) == 1
+
+
 @pytest.mark.parametrize('field,enforced', [(', "enforceNodeAllocatable": []', []), ('', ['pods'])])
 def test_an_explicit_empty_enforce_node_allocatable_means_no_enforcement(v2_node, tmp_path, field, enforced):
     # v1beta1 SetDefaults_KubeletConfiguration defaults only a nil list to ["pods"]; [] enforces nothing, so the
