@@ -49,7 +49,7 @@ ansible_doc_renders() {
 }
 
 step "pytest: unit, real-kernel integration, multi-node rollout scenarios" \
-  python -m pytest -p no:cacheprovider -q -rs tests/unit tests/integration tests/scenarios
+  python -m pytest -p no:cacheprovider -q -rs --durations=15 tests/unit tests/integration tests/scenarios
 step "molecule test (rollout scenario on three nodes)" molecule test -s rollout
 step "ansible-test sanity" sanity
 step "ansible-test units" units
