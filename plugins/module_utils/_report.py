@@ -65,6 +65,13 @@ def config_diff(current, recommended, path=None):
                                                                name + ' (now)', name + ' (apply)', n=10)]
 
 
+def _apply_diff(current, recommendation, decision, path):
+    """The diff of what apply writes: nothing on keep, else the decision's per-resource maps (_decision)."""
+    if decision.get('action') == 'keep':
+        return []
+    return config_diff(current, decision if 'kube_reserved' in decision else recommendation, path)
+
+
 def _not_measured(host, result):
     if isinstance(result, dict) and result.get('unreachable'):
         status, message = 'unreachable', result.get('msg')
@@ -99,7 +106,7 @@ def _node(host, result):
         'reserved_now_millicores': reserved_now_millicores,
         'recommended_reserved_millicores': recommendation['reserved_millicores'],
         'capacity_millicores': cpu.get('capacity_millicores'),
-        'config_diff': config_diff(current, recommendation, kubelet_config),
+        'config_diff': _apply_diff(current, recommendation, result.get('decision') or {}, kubelet_config),
         'capacity': result['capacity'],
         'current': None if not current else {
             'kube_reserved': current.get('kube_reserved') or {},
