@@ -228,4 +228,5 @@ def test_runs_through_ansible_runner_like_awx(fresh_fleet, tmp_path, monkeypatch
                 and e['event_data'].get('task') == 'Write, restart and verify on the node (it restores the backup itself on failure)'}
     assert ok_hosts == {n['name'] for n in fresh_fleet['nodes']}
     assert (private / 'artifacts' / runner.config.ident / 'job_events').is_dir()
-    assert runner.stats['changed'] == {n['name']: 1 for n in fresh_fleet['nodes']}
+    # Every node changed (the write, and the sampler the role installs by default); none failed.
+    assert set(runner.stats['changed']) == {n['name'] for n in fresh_fleet['nodes']} and not runner.stats['failures']
