@@ -28,6 +28,9 @@ BIN = os.path.dirname(sys.executable)
 NOISE_TOLERANT = {'reservations_sample_seconds': 1, 'reservations_health_poll_seconds': 1,
                   'reservations_health_soak_seconds': 3,
                   'reservations_change_threshold_min_bytes': 268435456,
+                  # An increase also acts when less than half the headroom is left: 512 MiB keeps the host's
+                  # memory noise (the nodes read its /proc/meminfo) from looking like that.
+                  'reservations_memory_headroom_min_bytes': 536870912,
                   'reservations_change_threshold_min_millicores': 1500}
 
 

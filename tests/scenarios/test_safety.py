@@ -23,6 +23,7 @@ WATCHED = ('/var/lib/kubelet', '/etc/kubernetes', '/var/lib/nodealloc', '/etc/sy
 NOISE_TOLERANT = ('-ereservations_sample_seconds=1', '-ereservations_health_poll_seconds=1',
                   '-ereservations_health_soak_seconds=3',
                   '-ereservations_change_threshold_min_bytes=268435456',
+                  '-ereservations_memory_headroom_min_bytes=536870912',
                   '-ereservations_change_threshold_min_millicores=1500')
 FLAG_DROP_IN = '/etc/systemd/system/kubelet.service.d/20-reservation-flags.conf'
 
