@@ -206,7 +206,7 @@ class Node:
                 'main_pid': int(state.get('MainPID') or 0), 'n_restarts': int(state.get('NRestarts') or 0)}
 
     def healthz(self):
-        """(ok, what was seen). http.client, not urlopen: the URL is the node's own (default 127.0.0.1:10248)."""
+        """(ok, what was seen), asked with http.client: the URL is the node's own (default 127.0.0.1:10248)."""
         url = urllib.parse.urlsplit(self.healthz_url)
         connection_class = http.client.HTTPSConnection if url.scheme == 'https' else http.client.HTTPConnection
         try:
