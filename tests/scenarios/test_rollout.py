@@ -120,9 +120,15 @@ def test_second_run_changes_nothing_and_restarts_nothing(fresh_fleet):
     mark = time.time()
     result = apply(fresh_fleet)
     assert result.returncode == 0
-    decisions = [line for line in result.stdout.splitlines() if 'memory: reserved now' in line]
-    assert all(line.split('changed=')[1].startswith('0') for line in result.stdout.splitlines()
-               if 'changed=' in line), decisions
+    lines = result.stdout.splitlines()
+    decisions = [line for line in lines if 'memory: reserved now' in line]
+    changed_tasks, task = [], None
+    for line in lines:  # name what changed, should anything have
+        task = line if line.startswith('TASK [') else task
+        if line.startswith('changed:'):
+            changed_tasks.append('%s %s' % (task, line))
+    assert all(line.split('changed=')[1].startswith('0') for line in lines if 'changed=' in line), \
+        (changed_tasks, decisions)
     assert [config_digest(n) for n in fresh_fleet['nodes']] == digests
     assert all(not starts_since(n, mark) for n in fresh_fleet['nodes'])
 
