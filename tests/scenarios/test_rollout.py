@@ -31,6 +31,9 @@ NOISE_TOLERANT = {'reservations_sample_seconds': 1, 'reservations_health_poll_se
                   # An increase also acts when less than half the headroom is left: 512 MiB keeps the host's
                   # memory noise (the nodes read its /proc/meminfo) from looking like that.
                   'reservations_memory_headroom_min_bytes': 536870912,
+                  # CPU likewise, from the host's /proc/stat: a 1000m least headroom reaches the 50 % cap on these
+                  # 2-CPU nodes, so the reserved CPU is the cap after the first run whatever the host is doing.
+                  'reservations_cpu_headroom_min_millicores': 1000,
                   'reservations_change_threshold_min_millicores': 1500}
 
 

@@ -24,6 +24,7 @@ NOISE_TOLERANT = ('-ereservations_sample_seconds=1', '-ereservations_health_poll
                   '-ereservations_health_soak_seconds=3',
                   '-ereservations_change_threshold_min_bytes=268435456',
                   '-ereservations_memory_headroom_min_bytes=536870912',
+                  '-ereservations_cpu_headroom_min_millicores=1000',
                   '-ereservations_change_threshold_min_millicores=1500')
 FLAG_DROP_IN = '/etc/systemd/system/kubelet.service.d/20-reservation-flags.conf'
 
