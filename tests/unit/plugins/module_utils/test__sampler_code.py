@@ -1,0 +1,71 @@
+"""The sampler's code: the import closure is complete on its own, and install makes the node's copy exact."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _sampler_code
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+SCRIPT = os.path.join(ROOT, 'roles', 'reservations', 'files', 'nodealloc-sampler.py')
+
+
+def test_the_sampler_runs_from_the_installed_files_alone(tmp_path):
+    written, removed = _sampler_code.install(str(tmp_path), _sampler_code.sources())
+    assert removed == [] and '_sampler.py' in written
+    script = tmp_path / 'nodealloc-sampler.py'
+    script.write_bytes(open(SCRIPT, 'rb').read())
+    # -I: no PYTHONPATH, no user site; the script finds only what install() wrote beside it. A measurement
+    # runs every import, including those inside functions.
+    textfile = tmp_path / 'metrics.prom'
+    result = subprocess.run([sys.executable, '-I', str(script), '--history', str(tmp_path / 'h.jsonl'),
+                             '--state', str(tmp_path / 'state.json'), '--textfile', str(textfile),
+                             '--decision', str(tmp_path / 'decision.json'), '--sample-seconds', '0.1'],
+                            capture_output=True, text=True, check=False)
+    assert 'ModuleNotFoundError' not in result.stderr and 'ImportError' not in result.stderr, result.stderr
+    assert result.returncode == 0, result.stderr
+
+
+def test_every_collection_import_of_the_closure_is_in_it():
+    files = _sampler_code.sources()
+    for name, source in files.items():
+        assert {imported + '.py' for imported in _sampler_code.imported_names(source)} <= set(files), name
+
+
+def test_imported_names_reads_every_import_form():
+    source = '\n'.join([
+        'from ansible_collections.nodealloc.kubelet.plugins.module_utils import _a, _b',
+        'from ansible_collections.nodealloc.kubelet.plugins.module_utils._c import thing',
+        'import ansible_collections.nodealloc.kubelet.plugins.module_utils._d',
+        'import os',
+        'from ansible.module_utils.basic import AnsibleModule',
+        'def later():',
+        '    from ansible_collections.nodealloc.kubelet.plugins.module_utils import _e',
+    ])
+    assert _sampler_code.imported_names(source) == {'_a', '_b', '_c', '_d', '_e'}
+
+
+def test_install_writes_what_differs_removes_stale_sources_and_keeps_the_rest(tmp_path):
+    files = {'_one.py': 'ONE = 1\n', '_two.py': 'TWO = 2\n'}
+    assert _sampler_code.install(str(tmp_path), files) == (['_one.py', '_two.py'], [])
+    target = tmp_path / _sampler_code.RELATIVE_DIR
+    assert (target / '_one.py').read_text() == 'ONE = 1\n'
+    assert oct((target / '_one.py').stat().st_mode & 0o777) == '0o644'
+    assert _sampler_code.install(str(tmp_path), files) == ([], [])
+
+    (target / '_old.py').write_text('OLD = 0\n')
+    (target / '__pycache__').mkdir()
+    (target / 'notes.txt').write_text('not ours to judge')
+    changed = {'_one.py': 'ONE = 1\n', '_two.py': 'TWO = 22\n'}
+    assert _sampler_code.install(str(tmp_path), changed, check_mode=True) == (['_two.py'], ['_old.py'])
+    assert (target / '_two.py').read_text() == 'TWO = 2\n' and (target / '_old.py').exists()
+    assert _sampler_code.install(str(tmp_path), changed) == (['_two.py'], ['_old.py'])
+    assert sorted(os.listdir(target)) == ['__pycache__', '_one.py', '_two.py', 'notes.txt']
+    assert (target / '_two.py').read_text() == 'TWO = 22\n'
+
+
+def test_install_in_check_mode_on_a_new_node_creates_nothing(tmp_path):
+    assert _sampler_code.install(str(tmp_path / 'new'), {'_one.py': 'ONE = 1\n'}, check_mode=True) == (['_one.py'], [])
+    assert not (tmp_path / 'new').exists()
