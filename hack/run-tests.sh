@@ -12,8 +12,10 @@ failed=()
 step() {
   local name=$1; shift
   echo "=== $name"
+  local started=$SECONDS
   "$@"
   local rc=$?
+  echo "=== $name: $((SECONDS - started)) s"
   # pytest exits 5 when it collected no test: a selection that is empty on this machine is not a failure.
   if [[ $rc -eq 5 && $name == pytest* ]]; then rc=0; fi
   if [[ $rc -ne 0 ]]; then
