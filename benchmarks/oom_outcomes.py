@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -42,19 +43,26 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import _formulas
 MIB = 1024 * 1024
 ALL_POLICIES = ('none', 'gke', 'eks', 'aks', 'openshift', 'measured')
 MAX_PODS = 8
-GUEST_MIB = 1280
-POD_REQUEST_MIB, POD_LIMIT_MIB, POD_ALLOCATES_MIB = 64, 256, 240
+# Big enough that the vendors' formulas reserve what they would on a small real node (gke: a quarter).
+GUEST_MIB = 3072
+# Burstable pods: limit above request, each allocating almost up to its limit (the seed's cascading-OOM case).
+POD_REQUEST_MIB, POD_LIMIT_MIB, POD_ALLOCATES_MIB = 128, 512, 480
+# The fast-forward: a reaction time (how often the role runs; 24 h by default) lasts this many seconds,
+# and the sampler (every minute on a node) runs every WARMUP_SAMPLE_SECONDS.
+REACTION_SECONDS = 45
+WARMUP_SAMPLE_SECONDS = 4
 HOLD = r'''#!/usr/bin/python3
-# hold MIB [STEP_SECONDS]: allocate MIB of anonymous memory in 16 MiB steps, touch it, keep it.
+# hold MIB [STEP_SECONDS [MARKER]]: allocate MIB of anonymous memory in 16 MiB steps, touch it, keep it.
 import mmap, sys, time
 want, step = int(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 0
+marker = sys.argv[3] if len(sys.argv) > 3 else "hold"
 held = []
 while len(held) * 16 < want:
     block = mmap.mmap(-1, 16 << 20)
     block.write(b"\x01" * (16 << 20))
     held.append(block)
     time.sleep(step)
-open("/run/hold-%d" % __import__("os").getpid(), "w").close()
+open("/run/%s-%d" % (marker, __import__("os").getpid()), "w").close()
 time.sleep(100000)
 '''
 # The growth every policy's node goes through; `measured` is measured with it at its peak.
@@ -75,31 +83,50 @@ for i in $(seq 100); do [ $(ls /run/hold-* 2>/dev/null | wc -l) -ge 2 ] && break
 sleep 3
 '''
 UNGROW = r'''
-systemctl stop journald-burst.service 2>/dev/null
-kill $(cat /run/grow.pid) 2>/dev/null; rm -f /run/grow.pid /run/hold-* /var/tmp/image-layer
+systemctl stop journald-burst.service 2>/dev/null; systemctl reset-failed journald-burst.service 2>/dev/null
+kill $(cat /run/grow.pid) 2>/dev/null; rm -f /run/grow.pid /run/hold-* /run/podheld-* /var/tmp/image-layer
 echo 20 > /etc/containerd-standin/resident_mib
 sync; echo 1 > /proc/sys/vm/drop_caches; sleep 2
 '''
 PODS = r'''
 for i in $(seq PODS); do
     systemd-run --quiet --unit=pod-$i --slice=kubepods-burstable-pod$i.slice -p OOMScoreAdjust=ADJ \
-        -p MemoryMax=LIMITM /usr/local/bin/hold ALLOCATES 0.2
+        -p MemoryMax=LIMITM /usr/local/bin/hold ALLOCATES 0.2 podheld
     sleep 1
 done
 for i in $(seq 240); do
     active=$(systemctl list-units --no-legend --state=active 'pod-*.service' | wc -l)
-    done_=$(ls /run/hold-* 2>/dev/null | wc -l)
-    # Every pod either holds its memory or was killed, and the growth processes are settled.
-    [ $((done_ - 2)) -ge $active ] && break
+    held=$(ls /run/podheld-* 2>/dev/null | wc -l)
+    # Every pod either holds its memory or was killed.
+    [ $held -ge $active ] && break
     sleep 1
 done
 sleep 5
 '''
-FACTS = r'''
+# The sampler as the role installs it (roles/reservations/files/nodealloc-sampler.py beside the
+# collection's module_utils), run every WARMUP_SAMPLE_SECONDS instead of every minute, while the node's
+# life runs through twice: idle for a reaction time, grown to its peak, back, and grown again.
+WARMUP = r'''
+set -e
+mkdir -p /var/lib/nodealloc
+rm -f /var/lib/nodealloc/history.jsonl /var/lib/nodealloc/sampler-state.json
+( while :; do python3 /opt/nodealloc/nodealloc-sampler.py --history /var/lib/nodealloc/history.jsonl \
+      --state /var/lib/nodealloc/sampler-state.json --decision /var/lib/nodealloc/decision.json --textfile '' \
+      --window 1h --sample-seconds 1 >/dev/null 2>&1 || true; sleep SAMPLE; done ) </dev/null >/dev/null 2>&1 &
+echo $! > /run/sampler.pid
+'''
+# The recommendation the facts module (policy measured, every default) makes from that history, with the
+# time options scaled to the fast-forward: the reaction time (how often the role runs) and the
+# stabilization window are REACTION seconds instead of 24 h, the history window 1 h instead of 7 d.
+RECOMMEND = r'''
 import json, sys
 sys.path.insert(0, "/opt/nodealloc")
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts
-facts = _facts.gather({"sample_seconds": 2, "history_path": "/run/nodealloc-history.jsonl", "max_pods": %d})
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import NODE_RESERVATION_FACTS_OPTIONS
+options = {name: spec.get("default") for name, spec in NODE_RESERVATION_FACTS_OPTIONS.items()}
+options.update(history_path="/var/lib/nodealloc/history.jsonl", history_window="1h", reaction_time="%ds",
+               stabilization_window="%ds", max_pods=%d, sample_seconds=2, _check_mode=False)
+facts = _facts.gather(options)
 print(json.dumps(facts["recommendation"], default=str))
 '''
 
@@ -129,23 +156,44 @@ def apply_reservation(node, kube_memory, system_memory):
     raise RuntimeError('%s: the kubelet did not set the kubepods limit' % node['name'])
 
 
-def pods_for(node, capacity):
-    limit = int(sh(node, 'cat /sys/fs/cgroup/kubepods.slice/memory.max 2>/dev/null '
-                         '|| cat /sys/fs/cgroup/memory/kubepods.slice/memory.limit_in_bytes').strip())
-    limit = min(limit, capacity)
-    return limit // (POD_ALLOCATES_MIB * MIB) + 2
+def pod_count(capacity):
+    """Pods that together allocate more than the node's whole memory, so kubepods fills whatever its limit."""
+    return capacity // (POD_ALLOCATES_MIB * MIB) + 1
+
+
+def warm_up(node, pods):
+    # The sampler records while the node goes through its life twice, each phase about a reaction time long.
+    vmnodes.push_module_utils(node, node['state_dir'])
+    with open(os.path.join(ROOT, 'roles', 'reservations', 'files', 'nodealloc-sampler.py'), encoding='utf-8') as handle:
+        sampler = handle.read()
+    sh(node, "cat > /opt/nodealloc/nodealloc-sampler.py <<'EOF'\n%sEOF" % sampler)
+    sh(node, WARMUP.replace('SAMPLE', str(WARMUP_SAMPLE_SECONDS)))
+    for cycle in range(2):
+        time.sleep(REACTION_SECONDS if cycle == 0 else REACTION_SECONDS // 2)
+        sh(node, GROWTH.replace('PODS', str(pods)))
+        time.sleep(REACTION_SECONDS)
+        sh(node, UNGROW)
+    time.sleep(REACTION_SECONDS // 2)
+    sh(node, 'kill $(cat /run/sampler.pid); rm -f /run/sampler.pid; wc -l < /var/lib/nodealloc/history.jsonl')
+    recommendation = json.loads(sh(node, "python3 - <<'EOF'\n%s\nEOF" % (
+        RECOMMEND % (REACTION_SECONDS, REACTION_SECONDS, MAX_PODS))))
+    return recommendation
 
 
 def run_policy(node, policy, results):
+    started = time.time()
     try:
         sh(node, "cat > /usr/local/bin/hold <<'EOF'\n%sEOF\nchmod 755 /usr/local/bin/hold" % HOLD)
-        capacity = int(sh(node, "awk '/MemTotal/ {print $2 * 1024}' /proc/meminfo"))
+        capacity = int(sh(node, "awk '/^MemTotal:/ {print $2}' /proc/meminfo")) * 1024
+        extra = {}
         if policy == 'measured':
-            sh(node, GROWTH.replace('PODS', '6'))
-            recommendation = json.loads(sh(node, "python3 - <<'EOF'\n%s\nEOF" % (FACTS % MAX_PODS)))
-            sh(node, UNGROW)
-            kube = quantity_bytes(recommendation['kube_reserved'].get('memory', 0))
-            system = quantity_bytes(recommendation['system_reserved'].get('memory', 0))
+            recommendation = warm_up(node, pod_count(capacity))
+            kube = quantity_bytes(recommendation['kube_reserved']['memory'])
+            system = quantity_bytes(recommendation['system_reserved']['memory'])
+            extra = {'history_samples': recommendation['basis'].get('samples'),
+                     'memory_headroom_bytes': recommendation['memory_headroom_bytes'],
+                     'single_reading': recommendation['single_reading'],
+                     'explanation': recommendation['explanation']}
         elif policy == 'none':
             kube = system = 0
         else:
@@ -155,7 +203,7 @@ def run_policy(node, policy, results):
         # pkg/kubelet/cm/node_container_manager_linux.go GetNodeAllocatableAbsolute less the hard eviction
         # threshold (kubelet_node_status.go / nodestatus.MachineInfo): what the Node offers pods.
         allocatable = capacity - kube - system - 100 * MIB
-        pods = pods_for(node, capacity)
+        pods = pod_count(capacity)
         kubelet_pid = sh(node, 'systemctl show -p MainPID --value kubelet').strip()
         before = int(sh(node, "awk '/^oom_kill / {print $2}' /proc/vmstat"))
         sh(node, 'dmesg -C')
@@ -186,22 +234,29 @@ def run_policy(node, policy, results):
             'pods_started': pods,
             'vmstat_oom_kill': after - before,
             'killed': ['%s %s (%s)' % (k[0].split('_')[1].lower(), k[2], k[1]) for k in kills],
+            'seconds': round(time.time() - started, 1),
         }
+        results[policy].update(extra)
+        print('oom_outcomes: %s done in %.0f s: %s' % (policy, time.time() - started, json.dumps(
+            {k: v for k, v in results[policy].items() if k != 'explanation'})), file=sys.stderr, flush=True)
     except Exception as exc:  # noqa: BLE001 - one guest's failure is reported, the others go on
         results[policy] = {'error': str(exc)}
+        print('oom_outcomes: %s failed: %s' % (policy, exc), file=sys.stderr, flush=True)
 
 
 def markdown(result):
     lines = ['Kernel: `%s`' % result['kernel'], '',
-             '| policy | reserved | allocatable | global OOM kills | cgroup OOM kills | non-pod killed | kubelet survived |',
-             '|---|---:|---:|---:|---:|---:|---|']
+             '| policy | reserved | allocatable | global OOM kills | cgroup OOM kills | non-pod killed | kubelet survived '
+             '| killed (constraint, task, cgroup) | boot s | run s |',
+             '|---|---:|---:|---:|---:|---:|---|---|---:|---:|']
     for name, row in result['policies'].items():
         if 'error' in row:
-            lines.append('| %s | error: %s | | | | | |' % (name, row['error']))
+            lines.append('| %s | error: %s | | | | | | | | |' % (name, row['error']))
             continue
-        lines.append('| %s | %d MiB | %d MiB | %d | %d | %d | %s |' % (
+        lines.append('| %s | %d MiB | %d MiB | %d | %d | %d | %s | %s | %s | %s |' % (
             name, row['reserved_bytes'] // MIB, row['allocatable_bytes'] // MIB, row['global_oom_kills'],
-            row['cgroup_oom_kills'], row['non_pod_killed'], 'yes' if row['kubelet_survived'] else 'NO'))
+            row['cgroup_oom_kills'], row['non_pod_killed'], 'yes' if row['kubelet_survived'] else 'NO',
+            '; '.join(row['killed']) or '-', row.get('boot_seconds'), row.get('seconds')))
     return '\n'.join(lines)
 
 
@@ -212,24 +267,41 @@ def main(argv):
     parser.add_argument('--markdown', action='store_true')
     parser.add_argument('--state-dir', default='/tmp/nodealloc-oom-outcomes')
     parser.add_argument('--full', action='store_true', help='print every field, not only the five of the JSON shape')
+    parser.add_argument('--parallel', type=int, default=3, help='guests booted at once (each takes up to --guest-mib)')
+    parser.add_argument('--guest-mib', type=int, default=GUEST_MIB)
     args = parser.parse_args(argv)
     reason = vmnodes.missing()
     if reason:
         print('oom_outcomes: skipped: %s' % reason, file=sys.stderr)
         return 0
     policies = args.policies.split(',')
-    _inventory, nodes = vmnodes.up([{'name': 'oom-' + p, 'memory_mib': GUEST_MIB} for p in policies], args.state_dir)
-    try:
-        results, threads = {}, []
-        for policy, node in zip(policies, nodes):
-            node['state_dir'] = args.state_dir
-            threads.append(threading.Thread(target=run_policy, args=(node, policy, results)))
-            threads[-1].start()
-        for thread in threads:
-            thread.join()
-        kernel = sh(nodes[0], 'uname -r').strip()
-    finally:
-        vmnodes.down(args.state_dir)
+    unknown = sorted(set(policies) - set(ALL_POLICIES))
+    if unknown:
+        parser.error('unknown policies: %s' % ', '.join(unknown))
+    results, boots, kernel = {}, {}, None
+    # At most --parallel guests at once: each may fill GUEST_MIB of the host's memory.
+    for first in range(0, len(policies), args.parallel):
+        batch = policies[first:first + args.parallel]
+        try:
+            _inventory, nodes = vmnodes.up([{'name': 'oom-' + p, 'memory_mib': args.guest_mib} for p in batch],
+                                           args.state_dir)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+            results.update({p: {'error': 'guest did not boot: %s' % exc} for p in batch})
+            continue
+        try:
+            threads = []
+            for policy, node in zip(batch, nodes):
+                node['state_dir'] = args.state_dir
+                boots[policy] = node['ready_seconds']
+                threads.append(threading.Thread(target=run_policy, args=(node, policy, results)))
+                threads[-1].start()
+            for thread in threads:
+                thread.join()
+            kernel = kernel or vmnodes.ssh(nodes[0], args.state_dir, 'uname -r', check=False).stdout.strip()
+        finally:
+            vmnodes.down(args.state_dir)
+    for policy in policies:
+        results[policy]['boot_seconds'] = boots.get(policy)
     keys = ('global_oom_kills', 'non_pod_killed', 'kubelet_survived', 'allocatable_bytes', 'cgroup_oom_kills')
     result = {'kernel': kernel, 'policies': {
         p: (results[p] if args.full or 'error' in results[p] else {k: results[p][k] for k in keys}) for p in policies}}

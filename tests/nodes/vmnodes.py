@@ -77,7 +77,7 @@ Description=container runtime (nodealloc stand-in)
 After=network.target
 
 [Service]
-ExecStart=/usr/bin/python3 /usr/bin/containerd-standin
+ExecStart=/usr/bin/python3 /usr/bin/containerd
 OOMScoreAdjust=-999
 Restart=always
 RestartSec=2
@@ -158,7 +158,8 @@ def _tree_extras(extras, public_key):
     write(os.path.join(extras, 'etc/systemd/network/20-dhcp.network'), NETWORK)
     write(os.path.join(extras, 'etc/systemd/system/kubelet.service'), KUBELET_UNIT)
     write(os.path.join(extras, 'etc/systemd/system/containerd.service'), CONTAINERD_UNIT)
-    write(os.path.join(extras, 'usr/bin/containerd-standin'), CONTAINERD_STANDIN, 0o755)
+    # Named as the real runtime's binary, so the facts module finds it by its program name.
+    write(os.path.join(extras, 'usr/bin/containerd'), CONTAINERD_STANDIN, 0o755)
     write(os.path.join(extras, 'etc/containerd-standin/resident_mib'), '20\n')
     write(os.path.join(extras, 'usr/bin/kubepods-limit-to-systemd'), KUBEPODS_LIMIT_TO_SYSTEMD, 0o755)
     # As on a kubelet node: CPU accounting on, so kubepods has the cpu controller the kubelet writes.
@@ -352,6 +353,26 @@ def run_pod(node, state_dir, uid, qos, command, oom_score_adj, memory_limit=None
     ssh(node, state_dir, 'systemd-run --quiet --unit=%s --slice=%s %s -- %s'
         % (unit, slice_name, ' '.join(properties), command))
     return unit
+
+
+def push_module_utils(node, state_dir, remote='/opt/nodealloc'):
+    """Copy the staged collection's module_utils (pure Python, no Ansible imports) to ``remote`` on a guest.
+
+    For tests and benchmarks that run the facts module's own code (``_facts.gather``) on the guest
+    between their own reads; ``make test`` stages the collection under .build first.
+    """
+    build = os.path.join(ROOT, '.build')
+    relative = 'ansible_collections/nodealloc/kubelet/plugins/module_utils'
+    if not os.path.isdir(os.path.join(build, relative)):
+        raise RuntimeError('%s is missing: run hack/stage-collection.sh first' % os.path.join(build, relative))
+    archive = subprocess.run(['tar', '-C', build, '--exclude=__pycache__', '-cf', '-', relative],
+                             check=True, capture_output=True).stdout
+    subprocess.run(
+        ['ssh', '-i', os.path.join(state_dir, 'id_ed25519'), '-p', str(node['port']), '-o', 'StrictHostKeyChecking=no',
+         '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-o', 'ConnectTimeout=10', '-o', 'BatchMode=yes',
+         'root@127.0.0.1', 'rm -rf %s && mkdir -p %s && tar -C %s -xf -' % (remote, remote, remote)],
+        input=archive, check=True, capture_output=True, timeout=120)
+    return remote
 
 
 def main(argv):
