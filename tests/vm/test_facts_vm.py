@@ -28,6 +28,7 @@ PROBE = r'''
 import json, os, sys
 sys.path.insert(0, "/opt/nodealloc")
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import NODE_RESERVATION_FACTS_OPTIONS
 
 def meminfo():
     with open("/proc/meminfo") as handle:
@@ -42,7 +43,10 @@ def kubepods(root):
     return {"usage": usage, "inactive": inactive}
 
 before = {"meminfo": meminfo(), "kubepods": kubepods(None)}
-facts = _facts.gather({"sample_seconds": 1, "history_path": "/run/nodealloc-history.jsonl"})
+# The module's parameters as AnsibleModule fills them: every default, then what a task would set.
+options = {name: spec.get("default") for name, spec in NODE_RESERVATION_FACTS_OPTIONS.items()}
+options.update(sample_seconds=1, history_path="/run/nodealloc-history.jsonl", _check_mode=False)
+facts = _facts.gather(options)
 after = {"meminfo": meminfo(), "kubepods": kubepods(None)}
 print(json.dumps({"before": before, "after": after, "facts": facts}, default=str))
 '''
@@ -61,8 +65,9 @@ def test_facts_on_guest(vm_guests, guest):
     def sh(command):
         return vmnodes.ssh(node, state_dir, command).stdout
 
-    capacity = int(sh("awk '/MemTotal/ {print $2 * 1024}' /proc/meminfo"))
+    capacity = int(sh("awk '/^MemTotal:/ {print $2}' /proc/meminfo")) * 1024
     oom_score_adj = min(999, max(2, 1000 - (1000 * 128 * MIB) // capacity))
+    vmnodes.push_module_utils(node, state_dir)
     uid = str(uuid.uuid4()).replace('-', '_')
     sh('rm -f /run/pod-ready')
     unit = vmnodes.run_pod(node, state_dir, uid, 'burstable', "/usr/bin/python3 -c '%s'" % ALLOCATE, oom_score_adj)
@@ -97,8 +102,12 @@ def test_facts_on_guest(vm_guests, guest):
     # The kubelet's working set (cadvisor): usage minus inactive file pages, and the pod's 256 MiB is in it.
     assert memory['kubepods_working_set_bytes'] == kubepods['usage_bytes'] - kubepods['inactive_file_bytes']
     assert 256 * MIB <= memory['kubepods_working_set_bytes'] <= 256 * MIB + POD_OVERHEAD
-    assert memory['non_pod_bytes'] == (memory['mem_total_bytes'] - memory['mem_available_bytes']
-                                       - memory['kubepods_working_set_bytes'])
+    # The PoC's non-pod figure, and the module's: the PoC's plus the pods' page cache MemAvailable already counts.
+    accounting = memory['non_pod_accounting']
+    assert memory['non_pod_poc_bytes'] == (memory['mem_total_bytes'] - memory['mem_available_bytes']
+                                           - memory['kubepods_working_set_bytes'])
+    assert memory['non_pod_bytes'] == memory['non_pod_poc_bytes'] + accounting['pods_counted_available_bytes']
+    assert 0 <= accounting['pods_counted_available_bytes'] <= kubepods['active_file_bytes'] + kubepods['slab_reclaimable_bytes']
     # The kubelet and the runtime are measured in the units the guest's systemd made for them.
     assert sorted(c['cgroup'] for c in memory['kube_components']['cgroups']) == [
         '/system.slice/containerd.service', '/system.slice/kubelet.service']
