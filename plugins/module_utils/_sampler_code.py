@@ -47,11 +47,12 @@ def _source_of(name):
     source = spec.loader.get_source(full) if spec is not None and spec.loader is not None else None
     if source is None:
         raise NodeallocError('the source of %s is not available here' % full)
-    return source
+    # Bytes, as the file holds them: Ansible's collection loader returns bytes, Python's own a str.
+    return source.encode('utf-8') if isinstance(source, str) else source
 
 
 def sources(roots=SAMPLER_IMPORTS):
-    """``{file name: source}`` of ``roots`` and every collection module_util they import, transitively."""
+    """``{file name: source bytes}`` of ``roots`` and every collection module_util they import, transitively."""
     found = {}
     pending = sorted(roots)
     while pending:
@@ -80,7 +81,7 @@ def install(sampler_dir, files, check_mode=False):
         raise NodeallocError('%s: cannot list the directory: %s' % (target, exc.strerror or exc))
     written = []
     for name in sorted(files):
-        data = files[name].encode('utf-8')
+        data = files[name].encode('utf-8') if isinstance(files[name], str) else files[name]
         try:
             with open(os.path.join(target, name), 'rb') as handle:
                 if handle.read() == data:

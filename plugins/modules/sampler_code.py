@@ -10,7 +10,7 @@ short_description: Install the Python code the nodealloc sampler imports on a no
 version_added: 0.1.0
 description:
   - Writes the collection's module_utils that the sampler script (C(nodealloc-sampler.py), installed by the
-    M(nodealloc.kubelet.reservations) role) imports, under O(path)C(/ansible_collections/nodealloc/kubelet/plugins/module_utils).
+    role C(nodealloc.kubelet.reservations)) imports, under O(path)C(/ansible_collections/nodealloc/kubelet/plugins/module_utils).
   - The files come from this module's own payload (Ansible packs in the module_utils a module imports), so one call
     installs them all; the set is the sampler's import closure, found by reading the sources' import statements.
   - Each file that differs is replaced atomically; a C(*.py) file there that the sampler no longer imports (left by
@@ -30,7 +30,7 @@ attributes:
     support: full
 options:
   path:
-    description: The sampler's directory (the role's O(reservations_sampler_dir)), where C(nodealloc-sampler.py) lives.
+    description: The sampler's directory (C(reservations_sampler_dir) of the role C(nodealloc.kubelet.reservations)), where C(nodealloc-sampler.py) lives.
     type: path
     required: true
 notes:
