@@ -6,8 +6,9 @@ For each pod count, creates that many real pod cgroups (v1, systemd layout) unde
 then times, in the same run and alternating, (a) the collection's gathering with no CPU sampling
 wait (``_facts.gather``, sample_seconds 0, no history) and (b) a baseline that only reads the
 kernel files gathering reads (mountinfo, meminfo, stat, the kubepods and system.slice files, every
-/proc/<pid>/cmdline once). Reports the median ratio a/b and the peak RSS of a fresh process that
-imports the collection and gathers once, and the same for the sampler (one timer run).
+/proc/<pid>/cmdline once). The baseline includes what the overcommit audit needs (each pod's memory limit and
+CPU shares). Reports the median ratio a/b and the peak RSS of a fresh process that imports the
+collection and gathers once. The sampler's cost is benchmarks/sampler_cost.py's.
 Needs root and cgroup v1 (as the integration tests).
 """
 
@@ -39,9 +40,19 @@ def baseline():
                 path = os.path.join('/sys/fs/cgroup', controller, group, name)
                 if os.path.exists(path):
                     paths.append(path)
+    # The overcommit audit (issue 15) reads each pod's memory limit and CPU shares: one read each.
+    kubepods = '/sys/fs/cgroup/memory/kubepods.slice'
+    for qos_dir in [kubepods] + [os.path.join(kubepods, n) for n in os.listdir(kubepods) if n.endswith('.slice')]:
+        for pod in os.listdir(qos_dir):
+            if '-pod' in pod and pod.endswith('.slice'):
+                paths.append(os.path.join(qos_dir, pod, 'memory.limit_in_bytes'))
+                paths.append(os.path.join(qos_dir.replace('/memory/', '/cpu/'), pod, 'cpu.shares'))
     for path in paths:
-        with open(path, 'rb') as handle:
-            handle.read()
+        try:
+            with open(path, 'rb') as handle:
+                handle.read()
+        except FileNotFoundError:
+            pass
     for pid in os.listdir('/proc'):
         if pid.isdigit():
             try:
@@ -97,17 +108,6 @@ def measure(pod_counts, repeat):
     return results
 
 
-def sampler_cost(tmp_history):
-    script = os.path.join(ROOT, 'roles', 'reservations', 'files', 'nodealloc-sampler.py')
-    code = ('import runpy, sys; sys.argv = [%r, %r, "0"]; runpy.run_path(%r, run_name="__main__")'
-            % (script, tmp_history, script))
-    try:
-        rss_kib, cpu_seconds = peak_rss_kib(code)
-    except subprocess.CalledProcessError:
-        rss_kib, cpu_seconds = 0, 0.0
-    return {'peak_rss_mib': round(rss_kib / 1024.0, 1), 'cpu_seconds_per_run': round(cpu_seconds, 3)}
-
-
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--json', action='store_true')
@@ -119,8 +119,7 @@ def main(argv):
         return 0
     rows = measure([int(p) for p in args.pods.split(',')], args.repeat)
     result = {'name': 'facts_cost', 'ratio': max(r['ratio'] for r in rows), 'target': 2.0, 'rows': rows,
-              'peak_rss_mib': max(r['peak_rss_mib'] for r in rows), 'rss_target_mib': 50,
-              'sampler': sampler_cost('/tmp/nodealloc-bench-history.jsonl')}
+              'peak_rss_mib': max(r['peak_rss_mib'] for r in rows), 'rss_target_mib': 50}
     if args.json:
         print(json.dumps(result))
     else:
@@ -128,7 +127,6 @@ def main(argv):
         for row in rows:
             print('%4d  %9.3f  %11.3f  %5.2f  %12.1f'
                   % (row['pods'], row['gather_ms'], row['baseline_ms'], row['ratio'], row['peak_rss_mib']))
-        print('sampler: %(peak_rss_mib).1f MiB peak RSS, %(cpu_seconds_per_run).3f s CPU per run' % result['sampler'])
     return 0
 
 
