@@ -186,14 +186,41 @@ def cgroup_subtree(name, controller):
     return os.path.join('/sys/fs/cgroup', controller, 'nodealloc', name)
 
 
+def _children(pid):
+    found = []
+    try:
+        for task in os.listdir('/proc/%d/task' % pid):
+            with open('/proc/%d/task/%s/children' % (pid, task), encoding='utf-8') as handle:
+                found.extend(int(child) for child in handle.read().split())
+    except OSError:
+        pass  # gone meanwhile
+    return found
+
+
+def _is_namespace_init(pid):
+    """PID 1 of its own PID namespace (the last NSpid field), so the container's systemd, not a helper."""
+    try:
+        with open('/proc/%d/status' % pid, encoding='utf-8') as handle:
+            for line in handle:
+                if line.startswith('NSpid:'):
+                    ids = line.split()[1:]
+                    return len(ids) > 1 and ids[-1] == '1'
+    except OSError:
+        pass
+    return False
+
+
 def container_init_pid(nspawn_pid, timeout=30):
+    # systemd-nspawn forks an intermediate child that forks the container's init and exits: taking the
+    # first child seen raced with that exit (nsenter then found no /proc/<pid>/ns/mnt).
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for task in os.listdir('/proc/%d/task' % nspawn_pid):
-            with open('/proc/%d/task/%s/children' % (nspawn_pid, task), encoding='utf-8') as handle:
-                children = handle.read().split()
-            if children:
-                return int(children[0])
+        pending = _children(nspawn_pid)
+        while pending:
+            pid = pending.pop()
+            if _is_namespace_init(pid):
+                return pid
+            pending.extend(_children(pid))
         time.sleep(0.1)
     raise RuntimeError('systemd-nspawn %d started no container' % nspawn_pid)
 
