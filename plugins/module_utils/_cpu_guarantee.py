@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cgroup, _node_allocatable
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cgroup
 
 DEFAULT_WEIGHT = {'v1': 1024, 'v2': 100}
 
@@ -43,6 +43,10 @@ def shares_to_weight(shares):
 
 def kubepods_weight(version, kubepods_millicores):
     """The weight the kubelet gives kubepods for a node-allocatable CPU."""
+    # Imported here: the sampler imports this module for PSI alone, and _node_allocatable brings the
+    # option specs, quantities and formulas, a tenth of a sampler run's CPU.
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils import _node_allocatable
+
     shares = _node_allocatable.milli_cpu_to_shares(max(0, kubepods_millicores))
     return shares if version == 'v1' else shares_to_weight(shares)
 

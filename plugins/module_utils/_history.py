@@ -22,7 +22,6 @@ import os
 import re
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._go_duration import parse_duration
 
 DEFAULT_PATH = '/var/lib/nodealloc/history.jsonl'
 DEFAULT_MAX_SAMPLES = 20160  # two weeks of one sample a minute
@@ -40,6 +39,9 @@ def parse_window(text):
     match = _DAYS.match(text)
     if match:
         return float(match.group(1)) * 86400
+    # Imported here: the sampler's default window is in days, and _go_duration brings decimal.
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._go_duration import parse_duration
+
     seconds = float(parse_duration(text))
     if seconds < 0:
         raise ValueError('a window cannot be negative: %r' % text)

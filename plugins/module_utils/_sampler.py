@@ -10,7 +10,11 @@ keeps what the metrics need from the past:
 * a per-hour histogram of non-pod memory (1 MiB buckets) and CPU (1 millicore buckets) over the
   history window and their running totals (an hour leaving the window is subtracted), for the
   policy's percentile (nearest rank over buckets, so at most 1 MiB above
-  the exact figure from the samples);
+  the exact figure from the samples). Each hour is kept packed in one string
+  (``"bucket:count,...;bucket:count,..."``, memory then CPU) and unpacked only when a run adds to
+  it or prunes it: a run then parses one hour, not the whole window (held as nested JSON, the
+  week's 168 hours were parsed and written back by every run, a cost that grew with the history
+  up to the window);
 * the inode and size of the history already counted: lines other writers appended since (the
   module with ``record``) are read from there, each validated as the module validates it. Without
   a state file (first run, or deleted by hand) the history is read once, in full.
@@ -27,7 +31,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
     _cgroup, _cpu_guarantee, _file_io, _history, _kubelet_process, _measure, _metrics, _overcommit, _procfs)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: hours packed in strings
 MIB = 1 << 20
 DEFAULT_STATE_PATH = '/var/lib/nodealloc/sampler-state.json'
 DEFAULT_DECISION_PATH = '/var/lib/nodealloc/decision.json'
@@ -45,10 +49,36 @@ def load_json(path):
     return value if isinstance(value, dict) else None
 
 
+def _unpack_hour(text):
+    """``{'m': {bucket: count}, 'c': {...}}`` from an hour packed by ``_pack_hour``."""
+    memory, _sep, cpu = text.partition(';')
+    return {key: {bucket: int(count) for bucket, _colon, count in (item.partition(':') for item in part.split(',') if item)}
+            for key, part in (('m', memory), ('c', cpu))}
+
+
+def _pack_hour(hour):
+    return ';'.join(','.join('%s:%d' % item for item in hour[key].items()) for key in ('m', 'c'))
+
+
+def _packed(state):
+    """``state`` as it is saved: every hour packed (those a run touched are unpacked in memory)."""
+    hours = {name: hour if isinstance(hour, str) else _pack_hour(hour) for name, hour in state.get('hours', {}).items()}
+    return dict(state, hours=hours)
+
+
+def _hour(hours, name):
+    hour = hours.get(name)
+    if hour is None:
+        hour = hours[name] = {'m': {}, 'c': {}}
+    elif isinstance(hour, str):
+        hour = hours[name] = _unpack_hour(hour)
+    return hour
+
+
 def _add(state, sample):
     """Count ``sample`` in its hour and in the window's running totals (so a percentile needs no merge)."""
     hours, totals = state['hours'], state['totals']
-    hour = hours.setdefault(str(int(sample['t'] // 3600)), {'m': {}, 'c': {}})
+    hour = _hour(hours, str(int(sample['t'] // 3600)))
     for key, bucket in (('m', str(int(math.ceil(sample['non_pod_bytes'] / float(MIB))))),
                         ('c', str(int(math.ceil(sample['non_pod_millicores']))))):
         hour[key][bucket] = hour[key].get(bucket, 0) + 1
@@ -58,7 +88,8 @@ def _add(state, sample):
 def _prune(state, now, window_seconds):
     oldest = int((now - window_seconds) // 3600)
     for name in [k for k in state['hours'] if int(k) < oldest]:
-        for key, buckets in state['hours'].pop(name).items():
+        hour = state['hours'].pop(name)
+        for key, buckets in (_unpack_hour(hour) if isinstance(hour, str) else hour).items():
             for bucket, count in buckets.items():
                 left = state['totals'][key].get(bucket, 0) - count
                 if left > 0:
@@ -221,7 +252,7 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None):
         except (OSError, NodeallocError) as exc:
             problems.append('%s: metrics not written: %s' % (textfile, exc))
     try:
-        _file_io.write_atomic(state_path, json.dumps(state, separators=(',', ':')), mode=0o644)
+        _file_io.write_atomic(state_path, json.dumps(_packed(state), separators=(',', ':')), mode=0o644)
     except (OSError, NodeallocError) as exc:
         problems.append('%s: state not saved (the next run reads the history in full): %s' % (state_path, exc))
     return figures, problems

@@ -7,9 +7,12 @@ the nodes, never from what the playbook says about itself.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -115,6 +118,32 @@ def test_happy_path_changes_every_node_once_in_order_never_two_at_once(fresh_fle
     for (_name, _stop, healthy), (_next, next_stop, _h) in zip(windows, windows[1:]):
         assert healthy is not None and healthy <= next_stop  # the next node stops only once this one is healthy
     print('rollout of %d nodes: %.1f s' % (len(nodes), result.wall_seconds))
+    check_the_sampler_runs_and_writes_metrics_promtool_accepts(fresh_fleet, nodes[0])
+
+
+def check_the_sampler_runs_and_writes_metrics_promtool_accepts(fleet, node):
+    """A fresh node given the role has the sampler's timer running, and a run writes what the dashboard reads."""
+    ssh = functools.partial(testnodes.ssh, node, fleet['state_dir'])
+    assert ssh('systemctl is-enabled nodealloc-sampler.timer', check=False).stdout.strip() == 'enabled'
+    assert ssh('systemctl is-active nodealloc-sampler.timer', check=False).stdout.strip() == 'active'
+    # A oneshot: start returns once the run is over (joining a run the timer began, if any).
+    started = ssh('systemctl start nodealloc-sampler.service', check=False)
+    assert started.returncode == 0, started.stderr + ssh('journalctl -u nodealloc-sampler.service -n 20', check=False).stdout
+    shown = ssh('systemctl show -p Result -p ExecMainStatus nodealloc-sampler.service').stdout.split()
+    assert sorted(shown) == ['ExecMainStatus=0', 'Result=success'], (node['name'], shown)
+    with open(os.path.join(ROOT, 'roles', 'reservations', 'defaults', 'main.yml')) as handle:
+        textfile = yaml.safe_load(handle)['reservations_sampler_textfile_path']
+    with open(testnodes.node_path(node, textfile)) as handle:
+        text = handle.read()
+    if shutil.which('promtool'):
+        check = subprocess.run(['promtool', 'check', 'metrics'], input=text, capture_output=True, text=True, check=False)
+        assert check.returncode == 0, check.stdout + check.stderr
+    with open(os.path.join(ROOT, 'monitoring', 'nodealloc-dashboard.json')) as handle:
+        dashboard = set(re.findall(r'\bnodealloc_[a-z_]+\b', handle.read()))
+    # Written only on cgroup v2 (these nodes share the host's v1 hierarchies), and only while a change is pending.
+    conditional = {'nodealloc_pressure_stall_seconds_total', 'nodealloc_memory_recommended_reserved_bytes'}
+    written = {line.split()[2] for line in text.splitlines() if line.startswith('# TYPE ')}
+    assert len(dashboard) > 10 and dashboard - conditional <= written, sorted(dashboard - conditional - written)
 
 
 def test_second_run_changes_nothing_and_restarts_nothing(fresh_fleet):

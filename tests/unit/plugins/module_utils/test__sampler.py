@@ -108,3 +108,33 @@ def test_hours_leaving_the_window_leave_the_totals():
     _sampler._prune(state, now=7300, window_seconds=3600)
     assert _sampler.sketch_percentile(state['totals']['m'], 100) == 100
     assert _sampler.sketch_percentile(state['totals']['c'], 100) == 100 and list(state['hours']) == ['2']
+
+
+def test_two_days_of_history_are_counted_through_packed_hours_and_pruned_exactly(node, tmp_path):
+    # Hours are saved packed and unpacked only when a run adds to them or prunes them: the percentile
+    # after the pruning of packed hours must still be the one of the samples left in the window.
+    opts = dict(options(node, tmp_path), history_window='24h')
+    now = 1700000000.0
+    largest = 900 * MIB
+    with open(opts['history_path'], 'w') as handle:
+        for index in range(48 * 60):
+            handle.write(json.dumps({'t': now - (48 * 60 - index) * 60, 'non_pod_bytes': (largest if index < 60 else (200 + index % 97) * MIB),
+                                     'non_pod_millicores': 10 + index % 13}) + '\n')
+    figures, _problems = _sampler.run(dict(opts, percentile=100), sleep=lambda _s: None, now=now)
+    # The sketch's window starts at the hour the window's start falls in.
+    samples, _problems = _history.read(opts['history_path'], now, now - (now - 86400) // 3600 * 3600)
+    assert figures['window_samples'] == len(samples)
+    assert figures['window_non_pod_bytes'] == -(-max(s['non_pod_bytes'] for s in samples) // MIB) * MIB < largest
+    saved = json.loads((tmp_path / 'state.json').read_text())
+    assert saved['hours'] and all(isinstance(hour, str) for hour in saved['hours'].values())
+    # Two days on, the window holds no line of the file: what is left is the runs' own readings.
+    figures, _problems = _sampler.run(dict(opts, percentile=100), sleep=lambda _s: None, now=now + 2 * 86400)
+    samples, _problems = _history.read(opts['history_path'], now + 2 * 86400, 86400 + 3600)
+    assert figures['window_samples'] == len(samples) == 1 and saved['hours'] != json.loads((tmp_path / 'state.json').read_text())['hours']
+    assert figures['window_non_pod_bytes'] == -(-samples[0]['non_pod_bytes'] // MIB) * MIB
+
+
+def test_hours_round_trip_through_their_packed_form():
+    hour = {'m': {'600': 3, '1024': 1}, 'c': {'100': 2}}
+    assert _sampler._unpack_hour(_sampler._pack_hour(hour)) == hour
+    assert _sampler._unpack_hour(_sampler._pack_hour({'m': {}, 'c': {}})) == {'m': {}, 'c': {}}

@@ -17,10 +17,10 @@ def test_the_sampler_runs_from_the_installed_files_alone(tmp_path):
     assert removed == [] and '_sampler.py' in written
     script = tmp_path / 'nodealloc-sampler.py'
     script.write_bytes(open(SCRIPT, 'rb').read())
-    # -I: no PYTHONPATH, no user site; the script finds only what install() wrote beside it. A measurement
+    # -I -S as the unit runs it: no PYTHONPATH, no site; the script finds only what install() wrote beside it. A measurement
     # runs every import, including those inside functions.
     textfile = tmp_path / 'metrics.prom'
-    result = subprocess.run([sys.executable, '-I', str(script), '--history', str(tmp_path / 'h.jsonl'),
+    result = subprocess.run([sys.executable, '-I', '-S', str(script), '--history', str(tmp_path / 'h.jsonl'),
                              '--state', str(tmp_path / 'state.json'), '--textfile', str(textfile),
                              '--decision', str(tmp_path / 'decision.json'), '--sample-seconds', '0.1'],
                             capture_output=True, text=True, check=False)
