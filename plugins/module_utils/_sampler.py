@@ -141,16 +141,34 @@ def _file_id(path):
     return stat.st_ino, stat.st_size
 
 
-def update_history(history_path, state, reading, now, window_seconds, limits):
-    """Record ``reading`` and bring the sketch up to date; returns the problems met."""
-    problems = []
-    inode, size = _file_id(history_path)
+def _catch_up(history_path, state, now, window_seconds, limits, inode, size):
+    """Bring the sketch up to the file's end and the window's start, and unpack the current hour."""
     if not state.get('hours_valid'):
         state.update(hours={}, totals={'m': {}, 'c': {}}, rejected=0, hours_valid=True)
         state['offset'] = _ingest(history_path, state, now, limits, 0)
     elif inode == state.get('inode') and size >= state.get('offset', 0):
         state['offset'] = _ingest(history_path, state, now, limits, state.get('offset', 0))
     # else: rotated by another writer; it only dropped old lines, the sketch still holds.
+    _prune(state, now, window_seconds)
+    _hour(state['hours'], str(int(now // 3600)))
+    for key in ('m', 'c'):
+        sketch_percentile(state['totals'][key], 100)
+
+
+def update_history(history_path, state, reading, now, window_seconds, limits):
+    """Record ``reading`` and bring the sketch up to date; returns the problems met."""
+    problems = []
+    inode, size = _file_id(history_path)
+    try:
+        _catch_up(history_path, state, now, window_seconds, limits, inode, size)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        # The state is a cache of the history: one a hand edit or another version left unusable is
+        # rebuilt from the file instead of stopping every run until someone deletes it.
+        problems.append('the sampler state could not be used (%s: %s); rebuilt from %s'
+                        % (type(exc).__name__, exc, history_path))
+        state.clear()
+        state['version'] = STATE_VERSION
+        _catch_up(history_path, state, now, window_seconds, limits, inode, size)
     try:
         cut = _history.append(history_path, reading)
         if cut:
@@ -161,7 +179,6 @@ def update_history(history_path, state, reading, now, window_seconds, limits):
         problems.append('%s: this reading was not recorded: %s' % (history_path, exc))
         state['recorded'] = False
     state['inode'], state['offset'] = _file_id(history_path)
-    _prune(state, now, window_seconds)
     return problems
 
 
@@ -198,8 +215,12 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None):
     snapshot['components'] = sorted(component_cgroups) + sorted(component_pids)
     previous = state.get('cpu')
     cpu = None
-    if previous and previous.get('components') == snapshot['components'] and snapshot['time'] - previous['time'] >= 1:
-        cpu = _measure.cpu_between(previous, snapshot, capacity_millicores)
+    if isinstance(previous, dict) and previous.get('components') == snapshot['components']:
+        try:
+            if snapshot['time'] - previous['time'] >= 1:
+                cpu = _measure.cpu_between(previous, snapshot, capacity_millicores)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            cpu = None  # an unusable saved snapshot: sample instead
     if cpu is None:
         cpu = _measure.sample_cpu(layout, kubepods, component_cgroups, component_pids, capacity_millicores,
                                   float(options.get('sample_seconds', 10)), proc_root, sleep)

@@ -138,3 +138,36 @@ def test_hours_round_trip_through_their_packed_form():
     hour = {'m': {'600': 3, '1024': 1}, 'c': {'100': 2}}
     assert _sampler._unpack_hour(_sampler._pack_hour(hour)) == hour
     assert _sampler._unpack_hour(_sampler._pack_hour({'m': {}, 'c': {}})) == {'m': {}, 'c': {}}
+
+
+@pytest.mark.parametrize('damage, rebuilt', [
+    (lambda state: state['hours'].update({max(state['hours'], key=int): 'not;a:packed,hour'}), True),  # the hour a run adds to
+    (lambda state: state.update(totals={'m': {'lots': 1}, 'c': {}}), True),
+    (lambda state: state.update(hours=[]), True),
+    (lambda state: state.update(cpu='yesterday'), False),  # the CPU is sampled instead
+])
+def test_an_unusable_state_is_rebuilt_from_the_history_not_fatal(node, tmp_path, damage, rebuilt):
+    opts = options(node, tmp_path)
+    now = 1700000000.0
+    with open(opts['history_path'], 'w') as handle:
+        for index in range(120):
+            handle.write(json.dumps({'t': now - (120 - index) * 60, 'non_pod_bytes': (300 + index) * MIB,
+                                     'non_pod_millicores': 50 + index}) + '\n')
+    _sampler.run(opts, sleep=lambda _s: None, now=now)
+    clean_dir = tmp_path / 'clean'
+    clean_dir.mkdir()
+    clean = dict(opts, history_path=str(clean_dir / 'history.jsonl'), state_path=str(clean_dir / 'state.json'),
+                 textfile_path='')
+    (clean_dir / 'history.jsonl').write_bytes((tmp_path / 'history.jsonl').read_bytes())
+    state = json.loads((tmp_path / 'state.json').read_text())
+    damage(state)
+    (tmp_path / 'state.json').write_text(json.dumps(state))
+
+    figures, problems = _sampler.run(opts, sleep=lambda _s: None, now=now + 60)
+    expected, _problems = _sampler.run(clean, sleep=lambda _s: None, now=now + 60)
+    assert figures['recorded'] and figures['window_samples'] == expected['window_samples'] == 122
+    assert figures['window_non_pod_bytes'] == expected['window_non_pod_bytes']
+    assert [p for p in problems if 'state could not be used' in p] == (problems if rebuilt else []) and len(problems) == rebuilt, problems
+    # And the next run is back to normal, from the state this one saved.
+    _figures, problems = _sampler.run(opts, sleep=lambda _s: None, now=now + 120)
+    assert problems == []
