@@ -36,8 +36,11 @@ def _allocatable(config, capacity_memory_bytes, capacity_millicores, hugepages_b
 
 
 def plan(params, capacity_memory_bytes=None, capacity_millicores=None, kubepods_working_set_bytes=None,
-         kubepods_margin_bytes=0, hugepages_bytes=0, cgroup_exists=None):
+         kubepods_margin_bytes=0, hugepages_bytes=0, cgroup_exists=None, missing_drop_in_dir_is_empty=False):
     """Decide what to write. ``params`` are the module's parameters.
+
+    ``missing_drop_in_dir_is_empty``: plan a ``drop_in_dir`` that does not exist yet as an empty one (check mode,
+    when the run would create it first) instead of refusing it.
 
     Returns a dict: changed, target (path), action ('write'|'remove'|None), text (new content),
     before_text, previous/new reservations, allocatable_before/after, validation, minimal_edit.
@@ -52,10 +55,11 @@ def plan(params, capacity_memory_bytes=None, capacity_millicores=None, kubepods_
     drop_ins = []
     ours_path = None
     if drop_in_dir:
-        if not os.path.isdir(drop_in_dir):
+        exists = os.path.isdir(drop_in_dir)
+        if not exists and not (missing_drop_in_dir_is_empty and not os.path.exists(drop_in_dir)):
             raise ConfigError(drop_in_dir, 'drop_in_dir is not a directory')
         ours_path = os.path.join(drop_in_dir, params.get('drop_in_name') or '50-nodealloc.conf')
-        for path in files.drop_in_files(drop_in_dir):
+        for path in files.drop_in_files(drop_in_dir) if exists else []:
             data, _fmt, _text = files.load_config(path)
             drop_ins.append((path, data))
     elif state == 'absent':

@@ -45,7 +45,9 @@ options:
     type: path
     required: true
   drop_in_dir:
-    description: The kubelet's C(--config-dir); when set, the change goes to our drop-in O(drop_in_name) there.
+    description:
+      - The kubelet's C(--config-dir); when set, the change goes to our drop-in O(drop_in_name) there.
+      - In check mode a directory that does not exist yet is planned as empty (the role creates it before the real run).
     type: path
   drop_in_name:
     description: File name of our drop-in in O(drop_in_dir).
@@ -242,11 +244,11 @@ def _node(params, unit=None):
     return step.Node(unit or params['unit'], params['healthz_url'], params['kubepods_limit_file'])
 
 
-def _plan(params, node_facts):
+def _plan(params, node_facts, missing_drop_in_dir_is_empty=False):
     params = dict(params, state='present')
     return change.plan(params, node_facts.get('capacity_memory_bytes'), node_facts.get('capacity_millicores'),
                        node_facts.get('kubepods_working_set_bytes'), node_facts.get('kubepods_margin_bytes', 0),
-                       node_facts.get('hugepages_bytes', 0))
+                       node_facts.get('hugepages_bytes', 0), missing_drop_in_dir_is_empty=missing_drop_in_dir_is_empty)
 
 
 def _moved_since_measured(measured, previous):
@@ -303,8 +305,13 @@ def _recover(module, params):
 def _apply(module, params, result):
     node_facts = probe_node(params)
     target_dir = params['drop_in_dir'] or os.path.dirname(params['path'])
-    with directory_lock(target_dir, params['config_lock_timeout']):
-        decision = _plan(params, node_facts)
+    # Check mode before the role's reservations_enable_config_dir has made the drop-in directory: plan it as the
+    # empty directory the real run creates; there is nothing to lock, and check mode writes nothing.
+    pending_dir = module.check_mode and not os.path.lexists(target_dir)
+    with _null_lock() if pending_dir else directory_lock(target_dir, params['config_lock_timeout']):
+        decision = _plan(params, node_facts, missing_drop_in_dir_is_empty=pending_dir)
+        if pending_dir:
+            result['msg'] = '%s does not exist yet: planned as the empty directory the run would create' % target_dir
         if not module.check_mode:
             stale = change.clean_up(decision)
             if stale:

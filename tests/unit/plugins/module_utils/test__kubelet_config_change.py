@@ -89,3 +89,18 @@ def test_invalid_result_is_refused_before_anything_is_written(node):
 def test_absent_without_drop_in_dir_is_an_error(node):
     with pytest.raises(ConfigError, match='needs drop_in_dir'):
         change.plan(params(node, state='absent'))
+
+
+def test_a_drop_in_dir_still_to_be_made_is_planned_as_empty_only_when_asked(node):
+    # Check mode of the role's reservations_enable_config_dir: the directory is made only by the real run.
+    pending = os.path.join(os.path.dirname(node['dir']), 'kubelet.conf.d')
+    with pytest.raises(ConfigError, match='drop_in_dir is not a directory'):
+        change.plan(params(node, drop_in_dir=pending, system_reserved={'memory': '500Mi'}), 8 * GI, 2000)
+    decision = change.plan(params(node, drop_in_dir=pending, system_reserved={'memory': '500Mi'}), 8 * GI, 2000,
+                           missing_drop_in_dir_is_empty=True)
+    assert decision['changed'] and decision['target'] == os.path.join(pending, '50-nodealloc.conf')
+    assert decision['previous']['kubeReserved'] == {'memory': '1Gi'}  # the main file's, read as the kubelet would
+    assert not os.path.exists(pending)
+    with pytest.raises(ConfigError, match='drop_in_dir is not a directory'):  # a file in its place is not "to be made"
+        change.plan(params(node, drop_in_dir=node['path'], system_reserved={'memory': '500Mi'}),
+                    missing_drop_in_dir_is_empty=True)
