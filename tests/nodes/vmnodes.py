@@ -337,6 +337,11 @@ def down(state_dir):
     for node in nodes:
         deadline = time.monotonic() + 15
         while os.path.exists('/proc/%d' % node['qemu_pid']) and time.monotonic() < deadline:
+            # A killed QEMU started by this process stays a zombie (its /proc entry too) until reaped.
+            try:
+                os.waitpid(node['qemu_pid'], os.WNOHANG)
+            except ChildProcessError:
+                pass  # not our child: its own parent reaps it
             time.sleep(0.1)
         if os.path.exists(node['overlay']):
             os.unlink(node['overlay'])
