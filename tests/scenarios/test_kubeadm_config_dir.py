@@ -19,19 +19,14 @@ import yaml
 from nodes import testnodes
 from test_safety import WATCHED, differences, run_playbook, snapshot
 
+from ansible_collections.nodealloc.kubelet.tests.unit.plugins.module_utils.test__kubelet_ownership import (
+    KUBEADM_DROP_IN as KUBEADM_UPSTREAM)
+
 # kubernetes/release cmd/krel/templates/latest/kubeadm/10-kubeadm.conf as the kubeadm .deb installs it: into the
 # package's unit directory, with /etc/sysconfig/kubelet rewritten to /etc/default/kubelet (kubeadm.spec, debbuild).
 # One change: ExecStart runs the stand-in through python3, as the nodes' kubelet.service does, not /usr/bin/kubelet.
 KUBEADM_DROP_IN = '/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf'
-KUBEADM_DROP_IN_TEXT = """# Note: This dropin only works with kubeadm and kubelet v1.11+
-[Service]
-Environment="KUBELET_KUBECONFIG_ARGS=--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf"
-Environment="KUBELET_CONFIG_ARGS=--config=/var/lib/kubelet/config.yaml"
-EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env
-EnvironmentFile=-/etc/default/kubelet
-ExecStart=
-ExecStart=/usr/bin/python3 /usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS
-"""
+KUBEADM_DROP_IN_TEXT = KUBEADM_UPSTREAM.replace('ExecStart=/usr/bin/kubelet ', 'ExecStart=/usr/bin/python3 /usr/bin/kubelet ')
 # What kubeadm join writes there (cmd/kubeadm/app/phases/kubelet/flags.go WriteKubeletArgsToFile,
 # KUBELET_KUBEADM_ARGS=%q); the stand-in ignores these flags.
 KUBEADM_FLAGS_ENV = '/var/lib/kubelet/kubeadm-flags.env'

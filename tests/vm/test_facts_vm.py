@@ -72,6 +72,10 @@ def test_facts_on_guest(vm_guests, guest):
     sh('rm -f /run/pod-ready')
     unit = vmnodes.run_pod(node, state_dir, uid, 'burstable', "/usr/bin/python3 -c '%s'" % ALLOCATE, oom_score_adj)
     sh('for i in $(seq 600); do [ -e /run/pod-ready ] && exit 0; sleep 0.2; done; exit 1')
+    # The kubelet puts a pod's limits on its pod slice: a 512 MiB memory limit and a 250m CPU request, which
+    # it writes as cpu.shares 256 (v1) or cpu.weight 10 (v2, CpuSharesToCpuWeight(256)).
+    cpu_property = 'CPUShares=256' if guest.endswith('v1') else 'CPUWeight=10'
+    sh('systemctl set-property --runtime kubepods-burstable-pod%s.slice MemoryMax=%d %s' % (uid, 512 * MIB, cpu_property))
     try:
         pod_pid = int(sh('systemctl show -p MainPID --value %s' % unit))
         kubelet_pid = int(sh('systemctl show -p MainPID --value kubelet.service'))
@@ -113,3 +117,14 @@ def test_facts_on_guest(vm_guests, guest):
         '/system.slice/containerd.service', '/system.slice/kubelet.service']
     # The runtime stand-in holds 20 MiB; the kubelet stand-in is a Python process (more than 8 MiB).
     assert memory['kube_components_working_set_bytes'] >= 28 * MIB
+    # The overcommit audit reads the pod's limit and request back from the kernel's files.
+    overcommit = facts['overcommit']
+    pods = [p for p in overcommit['pod_details'] if uid in p['cgroup']]
+    assert len(pods) == 1 and pods[0]['qos'] == 'burstable', overcommit['pod_details']
+    assert pods[0]['memory_limit_bytes'] == 512 * MIB
+    if expected_version == 'v1':
+        assert pods[0]['cpu_request_millicores'] == 250  # sharesToMilliCPU(256)
+    else:
+        # A weight holds about 26 shares: 250m comes back as what weight 10 stands for.
+        assert abs(pods[0]['cpu_request_millicores'] - 250) <= 26, pods[0]
+    assert overcommit['kubepods_memory_limit_bytes'] and overcommit['memory_limits_sum_bytes'] >= 512 * MIB
