@@ -25,9 +25,9 @@ prior is the vendor formula named by ``cold_start_prior`` (``docs/formulas.md``)
 where it reserves more than the reading plus headroom; the history takes over at
 the next run.
 
-The sampler flag: ``near_reservation`` is true when a reading comes within the
-headroom of what is reserved, so an alert or a scheduled job can apply sooner
-than the next planned run.
+The near-reservation flag: ``near_reservation`` is true when a reading comes within
+the headroom of what is reserved, so an alert or a scheduled job can apply sooner
+than the next planned run (not yet written by the sampler: docs/arithmetic.md).
 """
 
 from __future__ import annotations
