@@ -13,11 +13,9 @@ import sys
 
 import pytest
 
+from ansible_collections.nodealloc.kubelet.tests.unit.utils.collection_paths import COLLECTIONS_PATH
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-# The collection is found in the staged .build of a checkout (pytest), or as the tree ansible-test runs in.
-_PARENTS = ROOT.split(os.sep)
-COLLECTIONS_PATH = (os.sep.join(_PARENTS[:-3]) if _PARENTS[-3:-2] == ['ansible_collections']
-                    else os.path.join(ROOT, '.build'))
 
 
 def run_role(tmp_path, bad):

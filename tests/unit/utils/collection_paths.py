@@ -1,0 +1,13 @@
+"""Where the collection under test is importable from, for tests that start Python or Ansible processes."""
+
+from __future__ import annotations
+
+import os
+
+# tests/unit/utils/ -> the collection's root: a checkout (pytest with PYTHONPATH=.build) or the staged tree
+# ansible-test runs in (…/ansible_collections/nodealloc/kubelet).
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+_PARENTS = ROOT.split(os.sep)
+# The directory holding ansible_collections/: the tree's own when it is one, else the checkout's .build.
+COLLECTIONS_PATH = (os.sep.join(_PARENTS[:-3]) if _PARENTS[-3:-2] == ['ansible_collections']
+                    else os.path.join(ROOT, '.build'))
