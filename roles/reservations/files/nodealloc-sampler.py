@@ -12,12 +12,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _sampler  # noqa: E402
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _history, _sampler  # noqa: E402
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError  # noqa: E402
 
 # (flag, default, type, help)
 OPTIONS = (
-    ('--history', '/var/lib/nodealloc/history.jsonl', str, None),
+    ('--history', _history.DEFAULT_PATH, str, None),
     ('--state', _sampler.DEFAULT_STATE_PATH, str, None),
     ('--textfile', _sampler.DEFAULT_TEXTFILE_PATH, str, "'' to write no metrics"),
     ('--decision', _sampler.DEFAULT_DECISION_PATH, str, None),
