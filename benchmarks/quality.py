@@ -1,7 +1,7 @@
 """Replay node traces through every reservation policy: exposure to a global OOM, waste, kubelet restarts.
 
 Usage: python benchmarks/quality.py [--json|--markdown] [--days D] [--seed S[,S...]] [--traces DIR]
-                                    [--sampler-every SECONDS] [--apply-every DURATION] [--write-traces DIR]
+                                    [--sampler-every SECONDS] [--apply-every DURATION] [--pool-class] [--write-traces DIR]
 
 Traces (docs/benchmarks.md, "Quality"):
   generated (default): one node per size in CONFIGS, a point every 5 s over --days days, seeded by --seed.
@@ -155,8 +155,12 @@ def _memory_total(reserved):
                for part in (reserved['kube_reserved'], reserved['system_reserved']) if part.get('memory') is not None)
 
 
-def replay_measured(trace, sampler_every, apply_every, settings):
-    """Reserved memory at every point, and the times of kubelet restarts, as the role and sampler run it."""
+def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=None, jumps_by_run=None):
+    """Reserved memory at every point, and the times of kubelet restarts, as the role and sampler run it.
+
+    ``peers_by_run``: for the n-th run, the jumps its class's other nodes measured at their n-th run, pooled
+    with the node's own (``--pool-class``). ``jumps_by_run``: a list the node's own jumps at each run are added to.
+    """
     times, memory, cpu = trace['t'], trace['non_pod_bytes'], trace['non_pod_millicores']
     pods = trace.get('kubepods_bytes') or [0] * len(times)
     start = times[0]
@@ -166,7 +170,7 @@ def replay_measured(trace, sampler_every, apply_every, settings):
     formulas = _formulas.all_formulas(trace['mem_total_bytes'], trace['cpus'], trace['max_pods'])
     history = collections.deque()
     current = {'kube_reserved': {}, 'system_reserved': {}}
-    reserved, series, restarts = 0, [], []
+    reserved, series, restarts, run_times = 0, [], [], []
     next_sample, next_apply = start, start
     for index, now in enumerate(times):
         reading = {'t': now, 'non_pod_bytes': memory[index], 'non_pod_millicores': cpu[index]}
@@ -181,6 +185,11 @@ def replay_measured(trace, sampler_every, apply_every, settings):
             samples = list(history)
             basis = _headroom_policy.basis(samples, now, float(settings['percentile']), stabilization, reaction,
                                            window)
+            if jumps_by_run is not None:
+                jumps_by_run.append(basis['jumps'])
+            if peers_by_run is not None:
+                basis['jumps'] = _headroom_policy.pool_jumps(basis['jumps'], peers_by_run[len(run_times)])
+            run_times.append(now)
             measured = {'mem_total_bytes': trace['mem_total_bytes'],
                         'mem_available_bytes': trace['mem_total_bytes'] - memory[index] - pods[index],
                         'kubepods_working_set_bytes': pods[index], 'kube_components_working_set_bytes': 0,
@@ -243,16 +252,32 @@ def score(trace, series, restarts):
     return result
 
 
-def run(traces, sampler_every, apply_every):
+def class_peers(traces, sampler_every, apply_every, settings):
+    """For every trace, per run: the jumps the other traces of its node class measured at the same run."""
+    own = []
+    for trace in traces:
+        jumps_by_run = []
+        replay_measured(trace, sampler_every, apply_every, settings, jumps_by_run=jumps_by_run)
+        own.append(jumps_by_run)
+    classes = [_headroom_policy.node_class(trace['mem_total_bytes'], trace['cpus']) for trace in traces]
+    result = []
+    for index, trace in enumerate(traces):
+        peers = [other for other in range(len(traces)) if other != index and classes[other] == classes[index]]
+        result.append([[own[other][run] for other in peers if run < len(own[other])] for run in range(len(own[index]))])
+    return result
+
+
+def run(traces, sampler_every, apply_every, pool_class=False):
     settings = module_defaults()
     names = ['measured', 'poc'] + list(_formulas.FORMULAS)
     policies = collections.OrderedDict((name, None) for name in names)
     per_trace = []
-    for trace in traces:
+    peers = class_peers(traces, sampler_every, apply_every, settings) if pool_class else [None] * len(traces)
+    for trace, trace_peers in zip(traces, peers):
         row = {'trace': trace['name']}
         for name in names:
             if name == 'measured':
-                series, restarts = replay_measured(trace, sampler_every, apply_every, settings)
+                series, restarts = replay_measured(trace, sampler_every, apply_every, settings, trace_peers)
             elif name == 'poc':
                 series, restarts = replay_poc(trace)
             else:
@@ -274,7 +299,7 @@ def run(traces, sampler_every, apply_every):
         entry['shortfall_mib_minutes'] = round(entry['shortfall_mib_minutes'], 1)
     return {'traces': len(traces), 'points': sum(len(t['t']) for t in traces),
             'trace_names': [t['name'] for t in traces], 'sampler_every_seconds': sampler_every,
-            'apply_every_seconds': apply_every, 'policies': policies, 'per_trace': per_trace}
+            'apply_every_seconds': apply_every, 'pool_class': pool_class, 'policies': policies, 'per_trace': per_trace}
 
 
 def markdown(result):
@@ -299,6 +324,9 @@ def main(argv):
     parser.add_argument('--write-traces', help='write the generated traces here as *.jsonl and exit')
     parser.add_argument('--sampler-every', type=int, default=60, help='seconds between sampler readings')
     parser.add_argument('--apply-every', default='24h', help='how often the role runs (a duration: 1h, 24h, 7d)')
+    parser.add_argument('--pool-class', action='store_true',
+                        help='pool the climbs of the traces of one node class (memory size, CPUs): what the role '
+                             'would do over an inventory; it does not yet')
     parser.add_argument('--live-seconds', type=int, default=0,
                         help='ignored: a trace recorded by the collection itself is no longer scored')
     args = parser.parse_args(argv)
@@ -309,7 +337,7 @@ def main(argv):
         return 0
     if not traces:
         parser.error('no *.jsonl traces in %s' % args.traces)
-    result = run(traces, args.sampler_every, _history.parse_window(args.apply_every))
+    result = run(traces, args.sampler_every, _history.parse_window(args.apply_every), args.pool_class)
     result['seconds'] = round(time.monotonic() - started, 1)
     if args.json:
         print(json.dumps(result, indent=2))

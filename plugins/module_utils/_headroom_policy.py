@@ -20,6 +20,15 @@ it (the peak it climbs from is one the node has shown for a whole reaction time,
 as at every run but the first): until the history spans two reaction times the
 percentage rule applies alone.
 
+Node class: over an inventory, nodes of one class (the same memory size and CPU
+count, ``node_class``) run the same kind of workload, so a climb one of them showed
+can happen on any of them. ``pool_jumps`` gives a node the largest climb of its
+class (its own included) where that is larger than its own; the small-sample
+factor keeps the node's own count of windows (the pooled climbs come from the
+same days, not from a longer history). Not yet wired into the role: the facts
+module decides on each node alone (``benchmarks/quality.py --pool-class``
+replays what pooling would give).
+
 Cold start: with one reading and no history a node's peak is unknown. The
 prior is the vendor formula named by ``cold_start_prior`` (``docs/formulas.md``)
 where it reserves more than the reading plus headroom; the history takes over at
@@ -94,6 +103,32 @@ def jumps(samples, reaction_seconds, window_seconds):
     memory, windows = largest_jump(times, [s['non_pod_bytes'] for s in samples], reaction_seconds, window_seconds)
     cpu, _windows = largest_jump(times, [s['non_pod_millicores'] for s in samples], reaction_seconds, window_seconds)
     return {'reaction_seconds': reaction_seconds, 'windows': windows, 'memory_bytes': memory, 'millicores': cpu}
+
+
+def node_class(mem_total_bytes, cpus):
+    """The class a node's climbs are pooled in: its memory size, rounded to whole GiB, and its CPU count."""
+    return int(round(mem_total_bytes / float(1 << 30))), int(cpus)
+
+
+def pool_jumps(own, peers):
+    """``own`` jumps (as ``jumps`` returns them) raised to the largest climb among ``peers`` of the same class.
+
+    Only peers measured over the same reaction time count; a peer without a measured climb adds nothing.
+    The result says how many nodes the climbs came from (``class_nodes``) and which resource was raised.
+    """
+    result = dict(own)
+    counted = [peer for peer in peers or () if peer and peer.get('reaction_seconds') == own.get('reaction_seconds')]
+    result['class_nodes'] = 1 + len(counted)
+    raised = []
+    for key in ('memory_bytes', 'millicores'):
+        values = [peer[key] for peer in counted if peer.get(key) is not None]
+        if own.get(key) is None or not values:
+            continue  # no climb of its own yet: the node's short-history rules apply, as without peers
+        if max(values) > own[key]:
+            result[key] = max(values)
+            raised.append(key)
+    result['raised_by_class'] = raised
+    return result
 
 
 def basis(samples, now, percent, stabilization_seconds, reaction_seconds, window_seconds):

@@ -84,3 +84,44 @@ def test_near_reservation_flag():
     assert not _headroom_policy.near_reservation(900 * MIB, GIB, 100 * MIB)
     assert _headroom_policy.near_reservation(2 * GIB, GIB, 0)
     assert not _headroom_policy.near_reservation(2 * GIB, 0, 100 * MIB)
+
+
+def test_a_node_class_is_its_memory_size_and_cpu_count():
+    # MemTotal is a little under the nominal size (firmware, kernel): both read as one 16 GiB class.
+    assert _headroom_policy.node_class(16 * GIB - 300 * MIB, 4) == _headroom_policy.node_class(16 * GIB - 120 * MIB, 4)
+    assert _headroom_policy.node_class(16 * GIB, 4) != _headroom_policy.node_class(16 * GIB, 8)
+    assert _headroom_policy.node_class(16 * GIB, 4) != _headroom_policy.node_class(32 * GIB, 4)
+
+
+def test_a_peer_s_larger_climb_raises_the_node_s_headroom():
+    three_days = 3 * 24 * 60
+    quiet = _headroom_policy.jumps(samples([500 + minute // 60 for minute in range(three_days)]), DAY, 7 * DAY)
+    leaking = _headroom_policy.jumps(samples([500 + minute // 6 for minute in range(three_days)]), DAY, 7 * DAY)
+    assert quiet['memory_bytes'] == 24 * MIB and leaking['memory_bytes'] == 240 * MIB
+    pooled = _headroom_policy.pool_jumps(quiet, [leaking])
+    assert pooled['memory_bytes'] == 240 * MIB and pooled['class_nodes'] == 2
+    assert pooled['raised_by_class'] == ['memory_bytes']
+    assert pooled['windows'] == quiet['windows']  # the small-sample factor stays the node's own
+    # The peer's smaller climb changes nothing; nor does a peer measured over another reaction time.
+    assert _headroom_policy.pool_jumps(leaking, [quiet])['memory_bytes'] == 240 * MIB
+    other_reaction = _headroom_policy.jumps(samples([500 + minute // 6 for minute in range(three_days)]), HOUR, 7 * DAY)
+    assert _headroom_policy.pool_jumps(quiet, [other_reaction])['memory_bytes'] == 24 * MIB
+    # A node with no climb of its own yet keeps its short-history rules (and the cold-start prior).
+    young = _headroom_policy.jumps(samples([500] * (24 * 60)), DAY, 7 * DAY)
+    assert _headroom_policy.pool_jumps(young, [leaking])['memory_bytes'] is None
+
+
+def test_the_recommendation_says_the_class_raised_the_headroom():
+    three_days = 3 * 24 * 60
+    history = samples([500 + minute // 60 for minute in range(three_days)])
+    peer = _headroom_policy.jumps(samples([500 + minute // 6 for minute in range(three_days)]), DAY, 7 * DAY)
+    basis = _headroom_policy.basis(history, history[-1]['t'], 100.0, DAY, DAY, 7 * DAY)
+    measured = {'mem_total_bytes': 16 * GIB, 'mem_available_bytes': 15 * GIB, 'kubepods_working_set_bytes': 0,
+                'kube_components_working_set_bytes': 0, 'capacity_millicores': 4000, 'non_pod_millicores': 100,
+                'kube_components_millicores': 0}
+    alone = _recommend.recommend(measured, None, None, basis)
+    basis['jumps'] = _headroom_policy.pool_jumps(basis['jumps'], [peer])
+    pooled = _recommend.recommend(measured, None, None, basis)
+    assert alone['memory_headroom_bytes'] == 100 * MIB  # 24 MiB x 1.5 x 2 is below the 100 MiB minimum
+    assert pooled['memory_headroom_bytes'] == 720 * MIB  # the peer's 240 MiB x 1.5 x 2
+    assert any('pooled over 2 nodes' in line and 'raises memory_bytes' in line for line in pooled['explanation'])
