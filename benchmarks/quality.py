@@ -17,6 +17,8 @@ Policies:
       the module's default options); the sampler records a reading every --sampler-every seconds (60), and
       what the role decides takes effect only at each run, every --apply-every (24h), starting at t = 0
       with one reading and no history;
+  measured with --pool-class: the same, replayed as a fleet: traces of one node class (memory size, CPU count)
+      pool their largest climbs at each run (_headroom_policy.pool_jumps); the role does not pool yet;
   poc: the PoC as published: every 5 s reserve the reading + 100Mi, restarting the kubelet when that
       differs from what is reserved by more than 100Mi;
   every vendor formula (docs/formulas.md), fixed for the trace.
