@@ -1,0 +1,114 @@
+"""What the generated traces allow a daily-applied policy at best: two reference policies no node could run.
+
+Usage: python benchmarks/quality_bounds.py [--json] [--days D] [--seed S[,S...]]
+
+Both reserve the GKE formula on day 0 (as the measured policy's cold-start prior does) and change once a day,
+at the same times as the measured policy's runs, and are scored by benchmarks/quality.py's own score():
+
+  clairvoyant: each day, exactly the largest non-pod memory of that day (every 5-s point): zero exposure with
+      the least waste a daily change allows;
+  cap-known: each day, from the 1-min samples so far (as the sampler records them), the peak of the level
+      (a rolling median over +-30 min, which a log burst does not move) + its largest climb within a day
+      + the generator's own log-burst cap (5 % of memory, at most 1 GiB), never less than the peak + 100 MiB.
+      It knows what no policy can: how large a burst can get.
+
+If the cap-known policy, zero-exposure by construction for bursts, wastes more than 0.5x GKE's, no policy
+that covers the bursts and applies daily can meet both targets on these traces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import quality  # noqa: E402  (benchmarks/quality.py: the generator, the GKE formula and the scoring)
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _headroom_policy  # noqa: E402
+
+DAY, MIB, GIB = quality.DAY, quality.MIB, quality.GIB
+SAMPLER_STEP_SECONDS = 60
+LEVEL_HALF_WINDOW_SECONDS = 1800
+
+
+def _rolling_median(times, values, half):
+    result = []
+    for time_value in times:
+        low, high = bisect.bisect_left(times, time_value - half), bisect.bisect_right(times, time_value + half)
+        window = sorted(values[low:high])
+        result.append(window[len(window) // 2])
+    return result
+
+
+def _daily(trace, reserve_for_day):
+    """A series holding reserve_for_day(d) over day d, the GKE formula over day 0; the restart times."""
+    gke = quality.replay_formula(trace, 'gke')[0][0]
+    reserves = [gke] + [reserve_for_day(day) for day in range(1, int((trace['t'][-1] - trace['t'][0]) // DAY) + 1)]
+    series = [reserves[int((t - trace['t'][0]) // DAY)] for t in trace['t']]
+    restarts = [trace['t'][0] + day * DAY for day, value in enumerate(reserves) if day == 0 or value != reserves[day - 1]]
+    return series, restarts
+
+
+def clairvoyant(trace):
+    memory, start = trace['non_pod_bytes'], trace['t'][0]
+    by_day = {}
+    for t, value in zip(trace['t'], memory):
+        day = int((t - start) // DAY)
+        by_day[day] = max(by_day.get(day, 0), value)
+    return _daily(trace, lambda day: by_day[day])
+
+
+def cap_known(trace):
+    step = max(1, int(SAMPLER_STEP_SECONDS // quality.GENERATED_STEP_SECONDS))
+    times, values = trace['t'][::step], trace['non_pod_bytes'][::step]
+    level = _rolling_median(times, values, LEVEL_HALF_WINDOW_SECONDS)
+    cap = min(GIB, 0.05 * trace['mem_total_bytes'])
+
+    def reserve(day):
+        cut = bisect.bisect_right(times, times[0] + day * DAY)
+        # Climbs within a day need two days of history; on day 1, climbs within half a day, doubled.
+        reaction, scale = (DAY, 1) if day > 1 else (DAY / 2, 2)
+        climb, _windows = _headroom_policy.largest_jump(times[:cut], level[:cut], reaction, 7 * DAY)
+        return int(max(max(values[:cut]) + 100 * MIB, max(level[:cut]) + (climb or 0) * scale + cap))
+    return _daily(trace, reserve)
+
+
+def run(traces):
+    result = {}
+    for name, policy in (('clairvoyant', clairvoyant), ('cap-known', cap_known), ('gke', None)):
+        total = {'exposure_after_warmup': 0, 'waste_gib_hours': 0.0, 'changes': 0}
+        for trace in traces:
+            series, restarts = policy(trace) if policy else quality.replay_formula(trace, 'gke')
+            scored = quality.score(trace, series, restarts)
+            for key in total:
+                total[key] += scored[key]
+        result[name] = total
+    for entry in result.values():
+        entry['waste_gib_hours'] = round(entry['waste_gib_hours'], 1)
+        entry['waste_vs_gke'] = round(entry['waste_gib_hours'] / result['gke']['waste_gib_hours'], 2)
+    return result
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--json', action='store_true')
+    parser.add_argument('--days', type=int, default=7)
+    parser.add_argument('--seed', default='1')
+    args = parser.parse_args(argv)
+    result = run(quality.generated_traces(args.days, [int(seed) for seed in args.seed.split(',')]))
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for name, entry in result.items():
+            print('%-12s exposure after warm-up %6d  waste %8.1f GiB·h (%.2fx GKE)  changes %d'
+                  % (name, entry['exposure_after_warmup'], entry['waste_gib_hours'], entry['waste_vs_gke'],
+                     entry['changes']))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
