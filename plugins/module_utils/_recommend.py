@@ -162,9 +162,9 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
 
     jumps = basis.get('jumps') or {}
     if jumps.get('class_nodes', 1) > 1:
+        raised = jumps.get('raised_by_class')
         lines.append('climbs pooled over %d nodes of the same class (memory size and CPU count)%s'
-                     % (jumps['class_nodes'], ': the class\'s largest raises %s' % ' and '.join(jumps['raised_by_class'])
-                                               if jumps.get('raised_by_class') else ''))
+                     % (jumps['class_nodes'], ": the class's largest raises %s" % ' and '.join(raised) if raised else ''))
     mem_headroom, rule = _headroom_policy.headroom(non_pod_used, jumps.get('memory_bytes'),
                                                    options['memory_headroom_percent'],
                                                    options['memory_headroom_min_bytes'],
