@@ -10,8 +10,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _sampler
-from ansible_collections.nodealloc.kubelet.tests.unit.plugins.module_utils.test__sampler import make_node, options
+from ansible_collections.nodealloc.kubelet.tests.unit.plugins.module_utils.test__sampler import make_node, options, run
 
 MONITORING = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'monitoring')
 NAME = re.compile(r'\bnodealloc_[a-z_]+\b')
@@ -22,7 +21,7 @@ def written_names(tmp_path):
     opts = options(make_node(tmp_path), tmp_path)
     (tmp_path / 'decision.json').write_text(json.dumps({'action': 'keep', 'eviction_hard_memory_bytes': 1,
                                                         'recommended_kubepods_memory_limit_bytes': 2}))
-    _sampler.run(opts, sleep=lambda _s: None)
+    run(opts, sleep=lambda _s: None)
     text = (tmp_path / 'nodealloc.prom').read_text()
     return {line.split()[2] for line in text.splitlines() if line.startswith('# TYPE ')}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -12,6 +13,20 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import _history,
 from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
 
 MIB = 1 << 20
+# The node-wide files the sampler reads, copied from a real machine (Linux 6.1, 24 GiB), so that what another
+# process does on the machine running the tests (a 2 GiB allocation, a VM guest) cannot move the readings.
+PROC = {
+    'meminfo': ('MemTotal:       24683656 kB\nMemFree:        23535104 kB\nMemAvailable:   24012640 kB\n'
+                'Active(file):     170120 kB\nInactive(file):    97228 kB\nKReclaimable:     208672 kB\n'
+                'SReclaimable:     208672 kB\n'),
+    'zoneinfo': 'Node 0, zone   Normal\n  pages free     5883776\n        min      8131\n        low      10163\n',
+    'stat': 'cpu  57833 27 18264 477192 1152 0 486 356 0 0\n',
+}
+
+
+def run(options, **kwargs):
+    """_sampler.run on the node tree's own /proc (beside its cgroup root)."""
+    return _sampler.run(options, proc_root=os.path.join(os.path.dirname(options['cgroup_root']), 'proc'), **kwargs)
 
 
 @pytest.fixture
@@ -23,6 +38,8 @@ def make_node(tmp_path):
     """A v2 node: kubepods with a Guaranteed, a Burstable and a BestEffort pod, and system.slice with PSI."""
     root = str(tmp_path / 'cgroup')
     cgroup_v2.make_root(root)
+    for name, text in PROC.items():
+        cgroup_v2.write(str(tmp_path / 'proc' / name), text)
     cgroup_v2.make_group(root, 'kubepods.slice', 600 * MIB, 50 * MIB, 300 * MIB, memory_max=str(20000 * MIB))
     cgroup_v2.write(root + '/kubepods.slice/cpu.weight', '70\n')
     cgroup_v2.make_group(root, 'kubepods.slice/kubepods-pod1234.slice', 100 * MIB, 0, 0, memory_max=str(512 * MIB))
@@ -50,11 +67,11 @@ def test_runs_record_and_write_metrics_promtool_accepts(node, tmp_path, monkeypa
     (tmp_path / 'decision.json').write_text(json.dumps({'action': 'increase', 'time': 1700000000,
                                                         'eviction_hard_memory_bytes': 200 * MIB,
                                                         'recommended_kubepods_memory_limit_bytes': 19000 * MIB}))
-    figures, problems = _sampler.run(opts, sleep=lambda _s: None)
+    figures, problems = run(opts, sleep=lambda _s: None)
     assert problems == [] and figures['recorded']
     # Later runs never read the whole history again.
     monkeypatch.setattr(_history, 'read', lambda *a, **k: pytest.fail('the sampler re-read the history'))
-    figures, problems = _sampler.run(opts, sleep=lambda _s: None)
+    figures, problems = run(opts, sleep=lambda _s: None)
     assert problems == [] and figures['window_samples'] == 2
     assert len((tmp_path / 'history.jsonl').read_text().splitlines()) == 2
     text = (tmp_path / 'nodealloc.prom').read_text()
@@ -75,15 +92,14 @@ def test_runs_record_and_write_metrics_promtool_accepts(node, tmp_path, monkeypa
 
 def test_lines_other_writers_append_are_counted_once_and_validated(node, tmp_path):
     opts = options(node, tmp_path)
-    figures, _problems = _sampler.run(opts, sleep=lambda _s: None)
+    figures, _problems = run(opts, sleep=lambda _s: None)
     now = figures['time']
-    # The sampler's own readings are this host's MemTotal - MemAvailable - ..., which another process on the
-    # machine can raise at any time: the other writer's line is the largest value the history can accept.
+    # The other writer's line is the largest value the history can accept.
     largest = (figures['memory']['mem_total_bytes'] // MIB - 1) * MIB
     with open(opts['history_path'], 'a') as handle:
         handle.write(json.dumps({'t': now + 1, 'non_pod_bytes': largest, 'non_pod_millicores': 10}) + '\n')
         handle.write('{"t": %f, "non_pod_bytes": NaN, "non_pod_millicores": 10}\n' % (now + 2))
-    figures, _problems = _sampler.run(dict(opts, percentile=100), sleep=lambda _s: None, now=now + 60)
+    figures, _problems = run(dict(opts, percentile=100), sleep=lambda _s: None, now=now + 60)
     assert figures['window_samples'] == 3 and figures['rejected_samples'] == 1
     assert figures['window_non_pod_bytes'] == largest
 
@@ -120,7 +136,7 @@ def test_two_days_of_history_are_counted_through_packed_hours_and_pruned_exactly
         for index in range(48 * 60):
             handle.write(json.dumps({'t': now - (48 * 60 - index) * 60, 'non_pod_bytes': (largest if index < 60 else (200 + index % 97) * MIB),
                                      'non_pod_millicores': 10 + index % 13}) + '\n')
-    figures, _problems = _sampler.run(dict(opts, percentile=100), sleep=lambda _s: None, now=now)
+    figures, _problems = run(dict(opts, percentile=100), sleep=lambda _s: None, now=now)
     # The sketch's window starts at the hour the window's start falls in.
     samples, _problems = _history.read(opts['history_path'], now, now - (now - 86400) // 3600 * 3600)
     assert figures['window_samples'] == len(samples)
@@ -128,7 +144,7 @@ def test_two_days_of_history_are_counted_through_packed_hours_and_pruned_exactly
     saved = json.loads((tmp_path / 'state.json').read_text())
     assert saved['hours'] and all(isinstance(hour, str) for hour in saved['hours'].values())
     # Two days on, the window holds no line of the file: what is left is the runs' own readings.
-    figures, _problems = _sampler.run(dict(opts, percentile=100), sleep=lambda _s: None, now=now + 2 * 86400)
+    figures, _problems = run(dict(opts, percentile=100), sleep=lambda _s: None, now=now + 2 * 86400)
     samples, _problems = _history.read(opts['history_path'], now + 2 * 86400, 86400 + 3600)
     assert figures['window_samples'] == len(samples) == 1 and saved['hours'] != json.loads((tmp_path / 'state.json').read_text())['hours']
     assert figures['window_non_pod_bytes'] == -(-samples[0]['non_pod_bytes'] // MIB) * MIB
@@ -153,7 +169,7 @@ def test_an_unusable_state_is_rebuilt_from_the_history_not_fatal(node, tmp_path,
         for index in range(120):
             handle.write(json.dumps({'t': now - (120 - index) * 60, 'non_pod_bytes': (300 + index) * MIB,
                                      'non_pod_millicores': 50 + index}) + '\n')
-    _sampler.run(opts, sleep=lambda _s: None, now=now)
+    run(opts, sleep=lambda _s: None, now=now)
     clean_dir = tmp_path / 'clean'
     clean_dir.mkdir()
     clean = dict(opts, history_path=str(clean_dir / 'history.jsonl'), state_path=str(clean_dir / 'state.json'),
@@ -163,11 +179,11 @@ def test_an_unusable_state_is_rebuilt_from_the_history_not_fatal(node, tmp_path,
     damage(state)
     (tmp_path / 'state.json').write_text(json.dumps(state))
 
-    figures, problems = _sampler.run(opts, sleep=lambda _s: None, now=now + 60)
-    expected, _problems = _sampler.run(clean, sleep=lambda _s: None, now=now + 60)
+    figures, problems = run(opts, sleep=lambda _s: None, now=now + 60)
+    expected, _problems = run(clean, sleep=lambda _s: None, now=now + 60)
     assert figures['recorded'] and figures['window_samples'] == expected['window_samples'] == 122
     assert figures['window_non_pod_bytes'] == expected['window_non_pod_bytes']
     assert [p for p in problems if 'state could not be used' in p] == (problems if rebuilt else []) and len(problems) == rebuilt, problems
     # And the next run is back to normal, from the state this one saved.
-    _figures, problems = _sampler.run(opts, sleep=lambda _s: None, now=now + 120)
+    _figures, problems = run(opts, sleep=lambda _s: None, now=now + 120)
     assert problems == []
