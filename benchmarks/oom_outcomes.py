@@ -6,20 +6,20 @@ kubeReserved/systemReserved written into /var/lib/kubelet/config.yaml and the st
 restarted (not the role: see docs/benchmarks.md), so its kubepods.slice memory.max is
 capacity - kubeReserved - systemReserved as the kubelet sets it. Policies: ``none`` (kubelet
 defaults: nothing reserved), the vendors' formulas from the collection
-(plugins/module_utils/_formulas.py ``all_formulas``, max_pods 8 as on a small node), and
+(plugins/module_utils/_formulas.py ``all_formulas``, max pods 29 as on an 8 GiB m5.large), and
 ``measured``: the collection's own recommendation (``_facts.gather``, the facts module's
 code, run on the guest while the node-life growth below is at its peak, without pods).
 
 Then a scripted stretch of node life, in fast-forward: the kubelet grows (40 MiB more in
 kubelet.service), the runtime grows with the pods (20 MiB + 6 MiB per pod), a journald-like
 burst (60 MiB, OOMScoreAdjust -250 as systemd-journald.service has), page cache from an image
-pull (200 MiB file), and then Burstable pods (request 64 MiB, limit 256 MiB, the oom_score_adj
-pkg/kubelet/qos/policy.go gives that class) each allocating 240 MiB until kubepods is full.
+pull (200 MiB file), and then Burstable pods (request 128 MiB, limit 512 MiB, the oom_score_adj
+pkg/kubelet/qos/policy.go gives that class) each allocating 480 MiB until kubepods is full.
 The outcome is read from the guest's kernel: /proc/vmstat oom_kill, kubepods memory.events
 oom_kill, and the kernel log's ``oom-kill:constraint=...`` lines (CONSTRAINT_NONE is a
 global OOM, CONSTRAINT_MEMCG a memory-cgroup OOM; task_memcg says whether a pod died).
 
-Run as root: ``python benchmarks/oom_outcomes.py --json [--policies none,measured]``.
+Run as root: ``python benchmarks/oom_outcomes.py --json [--policies none,measured] [--guest-mib 8192]``.
 """
 
 from __future__ import annotations
@@ -42,9 +42,12 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import _formulas
 
 MIB = 1024 * 1024
 ALL_POLICIES = ('none', 'gke', 'eks', 'aks', 'openshift', 'measured')
-MAX_PODS = 8
-# Big enough that the vendors' formulas reserve what they would on a small real node (gke: a quarter).
-GUEST_MIB = 3072
+# The size of a common general-purpose node: 8 GiB, 2 vCPUs (EKS m5.large, GKE e2-standard-2, AKS
+# Standard_D2s_v3). Max pods as EKS gives an m5.large (eni-max-pods.txt: 29; Azure CNI's default is 30):
+# the eks and aks formulas scale with it. A smaller guest flatters the vendors' formulas (GKE keeps a
+# quarter of the first 4 GiB) and a larger one the collection; see docs/benchmarks.md.
+GUEST_MIB = 8192
+MAX_PODS = 29
 # Burstable pods: limit above request, each allocating almost up to its limit (the seed's cascading-OOM case).
 POD_REQUEST_MIB, POD_LIMIT_MIB, POD_ALLOCATES_MIB = 128, 512, 480
 # The fast-forward: a reaction time (how often the role runs; 24 h by default) lasts this many seconds,
@@ -161,7 +164,7 @@ def pod_count(capacity):
     return capacity // (POD_ALLOCATES_MIB * MIB) + 1
 
 
-def warm_up(node, pods):
+def warm_up(node, pods, reaction_seconds):
     # The sampler records while the node goes through its life twice, each phase about a reaction time long.
     vmnodes.push_module_utils(node, node['state_dir'])
     with open(os.path.join(ROOT, 'roles', 'reservations', 'files', 'nodealloc-sampler.py'), encoding='utf-8') as handle:
@@ -169,25 +172,25 @@ def warm_up(node, pods):
     sh(node, "cat > /opt/nodealloc/nodealloc-sampler.py <<'EOF'\n%sEOF" % sampler)
     sh(node, WARMUP.replace('SAMPLE', str(WARMUP_SAMPLE_SECONDS)))
     for cycle in range(2):
-        time.sleep(REACTION_SECONDS if cycle == 0 else REACTION_SECONDS // 2)
+        time.sleep(reaction_seconds if cycle == 0 else reaction_seconds // 2)
         sh(node, GROWTH.replace('PODS', str(pods)))
-        time.sleep(REACTION_SECONDS)
+        time.sleep(reaction_seconds)
         sh(node, UNGROW)
-    time.sleep(REACTION_SECONDS // 2)
+    time.sleep(reaction_seconds // 2)
     sh(node, 'kill $(cat /run/sampler.pid); rm -f /run/sampler.pid; wc -l < /var/lib/nodealloc/history.jsonl')
     recommendation = json.loads(sh(node, "python3 - <<'EOF'\n%s\nEOF" % (
-        RECOMMEND % (REACTION_SECONDS, REACTION_SECONDS, MAX_PODS))))
+        RECOMMEND % (reaction_seconds, reaction_seconds, MAX_PODS))))
     return recommendation
 
 
-def run_policy(node, policy, results):
+def run_policy(node, policy, results, reaction_seconds=REACTION_SECONDS):
     started = time.time()
     try:
         sh(node, "cat > /usr/local/bin/hold <<'EOF'\n%sEOF\nchmod 755 /usr/local/bin/hold" % HOLD)
         capacity = int(sh(node, "awk '/^MemTotal:/ {print $2}' /proc/meminfo")) * 1024
         extra = {}
         if policy == 'measured':
-            recommendation = warm_up(node, pod_count(capacity))
+            recommendation = warm_up(node, pod_count(capacity), reaction_seconds)
             kube = quantity_bytes(recommendation['kube_reserved']['memory'])
             system = quantity_bytes(recommendation['system_reserved']['memory'])
             extra = {'history_samples': recommendation['basis'].get('samples'),
@@ -203,6 +206,9 @@ def run_policy(node, policy, results):
         # pkg/kubelet/cm/node_container_manager_linux.go GetNodeAllocatableAbsolute less the hard eviction
         # threshold (kubelet_node_status.go / nodestatus.MachineInfo): what the Node offers pods.
         allocatable = capacity - kube - system - 100 * MIB
+        # What the stand-in kubelet set (capacity - kubeReserved - systemReserved), read back as a cross-check.
+        limit = sh(node, 'cat /sys/fs/cgroup/kubepods.slice/memory.max 2>/dev/null '
+                         '|| cat /sys/fs/cgroup/memory/kubepods.slice/memory.limit_in_bytes').strip()
         pods = pod_count(capacity)
         kubelet_pid = sh(node, 'systemctl show -p MainPID --value kubelet').strip()
         before = int(sh(node, "awk '/^oom_kill / {print $2}' /proc/vmstat"))
@@ -231,6 +237,8 @@ def run_policy(node, policy, results):
             'cgroup_oom_kills': len(memcg_kills),
             'kubepods_events_oom_kill': cgroup_kills,
             'reserved_bytes': kube + system,
+            'capacity_bytes': capacity,
+            'kubepods_limit_bytes': int(limit) if limit.isdigit() else limit,
             'pods_started': pods,
             'vmstat_oom_kill': after - before,
             'killed': ['%s %s (%s)' % (k[0].split('_')[1].lower(), k[2], k[1]) for k in kills],
@@ -267,8 +275,10 @@ def main(argv):
     parser.add_argument('--markdown', action='store_true')
     parser.add_argument('--state-dir', default='/tmp/nodealloc-oom-outcomes')
     parser.add_argument('--full', action='store_true', help='print every field, not only the five of the JSON shape')
-    parser.add_argument('--parallel', type=int, default=3, help='guests booted at once (each takes up to --guest-mib)')
+    parser.add_argument('--parallel', type=int, default=2, help='guests booted at once (each takes up to --guest-mib)')
     parser.add_argument('--guest-mib', type=int, default=GUEST_MIB)
+    parser.add_argument('--reaction-seconds', type=int, default=REACTION_SECONDS,
+                        help="the fast-forward's reaction time and stabilization window (24 h on a node)")
     args = parser.parse_args(argv)
     reason = vmnodes.missing()
     if reason:
@@ -293,7 +303,7 @@ def main(argv):
             for policy, node in zip(batch, nodes):
                 node['state_dir'] = args.state_dir
                 boots[policy] = node['ready_seconds']
-                threads.append(threading.Thread(target=run_policy, args=(node, policy, results)))
+                threads.append(threading.Thread(target=run_policy, args=(node, policy, results, args.reaction_seconds)))
                 threads[-1].start()
             for thread in threads:
                 thread.join()
