@@ -192,6 +192,11 @@ class Node:
         self.sleep = sleep
 
     def restart(self):
+        # A kubelet that crash-looped (on a config it refused, say) may have hit systemd's start limit
+        # (StartLimitBurst starts within StartLimitIntervalSec): systemd then refuses `restart` until the
+        # unit's failed state is reset, and a restore would leave the node down. Resetting it is harmless
+        # otherwise.
+        subprocess.run(['systemctl', 'reset-failed', self.unit], capture_output=True, text=True, check=False)
         completed = subprocess.run(['systemctl', 'restart', self.unit], capture_output=True, text=True, check=False)
         if completed.returncode != 0:
             return 'systemctl restart %s exited %d: %s' % (self.unit, completed.returncode,
