@@ -7,7 +7,7 @@ containers that share the host's kernel and /proc/meminfo). Each guest:
   ``linux-image-amd64``) under ``qemu-system-x86_64 -accel tcg`` (KVM hung in
   early boot on this kind of machine, see shared/test-nodes.md);
 * has its root on a copy-on-write qcow2 overlay of one raw ext4 image, made
-  once per session with ``mkfs.ext4 -d`` from the cached debootstrap tree of
+  once per ``up`` (per state dir) with ``mkfs.ext4 -d`` from the cached debootstrap tree of
   testnodes.py plus that kernel's /lib/modules, the session's SSH key, the
   stand-in kubelet (kubelet.service) and a stand-in container runtime
   (containerd.service);
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -36,6 +37,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 from nodes import testnodes
@@ -120,6 +122,15 @@ for file in /sys/fs/cgroup/kubepods.slice/memory.max /sys/fs/cgroup/memory/kubep
 done
 exit 0
 """
+# The guest reaches the host's loopback at this address (QEMU user networking); the stand-in API server of
+# a test listens there on a port the test picked.
+HOST_FROM_GUEST = '10.0.2.2'
+# QEMU processes this process started and has not stopped, and the state dirs of its ups: cleanup_stale()
+# leaves them and their disks alone, so a benchmark run in a test can boot guests beside the session's.
+_LIVE_PIDS = set()
+_LIVE_DIRS = set()
+# Held while an up cleans, makes its disk and starts its guests (not while they boot): ups in two threads.
+_UP_LOCK = threading.Lock()
 NETWORK = """[Match]
 Name=en* eth*
 
@@ -150,7 +161,7 @@ def missing():
     return None
 
 
-def _tree_extras(extras, public_key):
+def _tree_extras(extras, public_key, api_port):
     write = testnodes.write
     write(os.path.join(extras, 'root/.ssh/authorized_keys'), public_key, 0o600)
     os.chmod(os.path.join(extras, 'root/.ssh'), 0o700)
@@ -180,25 +191,31 @@ def _tree_extras(extras, public_key):
     os.symlink('/dev/null', os.path.join(extras, 'etc/systemd/system/serial-getty@.service'))
     write(os.path.join(extras, 'var/lib/kubelet/config.yaml'), testnodes.KUBELET_CONFIG)
     os.makedirs(os.path.join(extras, 'etc/kubernetes/kubelet.conf.d'), exist_ok=True)
-    # No API server for VM guests: the host's loopback (10.0.2.2 from the guest) may carry another run's
-    # stand-in API server, so the kubeconfig names a port nothing listens on in the guest.
-    write(os.path.join(extras, 'etc/kubernetes/kubelet.conf'), testnodes.KUBECONFIG % ('127.0.0.1', 9))
+    # Without an API server of the test's own, the kubeconfig names a port nothing listens on in the guest
+    # (the host's loopback may carry another run's stand-in API server).
+    server = (HOST_FROM_GUEST, api_port) if api_port else ('127.0.0.1', 9)
+    write(os.path.join(extras, 'etc/kubernetes/kubelet.conf'), testnodes.KUBECONFIG % server)
     testnodes.install_kubelet_standin(extras)
     os.chmod(os.path.join(extras, 'usr/bin/kubelet'), 0o755)
 
 
-def make_disk(state_dir, public_key, size='3G'):
-    """The session's raw root image: the cached tree, the kernel's modules and the test node's files."""
+def disk_path(state_dir):
+    """One raw root image per state dir: guests of another fixture keep theirs as their backing file."""
+    return os.path.join(VM_DIR, 'root-%s.img' % hashlib.sha256(os.path.abspath(state_dir).encode()).hexdigest()[:12])
+
+
+def make_disk(state_dir, public_key, size='3G', api_port=None):
+    """The raw root image of a state dir's guests: the cached tree, the kernel's modules and the test node's files."""
     version = kernel_version()
     image = testnodes.ensure_image()
-    base = os.path.join(VM_DIR, 'session')
+    base = disk_path(state_dir) + '.build'
     shutil.rmtree(base, ignore_errors=True)
     extras, work, merged = (os.path.join(base, d) for d in ('extras', 'work', 'merged'))
     for directory in (extras, work, merged):
         os.makedirs(directory)
-    _tree_extras(extras, public_key)
+    _tree_extras(extras, public_key, api_port)
     shutil.copytree('/lib/modules/' + version, os.path.join(extras, 'usr/lib/modules', version), symlinks=True)
-    disk = os.path.join(VM_DIR, 'root.img')
+    disk = disk_path(state_dir)
     testnodes.run('mount', '-t', 'overlay', 'overlay', '-o',
                   'lowerdir=%s,upperdir=%s,workdir=%s' % (image, extras, work), merged)
     try:
@@ -230,22 +247,28 @@ def start_guest(name, disk, state_dir, memory_mib=1280, cgroup='v2', cpus=1):
         append.append('systemd.unified_cgroup_hierarchy=0')
     console = os.path.join(state_dir, name + '.console.log')
     process = subprocess.Popen(
-        [QEMU, '-accel', 'tcg', '-m', str(memory_mib), '-smp', str(cpus), '-nographic', '-nodefaults',
-         '-no-reboot', '-kernel', '/boot/vmlinuz-' + version, '-initrd', '/boot/initrd.img-' + version,
+        [QEMU, '-accel', 'tcg', '-m', str(memory_mib), '-smp', str(cpus), '-nographic', '-nodefaults', '-no-reboot',
+         '-kernel', '/boot/vmlinuz-' + version, '-initrd', '/boot/initrd.img-' + version,
          '-append', ' '.join(append), '-drive', 'file=%s,if=virtio,format=qcow2' % overlay,
          '-netdev', 'user,id=n0,hostfwd=tcp:127.0.0.1:%d-:22' % port, '-device', 'virtio-net-pci,netdev=n0',
          '-serial', 'file:' + console],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    return {'name': name, 'address': '127.0.0.1', 'port': port, 'qemu_pid': process.pid, 'overlay': overlay,
+    _LIVE_PIDS.add(process.pid)
+    return {'name': name, 'state_dir': state_dir, 'address': '127.0.0.1', 'port': port, 'qemu_pid': process.pid, 'overlay': overlay,
             'memory_mib': memory_mib, 'cgroup': cgroup, 'started': time.time(), 'console': console}
+
+
+def ssh_command(node, state_dir):
+    """The ssh argv (before the remote command) that reaches a guest over its forwarded loopback port."""
+    return ['ssh', '-i', os.path.join(state_dir, 'id_ed25519'), '-p', str(node['port']), '-o', 'StrictHostKeyChecking=no',
+            '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-o', 'ConnectTimeout=10', '-o', 'BatchMode=yes',
+            'root@127.0.0.1']
 
 
 def ssh(node, state_dir, command, check=True, timeout=120):
     """Run a shell command on a guest over its forwarded loopback port."""
-    return subprocess.run(
-        ['ssh', '-i', os.path.join(state_dir, 'id_ed25519'), '-p', str(node['port']), '-o', 'StrictHostKeyChecking=no',
-         '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-o', 'ConnectTimeout=10', '-o', 'BatchMode=yes',
-         'root@127.0.0.1', command], check=check, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(ssh_command(node, state_dir) + [command], check=check, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def wait_ready(node, state_dir, timeout=BOOT_TIMEOUT):
@@ -260,6 +283,7 @@ def wait_ready(node, state_dir, timeout=BOOT_TIMEOUT):
                          check=False, timeout=60)
             if result.stdout.strip() == 'ok':
                 node['ready_seconds'] = round(time.time() - node['started'], 1)
+                set_clock(node, state_dir)
                 return node
         except subprocess.TimeoutExpired:
             pass
@@ -267,7 +291,16 @@ def wait_ready(node, state_dir, timeout=BOOT_TIMEOUT):
     raise RuntimeError('%s was not ready within %d s; see %s' % (node['name'], timeout, node['console']))
 
 
-def write_inventory(state_dir, nodes, key):
+def set_clock(node, state_dir):
+    """Set the guest's clock from the host's, so times in a guest's logs compare with the host's and other guests'.
+
+    The guest's clock starts from QEMU's emulated RTC (whole seconds) and has no time sync; the SSH round trip
+    (a few ms) is the error left.
+    """
+    ssh(node, state_dir, 'date -s @%.3f >/dev/null' % time.time())
+
+
+def write_inventory(state_dir, nodes, key, name='inventory.ini'):
     lines = ['[nodes]']
     for node in nodes:
         lines.append('%s ansible_host=127.0.0.1 ansible_port=%d' % (node['name'], node['port']))
@@ -275,7 +308,7 @@ def write_inventory(state_dir, nodes, key):
               "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
               "-o ConnectTimeout=10 -o ServerAliveInterval=5 -o ServerAliveCountMax=6'",
               'ansible_python_interpreter=/usr/bin/python3', '']
-    path = os.path.join(state_dir, 'inventory.ini')
+    path = os.path.join(state_dir, name)
     testnodes.write(path, '\n'.join(lines))
     return path
 
@@ -290,29 +323,56 @@ def cleanup_stale():
                 argv = handle.read().split(b'\0')
         except OSError:
             continue
-        if argv and argv[0].endswith(QEMU.encode()) and any(VM_DIR.encode() in a for a in argv):
+        if (argv and argv[0].endswith(QEMU.encode()) and any(VM_DIR.encode() in a for a in argv)
+                and int(pid) not in _LIVE_PIDS):
             try:
                 os.kill(int(pid), signal.SIGKILL)
             except ProcessLookupError:
                 pass
+    if not os.path.isdir(VM_DIR):
+        return
+    ours = {os.path.basename(disk_path(d)) for d in _LIVE_DIRS} | {os.path.basename(n['overlay'])
+                                                                   for n in _live_nodes()}
+    for name in os.listdir(VM_DIR):  # what no up of this process uses is a leftover
+        if name.endswith(('.img', '.qcow2')) and name not in ours:
+            os.unlink(os.path.join(VM_DIR, name))
+        elif name.endswith('.img.build') and name[:-len('.build')] not in ours:
+            shutil.rmtree(os.path.join(VM_DIR, name), ignore_errors=True)
 
 
-def up(guests, state_dir):
-    """Boot guests in parallel. ``guests`` is a list of dicts: name, and optionally memory_mib, cgroup."""
-    cleanup_stale()
+def _live_nodes():
+    nodes = []
+    for state_dir in _LIVE_DIRS:
+        try:
+            with open(os.path.join(state_dir, 'state.json'), encoding='utf-8') as handle:
+                nodes += json.load(handle)
+        except (OSError, ValueError):
+            pass
+    return nodes
+
+
+def up(guests, state_dir, api_port=None):
+    """Boot guests in parallel. ``guests`` is a list of dicts: name, and optionally memory_mib, cgroup.
+
+    ``api_port``: the guests' kubelets report their Node status to a stand-in API server on this port of the
+    host's loopback (the test starts it: testnodes.start_apiserver).
+    """
     os.makedirs(state_dir, exist_ok=True)
     os.makedirs(VM_DIR, exist_ok=True)
     key, public_key = testnodes.ensure_ssh_key(state_dir)
     state_path = os.path.join(state_dir, 'state.json')
     nodes = []
     try:
-        started = time.time()
-        disk = make_disk(state_dir, public_key)
-        image_seconds = round(time.time() - started, 1)
-        for guest in guests:
-            nodes.append(start_guest(guest['name'], disk, state_dir, guest.get('memory_mib', 1280),
-                                     guest.get('cgroup', 'v2')))
-            testnodes.write(state_path, json.dumps(nodes, indent=2))
+        with _UP_LOCK:
+            cleanup_stale()
+            _LIVE_DIRS.add(state_dir)
+            started = time.time()
+            disk = make_disk(state_dir, public_key, api_port=api_port)
+            image_seconds = round(time.time() - started, 1)
+            for guest in guests:
+                nodes.append(start_guest(guest['name'], disk, state_dir, guest.get('memory_mib', 1280),
+                                         guest.get('cgroup', 'v2')))
+                testnodes.write(state_path, json.dumps(nodes, indent=2))
         for node in nodes:
             wait_ready(node, state_dir)
             node['image_seconds'] = image_seconds
@@ -325,6 +385,7 @@ def up(guests, state_dir):
 
 def down(state_dir):
     state_path = os.path.join(state_dir, 'state.json')
+    _LIVE_DIRS.discard(state_dir)
     if not os.path.exists(state_path):
         return
     with open(state_path, encoding='utf-8') as handle:
@@ -343,8 +404,11 @@ def down(state_dir):
             except ChildProcessError:
                 pass  # not our child: its own parent reaps it
             time.sleep(0.1)
+        _LIVE_PIDS.discard(node['qemu_pid'])
         if os.path.exists(node['overlay']):
             os.unlink(node['overlay'])
+    if os.path.exists(disk_path(state_dir)):
+        os.unlink(disk_path(state_dir))
     os.unlink(state_path)
 
 
@@ -372,11 +436,8 @@ def push_module_utils(node, state_dir, remote='/opt/nodealloc'):
         raise RuntimeError('%s is missing: run hack/stage-collection.sh first' % os.path.join(build, relative))
     archive = subprocess.run(['tar', '-C', build, '--exclude=__pycache__', '-cf', '-', relative],
                              check=True, capture_output=True).stdout
-    subprocess.run(
-        ['ssh', '-i', os.path.join(state_dir, 'id_ed25519'), '-p', str(node['port']), '-o', 'StrictHostKeyChecking=no',
-         '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-o', 'ConnectTimeout=10', '-o', 'BatchMode=yes',
-         'root@127.0.0.1', 'rm -rf %s && mkdir -p %s && tar -C %s -xf -' % (remote, remote, remote)],
-        input=archive, check=True, capture_output=True, timeout=120)
+    subprocess.run(ssh_command(node, state_dir) + ['rm -rf %s && mkdir -p %s && tar -C %s -xf -' % (remote, remote, remote)],
+                   input=archive, check=True, capture_output=True, timeout=120)
     return remote
 
 
