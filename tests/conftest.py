@@ -1,4 +1,4 @@
-"""Make the staged collection importable as ansible_collections.nodealloc.kubelet."""
+"""Make the staged collection importable as ansible_collections.nodealloc.kubelet; the shared test nodes."""
 
 from __future__ import annotations
 
@@ -8,3 +8,23 @@ import sys
 _BUILD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), '.build')
 if os.path.isdir(_BUILD) and _BUILD not in sys.path:
     sys.path.insert(0, _BUILD)
+# tests/ itself, for the node helpers (ansible-test's pytest does not put it on the path).
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)
+
+from nodes import fleets  # noqa: E402
+
+# The shared test nodes, as fixtures every test directory sees (tests/nodes/fleets.py).
+fleet, fresh_fleet, rollout_fleet = fleets.fleet, fleets.fresh_fleet, fleets.rollout_fleet
+vm_boot, vm_guests, vm_fleet, fresh_vm_fleet = fleets.vm_boot, fleets.vm_guests, fleets.vm_fleet, fleets.fresh_vm_fleet
+
+
+def pytest_collection_modifyitems(items):
+    """The rollout scenarios' VM variants last: booting guests moves the host's memory, which nspawn nodes read."""
+    items.sort(key=lambda item: getattr(item, 'callspec', None) is not None
+               and item.callspec.params.get('rollout_fleet') == 'vm')
+
+
+def pytest_sessionfinish(session, exitstatus):
+    fleets.stop_boot()

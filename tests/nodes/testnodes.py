@@ -270,7 +270,7 @@ def start_node(name, index, public_key, state_dir):
             time.sleep(0.2)
     run('nsenter', '-t', str(init_pid), '-m', '-r', 'touch', '/run/nodealloc-cgroups-ready')
     return {'name': name, 'index': index, 'address': node_ip, 'nspawn_pid': nspawn.pid, 'init_pid': init_pid,
-            'netns': netns, 'host_if': host_if, 'merged': merged, 'base': base}
+            'netns': netns, 'host_if': host_if, 'merged': merged, 'base': base, 'state_dir': state_dir}
 
 
 def write_inventory(state_dir, nodes, key):
@@ -394,69 +394,37 @@ def down(state_dir):
     os.unlink(state_path)
 
 
-def start_apiserver(nodes, state_dir):
-    """The stand-in API server on loopback and the host end of every node's link; returns (process, kubeconfig)."""
-    addresses = ['127.0.0.1'] + [node_addresses(node['index'])[0] for node in nodes]
+def start_apiserver(nodes, state_dir, port=API_PORT, addresses=None):
+    """The stand-in API server on loopback and the host end of every node's link; returns (process, kubeconfig).
+
+    ``addresses`` replaces the links' (VM guests reach the host's loopback through QEMU's user network).
+    """
+    if addresses is None:
+        addresses = ['127.0.0.1'] + [node_addresses(node['index'])[0] for node in nodes]
     log = open(os.path.join(state_dir, 'apiserver.log'), 'w', encoding='utf-8')
     process = subprocess.Popen([sys.executable, os.path.join(ROOT, 'tests', 'standin', 'apiserver.py'),
-                                str(API_PORT)] + addresses, stdout=log, stderr=subprocess.STDOUT)
-    wait_for_port('127.0.0.1', API_PORT, 15)
+                                str(port)] + addresses, stdout=log, stderr=subprocess.STDOUT)
+    wait_for_port('127.0.0.1', port, 15)
     kubeconfig = os.path.join(state_dir, 'kubeconfig')
-    write(kubeconfig, KUBECONFIG % ('127.0.0.1', API_PORT), 0o600)
+    write(kubeconfig, KUBECONFIG % ('127.0.0.1', port), 0o600)
     return process, kubeconfig
+
+
+def ssh_command(node, state_dir):
+    """The ssh argv (before the remote command) that reaches a node over its veth link, as Ansible does."""
+    return ['ssh', '-i', os.path.join(state_dir, 'id_ed25519'), '-o', 'StrictHostKeyChecking=no',
+            '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-o', 'ConnectTimeout=5',
+            'root@' + node['address']]
 
 
 def ssh(node, state_dir, command, check=True):
     """Run a shell command on a node over its veth link, as Ansible reaches it."""
-    return run('ssh', '-i', os.path.join(state_dir, 'id_ed25519'), '-o', 'StrictHostKeyChecking=no',
-               '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-o', 'ConnectTimeout=5',
-               'root@' + node['address'], command, check=check)
+    return run(*ssh_command(node, state_dir), command, check=check)
 
 
 def node_path(node, relative):
     """A path inside a running node, seen from the host through its overlay mount."""
     return os.path.join(node['merged'], relative.lstrip('/'))
-
-
-def reset(nodes, state_dir):
-    """Put every node back to its first state: initial config, no backups, drop-ins, sampler or history, no faults,
-    fresh log."""
-    for node in nodes:
-        write(node_path(node, '/var/lib/kubelet/config.yaml'), KUBELET_CONFIG)
-        for directory, pattern in (('/var/lib/kubelet', '.nodealloc.bak'), ('/etc/kubernetes/kubelet.conf.d', '.conf')):
-            for name in os.listdir(node_path(node, directory)):
-                if name.endswith(pattern):
-                    os.unlink(os.path.join(node_path(node, directory), name))
-        faults = node_path(node, '/etc/kubelet-standin/faults.json')
-        if os.path.exists(faults):
-            os.unlink(faults)
-        # The role's sampler (installed by an earlier scenario) would keep writing history and state: a first
-        # state has none of it, nor the on-node step's journal.
-        ssh(node, state_dir, 'systemctl disable --now nodealloc-sampler.timer >/dev/null 2>&1; '
-            'rm -f /etc/systemd/system/nodealloc-sampler.service /etc/systemd/system/nodealloc-sampler.timer; '
-            'systemctl daemon-reload; rm -rf /var/lib/nodealloc /usr/local/lib/nodealloc /var/lib/node_exporter; '
-            ': > /var/log/kubelet-standin.log && systemctl restart kubelet.service')
-    for node in nodes:
-        deadline = time.monotonic() + 30
-        while ssh(node, state_dir, 'python3 -c "import urllib.request as u; '
-                  'print(u.urlopen(\'http://127.0.0.1:10248/healthz\').read().decode())"',
-                  check=False).stdout.strip() != 'ok':
-            if time.monotonic() > deadline:
-                raise RuntimeError('%s did not become healthy after reset' % node['name'])
-            time.sleep(0.3)
-
-
-def set_faults(node, faults):
-    write(node_path(node, '/etc/kubelet-standin/faults.json'), json.dumps(faults))
-
-
-def events(node):
-    """The stand-in's log on a node, as a list of dicts."""
-    path = node_path(node, '/var/log/kubelet-standin.log')
-    if not os.path.exists(path):
-        return []
-    with open(path, encoding='utf-8') as handle:
-        return [json.loads(line) for line in handle if line.strip()]
 
 
 def main(argv):

@@ -16,7 +16,7 @@ import time
 
 import yaml
 
-from nodes import testnodes
+from nodes import nodeio, testnodes
 from test_safety import WATCHED, differences, run_playbook, snapshot
 
 from ansible_collections.nodealloc.kubelet.tests.unit.plugins.module_utils.test__kubelet_ownership import (
@@ -48,7 +48,7 @@ def restart_and_wait(fleet, node):
     mark = time.time()
     testnodes.ssh(node, fleet['state_dir'], 'systemctl daemon-reload && systemctl restart kubelet.service')
     deadline = time.monotonic() + 30
-    while not [e for e in testnodes.events(node) if e['event'] == 'healthy' and e['time'] >= mark]:
+    while not [e for e in nodeio.events(node) if e['event'] == 'healthy' and e['time'] >= mark]:
         assert time.monotonic() < deadline, '%s: the stand-in did not become healthy' % node['name']
         time.sleep(0.3)
 
@@ -84,7 +84,7 @@ def extra_args(node):
 
 
 def events_since(node, mark, kind):
-    return [e for e in testnodes.events(node) if e['event'] == kind and e['time'] >= mark]
+    return [e for e in nodeio.events(node) if e['event'] == kind and e['time'] >= mark]
 
 
 def changed_tasks(stdout):
@@ -167,7 +167,7 @@ def test_a_kubelet_that_will_not_start_with_config_dir_gets_its_old_command_line
     testnodes.write(testnodes.node_path(node, os.path.join(NODE_CONFIG_DIR, '10-stale.conf')),
                     'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n'
                     'staticPodPath: /etc/kubernetes/stale-manifests\n')
-    testnodes.set_faults(node, {'refuse_config_containing': 'stale-manifests'})
+    nodeio.set_faults(node, {'refuse_config_containing': 'stale-manifests'})
     try:
         before = snapshot(node, ('/var/lib/kubelet', '/etc/default'))
         mark = time.time()

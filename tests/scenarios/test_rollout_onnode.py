@@ -9,93 +9,58 @@ import signal
 import subprocess
 import time
 
-import yaml
-
-from nodes import testnodes
-from test_rollout import ROOT, apply, command_for, config_digest, log_output, starts_since
-
-STEP_DIR = '/var/lib/nodealloc/step'
+from helpers.rollout import (ROOT, STEP_DIR, apply, changed_tasks, command_for, config_digest, healthy_on_last_start,
+                             leftovers, log_output, running_config, starts_since, wait_for)
+from nodes import nodeio
+from test_rollout import INITIAL_SYSTEM_RESERVED
 
 
-def leftovers(node):
-    """Journal, lock holder and temporary files a step could leave on a node."""
-    found = []
-    step_dir = testnodes.node_path(node, STEP_DIR)
-    if os.path.isdir(step_dir):
-        found += [os.path.join(STEP_DIR, n) for n in os.listdir(step_dir)]
-    for directory in ('/var/lib/kubelet', '/etc/kubernetes/kubelet.conf.d'):
-        found += [os.path.join(directory, n) for n in os.listdir(testnodes.node_path(node, directory))
-                  if n.endswith('.nodealloc.tmp')]
-    return found
-
-
-def healthy_on_last_start(node, mark):
-    log = [e for e in testnodes.events(node) if e['time'] >= mark]
-    starts = [e for e in log if e['event'] == 'start']
-    if not starts:
-        return None
-    last = starts[-1]
-    return last if any(e['event'] == 'healthy' and e['time'] >= last['time'] for e in log) else None
-
-
-def running_config(node):
-    with open(testnodes.node_path(node, '/var/lib/kubelet/config.yaml')) as handle:
-        return yaml.safe_load(handle)
-
-
-def wait_for(predicate, seconds, what):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError('gave up after %d s waiting for %s' % (seconds, what))
-
-
-def test_kubelet_dying_after_looking_healthy_is_caught_by_the_soak_and_halts(fresh_fleet):
-    first, dying, *rest = fresh_fleet['nodes']
-    before = {n['name']: config_digest(n) for n in fresh_fleet['nodes']}
-    testnodes.set_faults(dying, {'die_after_seconds': 20})
+def test_kubelet_dying_after_looking_healthy_is_caught_by_the_soak_and_halts(rollout_fleet):
+    fleet = rollout_fleet
+    first, dying, *rest = fleet['nodes']
+    before = {n['name']: config_digest(n) for n in fleet['nodes']}
+    nodeio.set_faults(dying, {'die_after_seconds': 20})
     mark = time.time()
-    result = apply(fresh_fleet, '-e', 'reservations_health_soak_seconds=30')
+    result = apply(fleet, '-e', 'reservations_health_soak_seconds=30')  # the shipped soak
     assert result.returncode != 0
     assert 'did not stay healthy for the 30 s soak' in result.stdout, result.stdout[-3000:]
     assert 'Restored /var/lib/kubelet/config.yaml from' in result.stdout
     assert config_digest(first) != before[first['name']]
     assert config_digest(dying) == before[dying['name']]  # rolled back byte for byte
-    log = [e for e in testnodes.events(dying) if e['time'] >= mark]
+    log = [e for e in nodeio.events(dying) if e['time'] >= mark]
     assert any(e['event'] == 'died' for e in log)
-    assert [e for e in log if e['event'] == 'start'][-1]['system_reserved'] == {'memory': '100Mi'}
+    assert [e for e in log if e['event'] == 'start'][-1]['system_reserved'] == INITIAL_SYSTEM_RESERVED
     for node in rest:  # untouched
         assert config_digest(node) == before[node['name']] and not starts_since(node, mark)
 
 
-def test_controller_killed_between_write_and_health_leaves_a_verified_node(fresh_fleet):
-    node = fresh_fleet['nodes'][0]
+def test_controller_killed_between_write_and_health_leaves_a_verified_node(rollout_fleet):
+    fleet = rollout_fleet
+    node = fleet['nodes'][0]
     original = config_digest(node)
     mark = time.time()
-    command, env = command_for(fresh_fleet, '-e', 'nodealloc_hosts=%s' % node['name'],
+    command, env = command_for(fleet, '-e', 'nodealloc_hosts=%s' % node['name'],
                                '-e', 'reservations_health_soak_seconds=10')
     controller = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, start_new_session=True)
     try:
         # The kubelet restarting proves the config was written; health and the soak are still to come.
-        wait_for(lambda: starts_since(node, mark), 120, 'the kubelet to restart')
-        assert os.path.exists(testnodes.node_path(node, STEP_DIR + '/step.json'))  # an unverified change
+        wait_for(lambda: starts_since(node, mark), 300, 'the kubelet to restart')
+        assert nodeio.read_bytes(node, STEP_DIR + '/step.json') is not None  # an unverified change
         os.killpg(controller.pid, signal.SIGKILL)
     finally:
         stdout, stderr = controller.communicate(timeout=60)
-        log_output(fresh_fleet, stdout, stderr, mark)
+        log_output(fleet, stdout, stderr, mark)
     assert controller.returncode == -signal.SIGKILL
     # The step goes on without the controller and ends on a verified config.
-    wait_for(lambda: not leftovers(node), 120, 'the step to finish on the node')
+    wait_for(lambda: not leftovers(node), 180, 'the step to finish on the node')
     assert config_digest(node) != original
     last = healthy_on_last_start(node, mark)
     assert last is not None and last['system_reserved'] == running_config(node)['systemReserved']
     second_mark = time.time()
-    again = apply(fresh_fleet, '-e', 'nodealloc_hosts=%s' % node['name'])
+    again = apply(fleet, '-e', 'nodealloc_hosts=%s' % node['name'])
     assert again.returncode == 0, again.stdout[-3000:]
-    assert not starts_since(node, second_mark)  # converged: nothing to change, nothing restarted
+    assert not starts_since(node, second_mark), changed_tasks(again.stdout)  # converged: nothing changed
     assert not leftovers(node)
 
 
@@ -123,7 +88,7 @@ def test_two_rollouts_at_once_never_undo_each_other(fresh_fleet):
     assert any(reason in stdout for reason in reasons for _rc, stdout in outputs), [o[1][-2000:] for o in outputs]
     for node in nodes:
         assert config_digest(node) != originals[node['name']]
-        log = [e for e in testnodes.events(node) if e['time'] >= mark]
+        log = [e for e in nodeio.events(node) if e['time'] >= mark]
         # The original reservations were never started again: no run undid the other's verified change.
         assert not [e for e in log if e['event'] == 'start' and e['system_reserved'] == {'memory': '100Mi'}], log
         last = healthy_on_last_start(node, mark)

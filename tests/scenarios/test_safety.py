@@ -12,29 +12,18 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import sys
 import time
 
-from nodes import testnodes
+from helpers.rollout import ROOT, command_for, starts_since
+from nodes import nodeio, testnodes
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
 WATCHED = ('/var/lib/kubelet', '/etc/kubernetes', '/var/lib/nodealloc', '/etc/systemd')
-NOISE_TOLERANT = ('-ereservations_sample_seconds=1', '-ereservations_health_poll_seconds=1',
-                  '-ereservations_health_soak_seconds=3',
-                  '-ereservations_change_threshold_min_bytes=268435456',
-                  '-ereservations_memory_headroom_min_bytes=536870912',
-                  '-ereservations_cpu_headroom_min_millicores=1000',
-                  '-ereservations_change_threshold_min_millicores=1500')
 FLAG_DROP_IN = '/etc/systemd/system/kubelet.service.d/20-reservation-flags.conf'
 
 
 def run_playbook(fleet, playbook, *extra):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build'), ANSIBLE_NOCOLOR='1',
-               ANSIBLE_HOST_KEY_CHECKING='False')
-    command = [os.path.join(BIN, 'ansible-playbook'), '-i', fleet['inventory'], playbook] + list(NOISE_TOLERANT) + [
-        '-ereservations_kubeconfig=%s' % fleet['kubeconfig']] + list(extra)
+    """Run a playbook with the role's default target (the drop-in); output kept in the fleet's state dir."""
+    command, env = command_for(fleet, *extra, playbook=playbook, drop_in=True)
     start = time.monotonic()
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=900)
     result.wall_seconds = time.monotonic() - start
@@ -65,10 +54,6 @@ def snapshot(node, trees=WATCHED):
 
 def differences(before, after):
     return sorted(path for path in set(before) | set(after) if before.get(path) != after.get(path))
-
-
-def starts_since(node, mark):
-    return [e for e in testnodes.events(node) if e['event'] == 'start' and e['time'] >= mark]
 
 
 def test_check_mode_of_every_playbook_leaves_every_file_byte_identical(fresh_fleet, tmp_path):
@@ -116,7 +101,7 @@ def test_a_reservation_flag_on_the_command_line_is_refused_before_any_write(fres
         restarted = time.time()
         testnodes.ssh(node, fresh_fleet['state_dir'], 'systemctl daemon-reload && systemctl restart kubelet.service')
         deadline = time.monotonic() + 30
-        while not [e for e in testnodes.events(node) if e['event'] == 'healthy' and e['time'] >= restarted]:
+        while not [e for e in nodeio.events(node) if e['event'] == 'healthy' and e['time'] >= restarted]:
             assert time.monotonic() < deadline, 'the stand-in did not become healthy with the flag'
             time.sleep(0.3)
         kubelet_trees = ('/var/lib/kubelet', '/etc/kubernetes', '/etc/systemd')

@@ -53,7 +53,8 @@ cpuacct hierarchies.
 
 Fault switches, read from /etc/kubelet-standin/faults.json at start-up (keys
 optional): ``refuse_config_containing`` (a string: refuse a config whose merged
-JSON contains it), ``die_after_seconds``, ``never_healthy``,
+JSON contains it), ``refuse_config_lacking`` (a string: refuse a config whose merged
+JSON does not contain it, e.g. the reservations it runs with now), ``die_after_seconds``, ``never_healthy``,
 ``healthy_after_seconds`` (slow to become healthy), ``hang_on_stop`` (ignore
 SIGTERM, so systemd has to kill it).
 
@@ -317,6 +318,9 @@ def main(argv):
         needle = faults.get('refuse_config_containing')
         if needle and needle in merged_json:
             raise StartupError('refused by fault switch: config contains %r' % needle)
+        wanted = faults.get('refuse_config_lacking')
+        if wanted and wanted not in merged_json:
+            raise StartupError('refused by fault switch: config lacks %r' % wanted)
         try:
             layout = machine.cgroup_layout()
         except (OSError, ValueError) as exc:

@@ -1,0 +1,131 @@
+"""Run the collection's playbooks against a fleet of test nodes and read what happened on the nodes.
+
+Shared by the rollout scenarios on nspawn nodes (tests/scenarios) and on VM guests (tests/vm).
+A fleet is a dict: ``inventory``, ``nodes``, ``state_dir``, ``kubeconfig``, ``api_url`` (the stand-in
+API server) and ``extra_vars`` (the settings its scenarios run with). What happened is proven from the
+stand-in kubelets' own logs and the files on the nodes, never from what the playbook says about itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+import yaml
+
+from nodes import nodeio
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+CONFIG = '/var/lib/kubelet/config.yaml'
+STEP_DIR = '/var/lib/nodealloc/step'
+
+
+def command_for(fleet, *extra, check=False, playbook='playbooks/apply.yml', drop_in=False):
+    """The ansible-playbook command and environment; ``drop_in`` keeps the role's default target.
+
+    Without it the scenarios prove the main-file path (the nodes' kubelets have --config-dir, where the
+    default would write a drop-in); the drop-in default is proven in tests/scenarios/test_safety.py.
+    """
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build'), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_HOST_KEY_CHECKING='False')
+    settings = ['-e%s=%s' % item for item in sorted(fleet['extra_vars'].items())]
+    settings.append('-ereservations_kubeconfig=%s' % fleet['kubeconfig'])
+    if not drop_in:
+        settings.append('-ereservations_use_drop_in=false')
+    command = [os.path.join(BIN, 'ansible-playbook'), '-i', fleet['inventory'], playbook] + settings + list(extra)
+    if check:
+        command.append('--check')
+    return command, env
+
+
+def log_output(fleet, stdout, stderr, start):
+    test_name = os.environ.get('PYTEST_CURRENT_TEST', 'playbook').split('::')[-1].split(' ')[0]
+    with open(os.path.join(fleet['state_dir'], '%s-%d.log' % (test_name, int(start))), 'a') as handle:
+        handle.write(stdout + '\n--- stderr ---\n' + stderr)
+
+
+def apply(fleet, *extra, check=False, playbook='playbooks/apply.yml'):
+    command, env = command_for(fleet, *extra, check=check, playbook=playbook)
+    start = time.monotonic()
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=1500)
+    result.wall_seconds = time.monotonic() - start
+    log_output(fleet, result.stdout, result.stderr, start)
+    return result
+
+
+def config_digest(node):
+    return hashlib.sha256(nodeio.read_bytes(node, CONFIG)).hexdigest()
+
+
+def running_config(node):
+    return yaml.safe_load(nodeio.read_bytes(node, CONFIG))
+
+
+def starts_since(node, mark):
+    return [e for e in nodeio.events(node) if e['event'] == 'start' and e['time'] >= mark]
+
+
+def restart_windows(nodes, mark):
+    """(node, stop time, healthy time) for every restart since ``mark``, from the stand-ins' logs."""
+    windows = []
+    for node in nodes:
+        log = [e for e in nodeio.events(node) if e['time'] >= mark]
+        stops = [e['time'] for e in log if e['event'] == 'stop']
+        healthy = [e['time'] for e in log if e['event'] == 'healthy']
+        for stop in stops:
+            after = [h for h in healthy if h >= stop]
+            windows.append((node['name'], stop, after[0] if after else None))
+    return sorted(windows, key=lambda w: w[1])
+
+
+def api_node_status(fleet, node):
+    """The Node's status as the stand-in API server holds it (written by the node's stand-in kubelet)."""
+    with urllib.request.urlopen('%s/api/v1/nodes/%s' % (fleet['api_url'], node['name']), timeout=10) as response:
+        return json.load(response)['status']
+
+
+def changed_tasks(stdout):
+    """Every 'changed:' line of a playbook's output with the task it belongs to, to name what changed."""
+    found, task = [], None
+    for line in stdout.splitlines():
+        task = line if line.startswith('TASK [') else task
+        if line.startswith('changed:'):
+            found.append('%s %s' % (task, line))
+    return found
+
+
+def recap_changed_counts(stdout):
+    return [int(line.split('changed=')[1].split()[0]) for line in stdout.splitlines() if 'changed=' in line]
+
+
+def leftovers(node):
+    """Journal, lock holder and temporary files a step could leave on a node."""
+    found = [os.path.join(STEP_DIR, n) for n in nodeio.listdir(node, STEP_DIR)]
+    for directory in ('/var/lib/kubelet', '/etc/kubernetes/kubelet.conf.d'):
+        found += [os.path.join(directory, n) for n in nodeio.listdir(node, directory) if n.endswith('.nodealloc.tmp')]
+    return found
+
+
+def healthy_on_last_start(node, mark):
+    log = [e for e in nodeio.events(node) if e['time'] >= mark]
+    starts = [e for e in log if e['event'] == 'start']
+    if not starts:
+        return None
+    last = starts[-1]
+    return last if any(e['event'] == 'healthy' and e['time'] >= last['time'] for e in log) else None
+
+
+def wait_for(predicate, seconds, what):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError('gave up after %d s waiting for %s' % (seconds, what))

@@ -1,0 +1,160 @@
+"""The test nodes the multi-node tests share, as pytest fixtures (imported by tests/conftest.py).
+
+* ``fleet`` / ``fresh_fleet``: three nspawn nodes (testnodes.py) and the stand-in API server on the
+  links; fast, but every node reads the host's /proc/meminfo and /proc/stat.
+* ``vm_guests``: a cgroup v2 and a cgroup v1 QEMU guest (vmnodes.py) with their own kernel.
+* ``vm_fleet`` / ``fresh_vm_fleet``: three cgroup v2 guests reporting to a stand-in API server on a
+  loopback port of ours. Only with ``NODEALLOC_VM_ROLLOUT=1`` (docs/testing.md says why it is not in
+  ``make test`` by default: under software emulation one 3-node rollout takes about 6 minutes).
+* ``rollout_fleet``: the rollout scenarios run on the nspawn fleet, and on the VM fleet when asked.
+
+All the session's guests boot together (one ``vmnodes.up``) when the first test that needs one
+starts: after the nspawn scenarios, whose nodes read the host's /proc/meminfo, so the guests' memory
+(QEMU's, on the host) does not move those nodes' figures (booting them in the background earlier made
+the nspawn second run see +3 GiB and change).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import pytest
+
+from nodes import nodeio, testnodes, vmnodes
+
+# Three: a node changed, the node a fault hits, and one after it that must stay untouched (each more node
+# costs every scenario a rollout step).
+FLEET_SIZE = int(os.environ.get('NODEALLOC_FLEET_SIZE', '3'))
+# Every nspawn node reads the host's /proc/meminfo and /proc/stat, which also count the Ansible controller
+# running the test (tens of MiB per fork, a CPU burst as each play starts) and whatever else runs on the
+# machine: thresholds of 256Mi and 1500m keep that noise from looking like a change. The first run's changes
+# are far larger. A 3-s soak keeps these scenarios short.
+NOISE_TOLERANT = {'reservations_sample_seconds': 1, 'reservations_health_poll_seconds': 1,
+                  'reservations_health_soak_seconds': 3,
+                  'reservations_change_threshold_min_bytes': 268435456,
+                  # An increase also acts when less than half the headroom is left: 512 MiB keeps the host's
+                  # memory noise from looking like that.
+                  'reservations_memory_headroom_min_bytes': 536870912,
+                  # CPU likewise, from the host's /proc/stat: a 1000m least headroom reaches the 50 % cap on these
+                  # 2-CPU nodes, so the reserved CPU is the cap after the first run whatever the host is doing.
+                  'reservations_cpu_headroom_min_millicores': 1000,
+                  'reservations_change_threshold_min_millicores': 1500}
+VM_ROLLOUT = os.environ.get('NODEALLOC_VM_ROLLOUT') == '1'
+# One cgroup v2 guest (the default of every current distribution) and one cgroup v1 guest.
+GUESTS = [{'name': 'facts-v2', 'cgroup': 'v2', 'memory_mib': 1280},
+          {'name': 'facts-v1', 'cgroup': 'v1', 'memory_mib': 1280}]
+ROLLOUT_GUESTS = [{'name': 'roll-%d' % index, 'cgroup': 'v2', 'memory_mib': 1024} for index in (1, 2, 3)]
+# The shipped thresholds, headroom, sample time and polling: these guests have their own /proc/meminfo and
+# /proc/stat, so nothing else on the machine moves their numbers. Only the soak is shortened (the soak
+# scenario sets the shipped 30 s itself).
+SHORT_WAITS = {'reservations_health_soak_seconds': 3}
+
+
+def _can_boot_nodes():
+    return os.geteuid() == 0 and all(shutil.which(tool) for tool in ('systemd-nspawn', 'debootstrap', 'ssh', 'ip'))
+
+
+@pytest.fixture(scope='session')
+def fleet(tmp_path_factory):
+    if not _can_boot_nodes():
+        pytest.skip('needs root, systemd-nspawn, debootstrap, ssh and ip (make test installs them)')
+    state_dir = str(tmp_path_factory.mktemp('fleet'))
+    inventory, nodes = testnodes.up(FLEET_SIZE, state_dir)
+    apiserver = None
+    try:
+        apiserver, kubeconfig = testnodes.start_apiserver(nodes, state_dir)
+        yield {'inventory': inventory, 'nodes': nodes, 'state_dir': state_dir, 'kubeconfig': kubeconfig,
+               'api_url': 'http://127.0.0.1:%d' % testnodes.API_PORT, 'extra_vars': NOISE_TOLERANT}
+    finally:
+        if apiserver is not None:
+            apiserver.terminate()
+            apiserver.wait(timeout=10)
+        testnodes.down(state_dir)
+
+
+@pytest.fixture
+def fresh_fleet(fleet):
+    nodeio.reset(fleet['nodes'])
+    return fleet
+
+
+class _Boot:
+    """The session's guests and the stand-in API server the rollout guests report to."""
+
+    def __init__(self, guests):
+        self.state_dir = tempfile.mkdtemp(prefix='nodealloc-vms-')
+        port = vmnodes.free_port()
+        self.apiserver, self.kubeconfig = testnodes.start_apiserver([], self.state_dir, port=port,
+                                                                    addresses=['127.0.0.1'])
+        self.api_url = 'http://127.0.0.1:%d' % port
+        try:
+            self.inventory, self.nodes = vmnodes.up(guests, self.state_dir, api_port=port)
+        except Exception:
+            self.apiserver.terminate()
+            raise
+
+    def stop(self):
+        vmnodes.down(self.state_dir)
+        self.apiserver.terminate()
+        self.apiserver.wait(timeout=10)
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+
+
+_BOOT = []
+
+
+def start_boot():
+    """Boot the session's guests (once); the rollout guests only with NODEALLOC_VM_ROLLOUT=1."""
+    if not _BOOT:
+        _BOOT.append(_Boot(GUESTS + (ROLLOUT_GUESTS if VM_ROLLOUT else [])))
+    return _BOOT[0]
+
+
+def stop_boot():
+    if _BOOT:
+        _BOOT.pop().stop()
+
+
+@pytest.fixture(scope='session')
+def vm_boot():
+    reason = vmnodes.missing()
+    if reason:
+        pytest.skip(reason)
+    return start_boot()
+
+
+@pytest.fixture(scope='session')
+def vm_guests(vm_boot):
+    names = {guest['name'] for guest in GUESTS}
+    return {node['name']: node for node in vm_boot.nodes if node['name'] in names}
+
+
+@pytest.fixture(scope='session')
+def vm_fleet(vm_boot):
+    """Three v2 guests whose stand-in kubelets report to a stand-in API server on a loopback port of ours."""
+    if not VM_ROLLOUT:
+        pytest.skip('the rollout scenarios on VM guests run with NODEALLOC_VM_ROLLOUT=1 (docs/testing.md)')
+    names = [guest['name'] for guest in ROLLOUT_GUESTS]
+    nodes = [node for node in vm_boot.nodes if node['name'] in names]
+    inventory = vmnodes.write_inventory(vm_boot.state_dir, nodes, vm_boot.state_dir + '/id_ed25519',
+                                        name='rollout-inventory.ini')
+    return {'inventory': inventory, 'nodes': nodes, 'state_dir': vm_boot.state_dir, 'kubeconfig': vm_boot.kubeconfig,
+            'api_url': vm_boot.api_url, 'extra_vars': SHORT_WAITS}
+
+
+@pytest.fixture
+def fresh_vm_fleet(vm_fleet):
+    nodeio.reset(vm_fleet['nodes'])
+    return vm_fleet
+
+
+@pytest.fixture(params=['nspawn', 'vm'])
+def rollout_fleet(request):
+    """A fresh fleet for a rollout scenario: the nspawn nodes, or the cgroup v2 guests (NODEALLOC_VM_ROLLOUT=1)."""
+    if request.param == 'vm':
+        if not VM_ROLLOUT:
+            pytest.skip('the rollout scenarios on VM guests run with NODEALLOC_VM_ROLLOUT=1 (docs/testing.md)')
+        return request.getfixturevalue('fresh_vm_fleet')
+    return request.getfixturevalue('fresh_fleet')
