@@ -2,7 +2,7 @@
 
 The two node states are real: this build machine (Linux 6.18, cgroup v1) before and
 after a process in kubepods.slice/.../pod<uid>.slice read a cold 512 MiB file on ext4
-three times (tests/integration/test_page_cache_real_cgroups_v1.py does the same live).
+three times (tests/vm/test_page_cache_vm.py does the same live on VM guests).
 Copied: the /proc/meminfo lines si_mem_available uses, the ``low`` lines of
 /proc/zoneinfo (pages), and kubepods.slice's memory.usage_in_bytes and the memory.stat
 lines the working set and the correction use.
