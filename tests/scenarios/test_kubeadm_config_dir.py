@@ -16,6 +16,7 @@ import time
 
 import yaml
 
+from helpers.rollout import changed_tasks, recap_changed_counts
 from nodes import nodeio, testnodes
 from test_safety import WATCHED, differences, run_playbook, snapshot
 
@@ -87,16 +88,6 @@ def events_since(node, mark, kind):
     return [e for e in nodeio.events(node) if e['event'] == kind and e['time'] >= mark]
 
 
-def changed_tasks(stdout):
-    """'TASK [...] changed: [host]' for every change a run reports, and whether every PLAY RECAP line says changed=0."""
-    found, task = [], None
-    for line in stdout.splitlines():
-        task = line if line.startswith('TASK [') else task
-        if line.startswith('changed:'):
-            found.append('%s %s' % (task, line))
-    return found, all(line.split('changed=')[1].startswith('0') for line in stdout.splitlines() if 'changed=' in line)
-
-
 def test_kubeadm_nodes_get_config_dir_node_by_node_check_mode_and_second_run_change_nothing(fresh_fleet):
     nodes = fresh_fleet['nodes'][:2]
     hosts = '-enodealloc_hosts=%s' % ','.join(node['name'] for node in nodes)
@@ -149,8 +140,7 @@ def test_kubeadm_nodes_get_config_dir_node_by_node_check_mode_and_second_run_cha
         mark = time.time()
         again = run_playbook(fresh_fleet, 'playbooks/apply.yml', hosts, ENABLE)
         assert again.returncode == 0, again.stdout[-3000:]
-        changed, none = changed_tasks(again.stdout)
-        assert none, changed
+        assert set(recap_changed_counts(again.stdout)) == {0}, changed_tasks(again.stdout)
         assert {n['name']: differences(before[n['name']], snapshot(n, CONFIG_TREES)) for n in nodes} == {
             n['name']: [] for n in nodes}
         assert all(not events_since(node, mark, 'start') for node in nodes)
