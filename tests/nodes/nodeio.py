@@ -24,6 +24,8 @@ RESET_SCRIPT = """set -e
 cat > /var/lib/kubelet/config.yaml
 rm -f /var/lib/kubelet/*.nodealloc.bak /etc/kubernetes/kubelet.conf.d/*.conf {faults}
 systemctl disable --now nodealloc-sampler.timer >/dev/null 2>&1 || true
+# A run the timer started may still be sampling: it would write history and state after the rm below.
+systemctl stop nodealloc-sampler.service >/dev/null 2>&1 || true
 rm -f /etc/systemd/system/nodealloc-sampler.service /etc/systemd/system/nodealloc-sampler.timer
 systemctl daemon-reload
 rm -rf /var/lib/nodealloc /usr/local/lib/nodealloc /var/lib/node_exporter

@@ -35,6 +35,10 @@ def outcomes(tmp_path_factory):
     reason = vmnodes.missing()
     if reason:
         pytest.skip(reason)
+    if os.environ.get('NODEALLOC_VM_OOM') != '1':
+        # 330 s in a fresh-clone run (two guests, the `none` guest thrashing its page cache until the global
+        # OOM): with it the suite took about 31 minutes, over its 30 (docs/testing.md).
+        pytest.skip('the small oom_outcomes run is in make test only with NODEALLOC_VM_OOM=1 (docs/testing.md)')
     state_dir = str(tmp_path_factory.mktemp('oom-outcomes'))
     spec = importlib.util.spec_from_file_location('oom_outcomes', os.path.join(ROOT, 'benchmarks', 'oom_outcomes.py'))
     benchmark = importlib.util.module_from_spec(spec)
