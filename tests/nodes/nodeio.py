@@ -38,10 +38,13 @@ def is_vm(node):
     return 'qemu_pid' in node
 
 
+def _ssh_argv(node):
+    return (vmnodes if is_vm(node) else testnodes).ssh_command(node, node['state_dir'])
+
+
 def ssh(node, command, check=True, stdin=None):
     """Run a shell command on the node as Ansible reaches it; text in and out."""
-    argv = (vmnodes if is_vm(node) else testnodes).ssh_command(node, node['state_dir'])
-    return subprocess.run(argv + [command], input=stdin, check=check, capture_output=True, text=True, timeout=300)
+    return subprocess.run(_ssh_argv(node) + [command], input=stdin, check=check, capture_output=True, text=True, timeout=300)
 
 
 def read_bytes(node, path):
@@ -56,8 +59,7 @@ def read_bytes(node, path):
                 return handle.read()
         except FileNotFoundError:
             return None
-    argv = (vmnodes if is_vm(node) else testnodes).ssh_command(node, node['state_dir'])
-    result = subprocess.run(argv + ['cat %s 2>/dev/null || echo -n MISSING >&2' % path],
+    result = subprocess.run(_ssh_argv(node) + ['cat %s 2>/dev/null || echo -n MISSING >&2' % path],
                             capture_output=True, check=False, timeout=120)
     if result.stderr.endswith(b'MISSING'):
         return None
