@@ -1,7 +1,7 @@
 """Replay node traces through every reservation policy: exposure to a global OOM, waste, kubelet restarts.
 
 Usage: python benchmarks/quality.py [--json|--markdown] [--days D] [--seed S[,S...]] [--traces DIR]
-                                    [--sampler-every SECONDS] [--apply-every DURATION] [--pool-class] [--write-traces DIR]
+                                    [--sampler-every SECONDS] [--apply-every DURATION] [--[no-]pool-class] [--write-traces DIR]
 
 Traces (docs/benchmarks.md, "Quality"):
   generated (default): one node per size in CONFIGS, a point every 5 s over --days days, seeded by --seed.
@@ -17,8 +17,8 @@ Policies:
       the module's default options); the sampler records a reading every --sampler-every seconds (60), and
       what the role decides takes effect only at each run, every --apply-every (24h), starting at t = 0
       with one reading and no history;
-  measured with --pool-class: the same, replayed as a fleet: traces of one node class (memory size, CPU count)
-      pool their largest climbs at each run (_headroom_policy.pool_jumps); the role does not pool yet;
+  measured (default --pool-class): the same, replayed as a fleet: traces of one node class (memory size, CPU count)
+      pool their largest climbs at each run (_headroom_policy.pool_jumps), as the role does by default;
   poc: the PoC as published: every 5 s reserve the reading + 100Mi, restarting the kubelet when that
       differs from what is reserved by more than 100Mi;
   every vendor formula (docs/formulas.md), fixed for the trace.
@@ -269,7 +269,7 @@ def class_peers(traces, sampler_every, apply_every, settings):
     return result
 
 
-def run(traces, sampler_every, apply_every, pool_class=False):
+def run(traces, sampler_every, apply_every, pool_class=True):
     settings = module_defaults()
     names = ['measured', 'poc'] + list(_formulas.FORMULAS)
     policies = collections.OrderedDict((name, None) for name in names)
@@ -326,9 +326,9 @@ def main(argv):
     parser.add_argument('--write-traces', help='write the generated traces here as *.jsonl and exit')
     parser.add_argument('--sampler-every', type=int, default=60, help='seconds between sampler readings')
     parser.add_argument('--apply-every', default='24h', help='how often the role runs (a duration: 1h, 24h, 7d)')
-    parser.add_argument('--pool-class', action='store_true',
-                        help='pool the climbs of the traces of one node class (memory size, CPUs): what the role '
-                             'would do over an inventory; it does not yet')
+    parser.add_argument('--pool-class', action=argparse.BooleanOptionalAction, default=True,
+                        help='pool the climbs of the traces of one node class (memory size, CPUs), as the role does '
+                             'over an inventory by default (reservations_pool_class); --no-pool-class: each node alone')
     parser.add_argument('--live-seconds', type=int, default=0,
                         help='ignored: a trace recorded by the collection itself is no longer scored')
     args = parser.parse_args(argv)

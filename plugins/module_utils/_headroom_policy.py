@@ -25,14 +25,17 @@ count, ``node_class``) run the same kind of workload, so a climb one of them sho
 can happen on any of them. ``pool_jumps`` gives a node the largest climb of its
 class (its own included) where that is larger than its own; the small-sample
 factor keeps the node's own count of windows (the pooled climbs come from the
-same days, not from a longer history). Not yet wired into the role: the facts
-module decides on each node alone (``benchmarks/quality.py --pool-class``
-replays what pooling would give).
+same days, not from a longer history). The role pools over the nodes it measures
+together (``reservations_pool_class``): each node's first decision returns what it
+tells its class (``class_record``), and a node that the class would change decides
+again with its peers' records (the facts module's ``class_peers``).
 
-Cold start: with one reading and no history a node's peak is unknown. The
-prior is the vendor formula named by ``cold_start_prior`` (``docs/formulas.md``)
-where it reserves more than the reading plus headroom; the history takes over at
-the next run.
+Cold start: until a node's history spans two reaction times its climbs are
+unknown. The prior is the largest reservation recommended for a node of its class
+that has such a history, measured in the same run (``class_prior``); with none, the
+vendor formula named by ``cold_start_prior`` (``docs/formulas.md``); in either case
+where it reserves more than the reading plus headroom. The history takes over once
+it spans two reaction times.
 
 The near-reservation flag: ``near_reservation`` is true when a reading comes within
 the headroom of what is reserved, so an alert or a scheduled job can apply sooner
@@ -129,6 +132,52 @@ def pool_jumps(own, peers):
             raised.append(key)
     result['raised_by_class'] = raised
     return result
+
+
+def class_record(mem_total_bytes, cpus, jumps, recommendation):
+    """What one node tells the nodes of its class: its class, its own climbs and, with history, its reservation.
+
+    ``jumps`` are the node's own (before any pooling): a peer's pooled climbs would echo back round the class.
+    A node whose history does not yet span two reaction times (``cold_start``) offers no reservation: it
+    rests on a prior itself.
+    """
+    cold = bool(recommendation.get('single_reading')) or (jumps or {}).get('memory_bytes') is None
+    return {'node_class': list(node_class(mem_total_bytes, cpus)),
+            'jumps': {key: (jumps or {}).get(key) for key in ('reaction_seconds', 'windows', 'memory_bytes', 'millicores')},
+            'cold_start': cold,
+            'reserved_memory_bytes': None if cold else recommendation.get('reserved_memory_bytes'),
+            'reserved_millicores': None if cold else recommendation.get('reserved_millicores')}
+
+
+def same_class(record, peers):
+    """The peers' records (dicts as ``class_record`` makes them) of ``record``'s class; anything else is dropped."""
+    wanted = list((record or {}).get('node_class') or ())
+    return [peer for peer in peers or () if isinstance(peer, dict) and wanted
+            and list(peer.get('node_class') or ()) == wanted and isinstance(peer.get('jumps'), dict)]
+
+
+def class_prior(peers):
+    """(memory bytes, millicores, nodes): the largest reservations of the peers with history, or None."""
+    warm = [peer for peer in peers if not peer.get('cold_start') and peer.get('reserved_memory_bytes') is not None]
+    if not warm:
+        return None
+    return (max(int(peer['reserved_memory_bytes']) for peer in warm),
+            max(int(peer.get('reserved_millicores') or 0) for peer in warm), len(warm))
+
+
+def peers_that_matter(record, peers):
+    """``record``'s class peers when deciding with them would change something, else [].
+
+    A node with climbs of its own is changed by a peer's larger climb; a node without (cold start) by a peer
+    with history (the class prior). Every other node keeps its first decision: no second measurement.
+    """
+    if not record:
+        return []
+    peers = same_class(record, peers)
+    if record.get('cold_start'):
+        return peers if class_prior(peers) else []
+    pooled = pool_jumps(record['jumps'], [peer['jumps'] for peer in peers])
+    return peers if pooled['raised_by_class'] else []
 
 
 def basis(samples, now, percent, stabilization_seconds, reaction_seconds, window_seconds):

@@ -98,6 +98,10 @@ OPTIONS = {
                                     'factor', rule=AT_LEAST_1),
     'cold_start_prior': _option('str', 'gke', 'with no history, reserve at least this vendor formula',
                                 choices=['none'] + VENDOR_FORMULAS),
+    'class_peers': _option('list', None, "what the other nodes of the run told their class (each one's "
+                           'class_record): climbs to pool, reservations for a cold start', elements='dict'),
+    'pool_class': _option('bool', True, 'pool climbs, and take the cold-start prior, over the nodes of the same class '
+                          'measured in the same run', modules=()),
     'cpu_guarantee': _option('str', 'reserve', "reserve CPU until system.slice's guaranteed share covers its need, "
                              'or only report it', choices=['reserve', 'report']),
     # Recording and output.

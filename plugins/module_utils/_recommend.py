@@ -129,12 +129,23 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     policy_settings = dict(_headroom_policy.DEFAULTS)
     policy_settings.update({k: v for k, v in (settings or {}).items() if k in _headroom_policy.DEFAULTS and v is not None})
     short_history = not single_reading and 'jumps' in basis and (basis['jumps'] or {}).get('memory_bytes') is None
-    prior = (_headroom_policy.cold_start_floor(formulas, policy_settings['cold_start_prior'])
-             if single_reading or short_history else None)
+    prior, prior_source = None, None
+    if single_reading or short_history:
+        # A node of the same class with history, measured in the same run, knows more than any formula.
+        class_prior = basis.get('class_prior')
+        if class_prior:
+            prior = class_prior[:2]
+            prior_source = ('the largest reservation recommended for the %d node(s) of the same class (memory size '
+                            'and CPU count) with history in this run' % class_prior[2])
+        else:
+            prior = _headroom_policy.cold_start_floor(formulas, policy_settings['cold_start_prior'])
+            prior_source = 'what the %s formula reserves' % policy_settings['cold_start_prior']
     if prior is not None and options['policy'] == 'measured':
-        lines.append('this rests on one reading (no history yet): the cold-start prior, what the %s formula reserves '
-                     '(%s, %dm), is the floor until the history takes over'
-                     % (policy_settings['cold_start_prior'], describe_bytes(prior[0]), prior[1]))
+        lines.append('%s: the cold-start prior, %s (%s, %dm), is the floor until the history spans two reaction times'
+                     % ('this rests on one reading (no history yet)' if single_reading else
+                        'the history (%d samples over %.1f h) shows no climb to a new peak yet'
+                        % (basis['samples'], basis['span_seconds'] / 3600.0),
+                        prior_source, describe_bytes(prior[0]), prior[1]))
     elif single_reading:
         factor = options['single_reading_headroom_factor']
         options['memory_headroom_percent'] *= factor
@@ -156,8 +167,9 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
                 options[key] = int(options[key] * factor)
             lines.append('the history spans less than two reaction times (%.1f h): no climb to a new peak measured '
                          'yet, headroom widened %.1fx%s' % (2 * basis['jumps']['reaction_seconds'] / 3600.0, factor,
-                                                            ', and the cold-start prior (%s, %dm) stays the floor'
-                                                            % (describe_bytes(prior[0]), prior[1]) if prior else ''))
+                                                            ', and the cold-start prior, %s (%s, %dm), stays the floor'
+                                                            % (prior_source, describe_bytes(prior[0]), prior[1])
+                                                            if prior else ''))
     non_pod_used = max(0, int(basis['non_pod_bytes']))
 
     jumps = basis.get('jumps') or {}

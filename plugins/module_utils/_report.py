@@ -140,6 +140,10 @@ def _node(host, result):
         'pressure': _cpu_guarantee.describe_pressure(result.get('pressure') or {}),
         'history': {k: (result.get('history') or {}).get(k) for k in ('samples', 'span_seconds', 'series')},
         'recommended_reserved_memory_bytes': recommendation['reserved_memory_bytes'],
+        'memory_headroom_bytes': recommendation.get('memory_headroom_bytes'),
+        # What this node tells its class, and how many of its class's nodes it decided with (0: alone).
+        'class_record': result.get('class_record'),
+        'class_peers_used': result.get('class_peers_used') or 0,
         'overcommit': _overcommit_summary(result.get('overcommit')),
         # The policy settings the module ran with: the same reservations_* variables as apply.yml.
         'settings': dict(recommendation.get('settings') or {}, **((result.get('decision') or {}).get('settings') or {})),

@@ -28,13 +28,17 @@ import os
 import time
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cgroup, _cpu_guarantee, _file_io, _history, _kubelet_process, _measure, _metrics, _overcommit, _procfs)
+    _cgroup, _cpu_guarantee, _file_io, _headroom_policy, _history, _kubelet_process, _measure, _metrics, _overcommit,
+    _procfs)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 
 STATE_VERSION = 2  # 2: hours packed in strings
 MIB = 1 << 20
 DEFAULT_STATE_PATH = '/var/lib/nodealloc/sampler-state.json'
 DEFAULT_DECISION_PATH = '/var/lib/nodealloc/decision.json'
+# Beside the decision: the reservation the role last applied and the headroom it was sized with (written only
+# when a change is applied, so a run that keeps the reservations rewrites nothing).
+RESERVATION_FILE = 'reservation.json'
 DEFAULT_TEXTFILE_PATH = '/var/lib/node_exporter/textfile_collector/nodealloc.prom'
 DEFAULT_EVICTION_HARD_BYTES = 100 * MIB  # the kubelet's default memory.available<100Mi
 _PRESSURE_FILES = (('cpu', 'cpu.pressure'), ('memory', 'memory.pressure'), ('io', 'io.pressure'))
@@ -255,7 +259,14 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None):
         'overcommit': None,
         'pressure': {},
         'decision': load_json(options.get('decision_path') or DEFAULT_DECISION_PATH),
+        'reservation': load_json(os.path.join(os.path.dirname(options.get('decision_path') or DEFAULT_DECISION_PATH),
+                                              RESERVATION_FILE)),
+        'near_reservation': None,
     }
+    applied = figures['reservation'] or {}
+    if isinstance(applied.get('reserved_memory_bytes'), int) and isinstance(applied.get('memory_headroom_bytes'), int):
+        figures['near_reservation'] = _headroom_policy.near_reservation(
+            reading['non_pod_bytes'], applied['reserved_memory_bytes'], applied['memory_headroom_bytes'])
     if kubepods:
         figures['overcommit'] = _overcommit.audit(layout, kubepods)
         figures['kubepods_memory_limit_bytes'] = figures['overcommit']['kubepods_memory_limit_bytes']

@@ -57,6 +57,17 @@ options:
     type: bool
     default: false
     version_added: 0.2.0
+  class_peers:
+    description:
+      - What other nodes measured in the same run told their class, each one's RV(class_record) as returned by this
+        module. Records of another class (memory size rounded to whole GiB, CPU count) are ignored.
+      - With peers of this node's class, its climbs to a new peak are raised to the largest of the class, and a node
+        whose history does not yet span two reaction times takes as its cold-start prior the largest reservation
+        recommended for a peer with such a history (instead of the O(cold_start_prior) formula).
+      - The reservations role passes them where they change the decision (C(reservations_pool_class)).
+    type: list
+    elements: dict
+    version_added: 0.1.0
   textfile_path:
     description:
       - Also write the figures as Prometheus metrics (C(nodealloc_*)) to this file, for node_exporter's textfile
@@ -273,6 +284,19 @@ formulas:
   description: What each vendor formula (gke, aks, aks-legacy, eks, openshift) would reserve on this node, in bytes and millicores.
   returned: always
   type: dict
+class_record:
+  description:
+    - What this node tells the other nodes of its class, to pass to their O(class_peers) - its class
+      (C(node_class), memory GiB and CPU count), its own climbs (C(jumps), before any pooling), C(cold_start), and
+      with history C(reserved_memory_bytes) and C(reserved_millicores).
+  returned: always
+  type: dict
+  version_added: 0.1.0
+class_peers_used:
+  description: How many of O(class_peers) were of this node's class and were pooled with it (0 - decided alone).
+  returned: always
+  type: int
+  version_added: 0.1.0
 not_found:
   description: Plain statements of what was looked for and not found on this node.
   returned: always

@@ -45,6 +45,18 @@ def command_for(fleet, *extra, check=False, playbook='playbooks/apply.yml', drop
     return command, env
 
 
+def run_playbook(fleet, playbook, *extra):
+    """Run a playbook with the role's default target (the drop-in); output kept in the fleet's state dir."""
+    command, env = command_for(fleet, *extra, playbook=playbook, drop_in=True)
+    start = time.monotonic()
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=900)
+    result.wall_seconds = time.monotonic() - start
+    name = '%s-%s-%d.log' % (os.path.basename(playbook), 'check' if '--check' in extra else 'run', int(time.time()))
+    with open(os.path.join(fleet['state_dir'], name), 'w', encoding='utf-8') as handle:
+        handle.write(' '.join(command) + '\n' + result.stdout + '\n--- stderr ---\n' + result.stderr)
+    return result
+
+
 def log_output(fleet, stdout, stderr, start):
     test_name = os.environ.get('PYTEST_CURRENT_TEST', 'playbook').split('::')[-1].split(' ')[0]
     with open(os.path.join(fleet['state_dir'], '%s-%d.log' % (test_name, int(start))), 'a') as handle:

@@ -11,26 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 import time
 
-from helpers.rollout import ROOT, command_for, starts_since
+from helpers.rollout import run_playbook, starts_since
 from nodes import nodeio, testnodes
 
 WATCHED = ('/var/lib/kubelet', '/etc/kubernetes', '/var/lib/nodealloc', '/etc/systemd')
 FLAG_DROP_IN = '/etc/systemd/system/kubelet.service.d/20-reservation-flags.conf'
-
-
-def run_playbook(fleet, playbook, *extra):
-    """Run a playbook with the role's default target (the drop-in); output kept in the fleet's state dir."""
-    command, env = command_for(fleet, *extra, playbook=playbook, drop_in=True)
-    start = time.monotonic()
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=900)
-    result.wall_seconds = time.monotonic() - start
-    name = '%s-%s-%d.log' % (os.path.basename(playbook), 'check' if '--check' in extra else 'run', int(time.time()))
-    with open(os.path.join(fleet['state_dir'], name), 'w', encoding='utf-8') as handle:
-        handle.write(' '.join(command) + '\n' + result.stdout + '\n--- stderr ---\n' + result.stderr)
-    return result
 
 
 def snapshot(node, trees=WATCHED):

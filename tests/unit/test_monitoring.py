@@ -21,6 +21,7 @@ def written_names(tmp_path):
     opts = options(make_node(tmp_path), tmp_path)
     (tmp_path / 'decision.json').write_text(json.dumps({'action': 'keep', 'eviction_hard_memory_bytes': 1,
                                                         'recommended_kubepods_memory_limit_bytes': 2}))
+    (tmp_path / 'reservation.json').write_text(json.dumps({'reserved_memory_bytes': 3, 'memory_headroom_bytes': 1}))
     run(opts, sleep=lambda _s: None)
     text = (tmp_path / 'nodealloc.prom').read_text()
     return {line.split()[2] for line in text.splitlines() if line.startswith('# TYPE ')}

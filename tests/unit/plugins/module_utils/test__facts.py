@@ -134,3 +134,24 @@ def test_an_explicit_empty_enforce_node_allocatable_means_no_enforcement(v2_node
         assert limit < facts['memory']['mem_total_bytes']
     else:
         assert limit == facts['memory']['mem_total_bytes']
+
+
+def test_class_peers_of_another_class_are_ignored_and_of_its_own_give_the_cold_start_prior(v2_node, tmp_path):
+    options = {'cgroup_root': v2_node, 'sample_seconds': 0, 'history': False,
+               'kubelet_config_path': str(tmp_path / 'none.yaml')}
+    alone = _facts.gather(options)
+    own = alone['class_record']
+    assert own['cold_start'] and alone['class_peers_used'] == 0
+    assert any("what the gke formula reserves" in line for line in alone['recommendation']['explanation'])
+    # A peer of this node's class with history, reserving more than the formula; and one of another class.
+    warm = dict(own, cold_start=False, reserved_memory_bytes=alone['recommendation']['reserved_memory_bytes'] + 512 * MIB,
+                reserved_millicores=alone['recommendation']['reserved_millicores'] + 100,
+                jumps=dict(own['jumps'], windows=3, memory_bytes=0, millicores=0))
+    other = dict(warm, node_class=[own['node_class'][0] + 64, own['node_class'][1]])
+    assert _facts.gather(dict(options, class_peers=[other]))['class_peers_used'] == 0
+    pooled = _facts.gather(dict(options, class_peers=[other, warm]))
+    assert pooled['class_peers_used'] == 1
+    assert any('the largest reservation recommended for the 1 node(s) of the same class' in line
+               for line in pooled['recommendation']['explanation'])
+    assert not any('what the gke formula reserves' in line for line in pooled['recommendation']['explanation'])
+    assert pooled['class_record']['cold_start']  # it still offers no reservation of its own to the class

@@ -125,3 +125,65 @@ def test_the_recommendation_says_the_class_raised_the_headroom():
     assert alone['memory_headroom_bytes'] == 100 * MIB  # 24 MiB x 1.5 x 2 is below the 100 MiB minimum
     assert pooled['memory_headroom_bytes'] == 720 * MIB  # the peer's 240 MiB x 1.5 x 2
     assert any('pooled over 2 nodes' in line and 'raises memory_bytes' in line for line in pooled['explanation'])
+
+
+def _node(memory_mib=16 * 1024, cpus=4):
+    return {'mem_total_bytes': memory_mib * MIB, 'mem_available_bytes': memory_mib * MIB - 600 * MIB,
+            'kubepods_working_set_bytes': 0, 'kube_components_working_set_bytes': 0,
+            'capacity_millicores': cpus * 1000, 'non_pod_millicores': 100, 'kube_components_millicores': 0}
+
+
+def _record(history, measured):
+    """The class record a node with ``history`` returns (its own recommendation, made by the policy)."""
+    basis = _headroom_policy.basis(history, history[-1]['t'], 100.0, DAY, DAY, 7 * DAY) if history else None
+    recommendation = _recommend.recommend(measured, None, None, basis)
+    jumps = (basis or {}).get('jumps') or {}
+    return _headroom_policy.class_record(measured['mem_total_bytes'], measured['capacity_millicores'] // 1000,
+                                         jumps, recommendation), recommendation
+
+
+def test_a_node_offers_its_class_a_reservation_only_once_it_has_climbs_of_its_own():
+    three_days = 3 * 24 * 60
+    warm, recommendation = _record(samples([500 + minute // 6 for minute in range(three_days)]), _node())
+    assert not warm['cold_start'] and warm['node_class'] == [16, 4]
+    assert warm['reserved_memory_bytes'] == recommendation['reserved_memory_bytes']
+    assert warm['jumps']['memory_bytes'] == 240 * MIB
+    for history in (None, samples([500] * (24 * 60))):  # one reading; a day (no climb measurable yet)
+        cold, _recommendation = _record(history, _node())
+        assert cold['cold_start'] and cold['reserved_memory_bytes'] is None and cold['reserved_millicores'] is None
+
+
+def test_only_peers_of_the_class_that_would_change_the_decision_are_passed():
+    three_days = 3 * 24 * 60
+    quiet, _r = _record(samples([500 + minute // 60 for minute in range(three_days)]), _node())
+    leaking, _r = _record(samples([500 + minute // 6 for minute in range(three_days)]), _node())
+    cold, _r = _record(None, _node())
+    bigger_node, _r = _record(samples([500 + minute // 3 for minute in range(three_days)]), _node(32 * 1024))
+    assert _headroom_policy.peers_that_matter(quiet, [leaking, cold, bigger_node]) == [leaking, cold]
+    assert _headroom_policy.peers_that_matter(leaking, [quiet, cold, bigger_node]) == []  # its own climb is the largest
+    assert _headroom_policy.peers_that_matter(cold, [quiet, leaking]) == [quiet, leaking]
+    assert _headroom_policy.peers_that_matter(cold, [cold, bigger_node]) == []  # nobody of its class has history
+    assert _headroom_policy.peers_that_matter(None, [quiet]) == []
+    assert _headroom_policy.peers_that_matter(quiet, [{'node_class': [16, 4]}, 'junk', None]) == []
+
+
+def test_a_cold_node_starts_from_the_largest_reservation_of_its_class_not_the_formula():
+    three_days = 3 * 24 * 60
+    measured = _node()
+    warm = [_record(samples([500 + minute // step for minute in range(three_days)]), measured)
+            for step in (60, 6)]
+    prior = _headroom_policy.class_prior([record for record, _r in warm])
+    largest = max(recommendation['reserved_memory_bytes'] for _record_, recommendation in warm)
+    assert prior[:2] == (largest, max(recommendation['reserved_millicores'] for _record_, recommendation in warm))
+    formulas = _formulas.all_formulas(measured['mem_total_bytes'], 4, 110)
+    assert largest != formulas['gke']['reserved_memory_bytes']
+    basis = {'samples': 1, 'span_seconds': 0, 'percentile': 100.0, 'non_pod_bytes': 600 * MIB,
+             'non_pod_millicores': 100, 'class_prior': prior}
+    result = _recommend.recommend(measured, None, None, basis, formulas)
+    assert result['reserved_memory_bytes'] == largest
+    assert any('the largest reservation recommended for the 2 node(s) of the same class' in line
+               for line in result['explanation'])
+    # Without peers with history the formula stays the prior.
+    basis.pop('class_prior')
+    alone = _recommend.recommend(measured, None, None, basis, formulas)
+    assert alone['reserved_memory_bytes'] == -(-formulas['gke']['reserved_memory_bytes'] // MIB) * MIB

@@ -90,6 +90,31 @@ def test_runs_record_and_write_metrics_promtool_accepts(node, tmp_path, monkeypa
     assert metrics['nodealloc_pressure_stall_seconds_total{cgroup="/system.slice",kind="some",resource="memory"}'] == '2.5'
 
 
+def metrics_of(tmp_path):
+    text = (tmp_path / 'nodealloc.prom').read_text()
+    return dict(line.rsplit(' ', 1) for line in text.splitlines() if not line.startswith('#'))
+
+
+def test_the_near_reservation_flag_rises_when_non_pod_memory_uses_up_the_planned_headroom(node, tmp_path):
+    opts = options(node, tmp_path)
+    figures, _problems = run(opts, sleep=lambda _s: None)
+    assert figures['near_reservation'] is None  # nothing applied yet: no flag at all
+    assert 'nodealloc_memory_near_reservation' not in metrics_of(tmp_path)
+    non_pod = figures['memory']['non_pod_bytes']
+    assert non_pod > 0
+    reservation = tmp_path / 'reservation.json'
+    # Reserved 50 MiB above today's use: 100 MiB of planned headroom is used up, 10 MiB is not.
+    for headroom, flagged in ((100 * MIB, '1'), (10 * MIB, '0')):
+        reservation.write_text(json.dumps({'reserved_memory_bytes': non_pod + 50 * MIB, 'memory_headroom_bytes': headroom}))
+        run(opts, sleep=lambda _s: None)
+        metrics = metrics_of(tmp_path)
+        assert metrics['nodealloc_memory_near_reservation'] == flagged
+        assert int(metrics['nodealloc_memory_planned_headroom_bytes']) == headroom
+    reservation.write_text('{"reserved_memory_bytes": "1Gi"}')  # not what the role writes: ignored, not fatal
+    _figures, problems = run(opts, sleep=lambda _s: None)
+    assert problems == [] and 'nodealloc_memory_near_reservation' not in metrics_of(tmp_path)
+
+
 def test_lines_other_writers_append_are_counted_once_and_validated(node, tmp_path):
     opts = options(node, tmp_path)
     figures, _problems = run(opts, sleep=lambda _s: None)

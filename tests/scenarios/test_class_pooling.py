@@ -1,0 +1,64 @@
+"""Pooling over a node class on real nodes: playbooks/recommend.yml over three nodes of one class.
+
+The nspawn nodes read the host's /proc/meminfo and CPU count, so the three are one class (memory size,
+CPU count). Their histories differ: one climbs 512 MiB a day, one is flat, one has none. What the test
+checks comes from the module's own figures in the report, never from a number it wrote: the flat node's
+memory headroom becomes the climbing node's, and the node without history starts from the largest
+reservation its class recommended instead of the GKE formula. The histories lie above anything the host
+shows (5 GiB), so the reading each run adds (the host's use, a busy machine's included) climbs past none
+of their peaks.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from helpers.rollout import run_playbook
+from nodes import nodeio
+
+GIB = 1 << 30
+HISTORY = '/var/lib/nodealloc/history.jsonl'
+
+
+def history(start_gib, climb_gib_per_day, days=3):
+    """One sample a minute over ``days``, ending a minute ago."""
+    now = time.time()
+    minutes = days * 24 * 60
+    lines = []
+    for minute in range(minutes):
+        t = now - (minutes - minute) * 60
+        value = int((start_gib + climb_gib_per_day * minute / 1440.0) * GIB)
+        lines.append(json.dumps({'t': round(t, 3), 'non_pod_bytes': value, 'non_pod_millicores': 100,
+                                 'source': 'sampler'}))
+    return '\n'.join(lines) + '\n'
+
+
+def test_a_class_pools_its_climbs_and_gives_a_new_node_its_largest_reservation(fresh_fleet, tmp_path):
+    climbing, flat, new = fresh_fleet['nodes'][:3]
+    nodeio.write_text(climbing, HISTORY, history(4.0, 0.5))
+    nodeio.write_text(flat, HISTORY, history(5.0, 0.0))
+
+    result = run_playbook(fresh_fleet, 'playbooks/recommend.yml', '--check', '-enodealloc_report_dir=%s' % tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:]
+    with open(tmp_path / 'reservations.json', encoding='utf-8') as handle:
+        nodes = {node['host']: node for node in json.load(handle)['nodes']}
+    climbing, flat, new = nodes[climbing['name']], nodes[flat['name']], nodes[new['name']]
+    assert [node['status'] for node in (climbing, flat, new)] == ['ok'] * 3
+    assert climbing['class_record']['node_class'] == flat['class_record']['node_class'] == new['class_record']['node_class']
+
+    # The climbing node's own climb sizes its headroom; the flat node's is raised to it by the class.
+    assert climbing['class_record']['jumps']['memory_bytes'] > 0
+    assert flat['class_record']['jumps']['memory_bytes'] < climbing['class_record']['jumps']['memory_bytes']
+    assert flat['class_peers_used'] >= 1
+    assert any('raises memory_bytes' in line for line in flat['explanation']), flat['explanation']
+    assert flat['memory_headroom_bytes'] == climbing['memory_headroom_bytes']
+
+    # The node without history: the class's largest reservation, not the formula.
+    assert new['class_record']['cold_start'] and new['class_peers_used'] == 2
+    assert any('the largest reservation recommended for the 2 node(s) of the same class' in line
+               for line in new['explanation']), new['explanation']
+    largest = max(node['class_record']['reserved_memory_bytes'] for node in (climbing, flat))
+    assert new['recommended_reserved_memory_bytes'] == largest
+    assert new['recommended_reserved_memory_bytes'] > new['formulas']['gke']['reserved_memory_bytes']
+    assert 'Measure again and decide with the node' in result.stdout

@@ -1,0 +1,32 @@
+"""The class_peers filter: which peers' records a node decides again with."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.nodealloc.kubelet.plugins.filter.class_peers import FilterModule
+
+class_peers = FilterModule().filters()['class_peers']
+
+
+def record(climb_mib, node_class=(16, 4), cold=False):
+    return {'node_class': list(node_class), 'cold_start': cold,
+            'jumps': {'reaction_seconds': 86400, 'windows': 3, 'memory_bytes': None if cold else climb_mib << 20,
+                      'millicores': None if cold else 0},
+            'reserved_memory_bytes': None if cold else 2 << 30, 'reserved_millicores': None if cold else 200}
+
+
+def test_a_node_gets_its_class_peers_only_where_they_change_its_decision():
+    records = {'a': record(10), 'b': record(300), 'c': record(5000, node_class=(32, 8)), 'd': record(0, cold=True),
+               'unreachable': None}
+    assert class_peers(records, 'a') == [records['b'], records['d']]
+    assert class_peers(records, 'b') == []
+    assert class_peers(records, 'c') == []
+    assert class_peers(records, 'd') == [records['a'], records['b']]
+    assert class_peers(records, 'unreachable') == [] and class_peers(records, 'not-in-the-run') == []
+
+
+def test_anything_but_a_dict_of_records_is_an_error():
+    with pytest.raises(AnsibleFilterError, match='keyed by host'):
+        class_peers([record(1)], 'a')
