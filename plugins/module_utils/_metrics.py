@@ -39,15 +39,6 @@ def render(facts, now):
             [({}, memory['non_pod_bytes'])])
     _family(lines, 'nodealloc_memory_kubepods_working_set_bytes', 'Working set of the kubepods cgroup.',
             [({}, memory['kubepods_working_set_bytes'])])
-    applied = figures.get('reservation') or {}
-    if figures.get('near_reservation') is not None:
-        _family(lines, 'nodealloc_memory_planned_headroom_bytes',
-                'Headroom above the non-pod peak that the reservation last applied by the role was sized with.',
-                [({}, applied['memory_headroom_bytes'])])
-        _family(lines, 'nodealloc_memory_near_reservation',
-                '1 when non-pod memory has used up the planned headroom (non-pod >= applied reservation - planned '
-                'headroom): a new peak the reservation was not sized for; apply sooner than the next planned run.',
-                [({}, 1 if figures['near_reservation'] else 0)])
     _family(lines, 'nodealloc_cpu_capacity_cores', 'CPUs the node offers.', [({}, cpu['capacity_millicores'] / 1000.0)])
     _family(lines, 'nodealloc_cpu_non_pod_cores', 'CPU used outside the pods over the sample.',
             [({}, cpu['non_pod_millicores'] / 1000.0)])

@@ -68,7 +68,13 @@ def test_happy_path_changes_every_node_once_in_order_and_a_second_run_changes_no
     for (_name, _stop, healthy), (_next, next_stop, _h) in zip(windows, windows[1:]):
         assert healthy is not None and healthy <= next_stop  # the next node stops only once this one is healthy
     print('rollout of %d nodes: %.1f s' % (len(nodes), result.wall_seconds))
-    check_the_sampler_runs_and_writes_metrics_promtool_accepts(nodes[0])
+    text = check_the_sampler_runs_and_writes_metrics_promtool_accepts(nodes[0])
+    # The reservation applied, as the sampler's near-reservation flag reads it: what the config now holds.
+    applied = json.loads(nodeio.read_bytes(nodes[0], '/var/lib/nodealloc/reservation.json'))
+    assert applied['reserved_memory_bytes'] == reserved_memory(running_config(nodes[0]))
+    metrics = dict(line.rsplit(' ', 1) for line in text.splitlines() if not line.startswith('#'))
+    assert int(metrics['nodealloc_memory_planned_headroom_bytes']) == applied['memory_headroom_bytes'] > 0
+    assert metrics['nodealloc_memory_near_reservation'] in ('0', '1')
 
     digests = [config_digest(n) for n in nodes]
     second_mark = time.time()
@@ -105,6 +111,7 @@ def check_the_sampler_runs_and_writes_metrics_promtool_accepts(node):
         conditional.add('nodealloc_pressure_stall_seconds_total')
     written = {line.split()[2] for line in text.splitlines() if line.startswith('# TYPE ')}
     assert len(dashboard) > 10 and dashboard - conditional <= written, sorted(dashboard - conditional - written)
+    return text
 
 
 def test_refused_config_is_rolled_back_byte_for_byte_and_the_rollout_halts(rollout_fleet):
@@ -185,9 +192,12 @@ def test_rollback_playbook_restores_the_last_backup(fresh_fleet):
     original = config_digest(node)
     assert apply(fresh_fleet).returncode == 0
     assert config_digest(node) != original
+    assert nodeio.read_bytes(node, '/var/lib/nodealloc/reservation.json') is not None
     result = apply(fresh_fleet, '-e', 'nodealloc_hosts=%s' % node['name'], playbook='playbooks/rollback.yml')
     assert result.returncode == 0, result.stdout[-3000:]
     assert config_digest(node) == original
+    # The applied reservation is gone with it: the sampler's near-reservation flag no longer compares with it.
+    assert nodeio.read_bytes(node, '/var/lib/nodealloc/reservation.json') is None
     with open(testnodes.node_path(node, '/var/lib/kubelet/config.yaml')) as handle:
         assert yaml.safe_load(handle)['systemReserved'] == {'memory': '100Mi'}
 
