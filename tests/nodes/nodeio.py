@@ -24,8 +24,12 @@ RESET_SCRIPT = """set -e
 cat > /var/lib/kubelet/config.yaml
 rm -f /var/lib/kubelet/*.nodealloc.bak /etc/kubernetes/kubelet.conf.d/*.conf {faults}
 systemctl disable --now nodealloc-sampler.timer >/dev/null 2>&1 || true
-# A run the timer started may still be sampling: it would write history and state after the rm below.
+# A run the timer started may still be sampling: it would write history and state after the rm below. Let it
+# finish (one CPU sample, 10 s at most) before stopping it: after a run was killed mid-way by this reset, the next
+# start on an nspawn node failed with 219/CGROUP ("Failed to kill control group ...: Input/output error").
+for _ in $(seq 40); do systemctl is-active --quiet nodealloc-sampler.service || break; sleep 0.5; done
 systemctl stop nodealloc-sampler.service >/dev/null 2>&1 || true
+systemctl reset-failed nodealloc-sampler.service >/dev/null 2>&1 || true
 rm -f /etc/systemd/system/nodealloc-sampler.service /etc/systemd/system/nodealloc-sampler.timer
 systemctl daemon-reload
 rm -rf /var/lib/nodealloc /usr/local/lib/nodealloc /var/lib/node_exporter
