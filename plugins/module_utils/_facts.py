@@ -138,14 +138,12 @@ def history_basis(options, history, samples, reading, now):
     return history
 
 
-def pool_with_class(options, measurement, history):
+def pool_with_class(options, node_class, history):
     """Raise the basis's climbs to its class's largest and add the class prior, from ``class_peers``.
 
     Returns the peers of this node's class that were used ([] without ``class_peers``: the node alone).
     """
-    own = _headroom_policy.class_record(measurement['memory']['mem_total_bytes'],
-                                        measurement['cpu']['capacity_millicores'] // 1000, history['basis']['jumps'], {})
-    peers = _headroom_policy.same_class(own, options.get('class_peers'))
+    peers = _headroom_policy.same_class(node_class, options.get('class_peers'))
     if peers:
         basis = history['basis']
         basis['jumps'] = _headroom_policy.pool_jumps(basis['jumps'], [peer['jumps'] for peer in peers])
@@ -254,14 +252,13 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
     history['recorded'], problems = record(options, reading)
     history['problems'].extend(problems)
     history_basis(options, history, samples, reading, now)
-    own_jumps = dict(history['basis']['jumps'])
-    pooled_with = pool_with_class(options, measurement, history)
+    mem_total, cpus = measurement['memory']['mem_total_bytes'], measurement['cpu']['capacity_millicores'] // 1000
+    own_jumps = history['basis']['jumps']  # pooling replaces the basis's jumps; the class hears the node's own
+    pooled_with = pool_with_class(options, _headroom_policy.node_class(mem_total, cpus), history)
     formulas, recommendation, decision = recommend(options, measurement, history)
     result = {k: v for k, v in measurement.items() if k not in ('hugepages_bytes', 'cpu_weights')}
     result.update(recommendation=recommendation, decision=decision, formulas=formulas,
                   history={k: v for k, v in history.items() if k != 'basis'},
-                  class_record=_headroom_policy.class_record(
-                      measurement['memory']['mem_total_bytes'], measurement['cpu']['capacity_millicores'] // 1000,
-                      own_jumps, recommendation),
+                  class_record=_headroom_policy.class_record(mem_total, cpus, own_jumps, recommendation),
                   class_peers_used=len(pooled_with))
     return result

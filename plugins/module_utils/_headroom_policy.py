@@ -149,9 +149,9 @@ def class_record(mem_total_bytes, cpus, jumps, recommendation):
             'reserved_millicores': None if cold else recommendation.get('reserved_millicores')}
 
 
-def same_class(record, peers):
-    """The peers' records (dicts as ``class_record`` makes them) of ``record``'s class; anything else is dropped."""
-    wanted = list((record or {}).get('node_class') or ())
+def same_class(wanted, peers):
+    """The peers' records (dicts as ``class_record`` makes them) of class ``wanted``; anything else is dropped."""
+    wanted = list(wanted or ())
     return [peer for peer in peers or () if isinstance(peer, dict) and wanted
             and list(peer.get('node_class') or ()) == wanted and isinstance(peer.get('jumps'), dict)]
 
@@ -173,7 +173,7 @@ def peers_that_matter(record, peers):
     """
     if not record:
         return []
-    peers = same_class(record, peers)
+    peers = same_class(record.get('node_class'), peers)
     if record.get('cold_start'):
         return peers if class_prior(peers) else []
     pooled = pool_jumps(record['jumps'], [peer['jumps'] for peer in peers])
