@@ -228,6 +228,8 @@ def recommend(options, measurement, history):
         'hugepages_bytes': measurement['hugepages_bytes'],
         'non_pod_millicores': cpu['non_pod_millicores'],
         'kube_components_millicores': cpu['kube_components_millicores'],
+        'session_millicores': cpu.get('session_millicores', 0),
+        'session_cgroups': cpu.get('session_cgroups', []),
         'non_pod_memory': memory['non_pod_accounting'],
         'cpu_weights': measurement['cpu_weights'],
     }

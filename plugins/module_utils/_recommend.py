@@ -96,7 +96,8 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
 
     ``measured`` holds integers: mem_total_bytes, mem_available_bytes,
     kubepods_working_set_bytes, kube_components_working_set_bytes,
-    capacity_millicores, non_pod_millicores, kube_components_millicores.
+    capacity_millicores, non_pod_millicores, kube_components_millicores; optionally session_millicores
+    and session_cgroups (the SSH sessions' CPU left out of non_pod_millicores, _measure.SESSION_CGROUPS).
     ``current`` holds the kubelet's eviction_hard and enforce_node_allocatable
     (defaults apply when it is None).
     """
@@ -191,8 +192,12 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
 
     capacity_m = measured['capacity_millicores']
     non_pod_m = max(0, int(basis['non_pod_millicores']))
-    lines.append('CPU capacity = %dm; non-pod CPU = node busy - kubepods = %dm over the sample'
+    lines.append('CPU capacity = %dm; non-pod CPU = node busy - kubepods - SSH sessions = %dm over the sample'
                  % (capacity_m, non_pod_m))
+    if measured.get('session_cgroups'):
+        lines.append('SSH sessions (%s), where this role runs, used %dm over the sample: left out of non-pod CPU, '
+                     'their memory stays counted' % (', '.join(measured['session_cgroups']),
+                                                     measured.get('session_millicores', 0)))
     cpu_headroom, rule = _headroom_policy.headroom(non_pod_m, jumps.get('millicores'), options['cpu_headroom_percent'],
                                                    options['cpu_headroom_min_millicores'],
                                                    policy_settings['jump_headroom_factor'], jumps.get('windows') or 0)

@@ -161,8 +161,22 @@ cpu:
       description: kubepods CPU time (v1 C(cpuacct.usage), v2 C(cpu.stat usage_usec)).
       type: int
     non_pod_millicores:
-      description: C(node_busy_millicores - kubepods_millicores), at least 0.
+      description:
+        - C(node_busy_millicores - kubepods_millicores - session_millicores), at least 0.
+        - The CPU of SSH sessions, where this role's own tasks run, is left out (docs/arithmetic.md says why).
       type: int
+    session_millicores:
+      description:
+        - CPU of the SSH sessions' groups over the sample (see RV(cpu.session_cgroups)), left out of
+          RV(cpu.non_pod_millicores); their memory stays counted.
+        - 0 when no such group has CPU accounting, or the groups changed during the sample.
+      type: int
+    session_cgroups:
+      description:
+        - The session groups found, relative to the CPU hierarchy's root, among C(user.slice) (SSH logins
+          with pam_systemd), C(system.slice/ssh.service) and C(system.slice/sshd.service) (sessions left in sshd's unit).
+      type: list
+      elements: str
     sample_seconds:
       description: The measured length of the sample.
       type: float

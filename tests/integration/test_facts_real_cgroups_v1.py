@@ -10,7 +10,8 @@ measures, and compares with what the processes really did. Tolerances:
   under 1000m), so the measurement is bracketed by the loop's own CPU time from
   /proc/<pid>/stat read just before and after the measuring: over the 2 s sample it
   used at least what it used in the bracket minus one core for the bracket's extra
-  wall time, and at most all of it (50m either side for clock ticks).
+  wall time, and at most all of it (50m either side for clock ticks). A busy loop in an SSH
+  session's group is bracketed the same way.
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ def test_systemd_driver_layout(cgroup_tree, tmp_path):
     assert_within(cpu['kubepods_millicores'], 1000 * (burned - (bracket - sample)) / sample - 50,
                   1000 * burned / sample + 50, 'kubepods CPU (the busy loop used %.0fm over %.2f s)' % (1000 * burned / bracket, bracket))
     assert cpu['node_busy_millicores'] >= cpu['kubepods_millicores'] - 200
-    assert cpu['non_pod_millicores'] == max(0, cpu['node_busy_millicores'] - cpu['kubepods_millicores'])
+    assert cpu['non_pod_millicores'] == max(0, cpu['node_busy_millicores'] - cpu['kubepods_millicores']
+                                            - cpu['session_millicores'])
 
     assert facts['kubelet']['pid'] == kubelet.pid
     assert facts['kubelet']['config_path'] == str(config)
@@ -102,6 +104,24 @@ def test_systemd_driver_layout(cgroup_tree, tmp_path):
     assert facts['recommendation']['eviction_hard_memory_bytes'] == 200 * MIB
     # The kubelet and runtime hold part of non-pod memory, so kubeReserved gets a measured share.
     assert facts['recommendation']['kube_reserved']['memory'] != '0'
+
+
+def test_cpu_of_an_ssh_session_is_reported_and_not_counted_as_non_pod(cgroup_tree, tmp_path):
+    # Where sessions stay in sshd's unit (no pam_systemd), as Ansible's tasks on a node do: a busy loop there.
+    session = cgroup_tree.spawn('system.slice/ssh.service', burn=True)
+    sample = 2.0
+    cpu_before, wall_before = cpu_seconds(session.pid), time.monotonic()
+    facts = _facts.gather({'sample_seconds': sample, 'history': False,
+                           'kubelet_config_path': str(tmp_path / 'none.yaml')})
+    burned, bracket = cpu_seconds(session.pid) - cpu_before, time.monotonic() - wall_before
+
+    cpu = facts['cpu']
+    assert 'system.slice/ssh.service' in cpu['session_cgroups']
+    assert_within(cpu['session_millicores'], 1000 * (burned - (bracket - sample)) / sample - 50,
+                  1000 * burned / sample + 50, 'session CPU (the busy loop used %.0fm over %.2f s)'
+                  % (1000 * burned / bracket, bracket))
+    assert cpu['non_pod_millicores'] == max(0, cpu['node_busy_millicores'] - cpu['kubepods_millicores']
+                                            - cpu['session_millicores'])
 
 
 def test_cgroupfs_driver_layout_without_a_kubelet(cgroup_tree, tmp_path):

@@ -1,0 +1,60 @@
+"""_measure's CPU arithmetic: SSH sessions' CPU (where this role runs) is left out of non-pod CPU."""
+
+from __future__ import annotations
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cgroup, _measure
+from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
+
+# 10 s on a 2-CPU node at 100 jiffies a second: 2000 jiffies in all.
+ELAPSED_NS = 10 * 10 ** 9
+
+
+def snapshot(time, busy, kubepods_ns, session_ns=0, sessions=('system.slice/ssh.service',)):
+    return {'time': time, 'busy_jiffies': busy, 'total_jiffies': 2000 * time // 10, 'kubepods_ns': kubepods_ns,
+            'component_cgroup_ns': 0, 'component_ticks': 0, 'session_cgroups': list(sessions), 'session_ns': session_ns}
+
+
+def test_session_cpu_is_reported_and_left_out_of_non_pod_cpu():
+    # Node busy 1500 jiffies of 2000 = 1500m; kubepods 3 s of CPU in 10 s = 300m; sessions 6 s = 600m.
+    cpu = _measure.cpu_between(snapshot(10, 0, 0), snapshot(20, 1500, 3 * 10 ** 9, 6 * 10 ** 9), 2000)
+    assert (cpu['node_busy_millicores'], cpu['kubepods_millicores']) == (1500, 300)
+    assert cpu['session_millicores'] == 600
+    assert cpu['non_pod_millicores'] == 1500 - 300 - 600
+    assert cpu['session_cgroups'] == ['system.slice/ssh.service']
+
+
+def test_session_groups_that_changed_during_the_sample_subtract_nothing():
+    # user.slice appeared (a first login): its counter started within the sample, so nothing honest to subtract.
+    before = snapshot(10, 0, 0, sessions=())
+    after = snapshot(20, 1500, 3 * 10 ** 9, 6 * 10 ** 9, sessions=('user.slice',))
+    cpu = _measure.cpu_between(before, after, 2000)
+    assert cpu['session_millicores'] == 0
+    assert cpu['non_pod_millicores'] == 1200
+
+
+def test_a_session_counter_that_went_back_subtracts_nothing():
+    # sshd restarted: its unit's group was made anew and counts from 0.
+    cpu = _measure.cpu_between(snapshot(10, 0, 0, 9 * 10 ** 9), snapshot(20, 1500, 3 * 10 ** 9, 10 ** 9), 2000)
+    assert cpu['session_millicores'] == 0
+    assert cpu['non_pod_millicores'] == 1200
+
+
+def test_sessions_never_take_non_pod_cpu_below_zero():
+    # Counters read a few ms apart can disagree; the sessions cannot have used more than the node outside pods.
+    cpu = _measure.cpu_between(snapshot(10, 0, 0), snapshot(20, 500, 3 * 10 ** 9, 4 * 10 ** 9), 2000)
+    assert cpu['session_millicores'] == 200
+    assert cpu['non_pod_millicores'] == 0
+
+
+def test_snapshot_reads_the_session_groups_that_exist(tmp_path):
+    root = str(tmp_path / 'cgroup')
+    cgroup_v2.make_root(root)
+    cgroup_v2.make_group(root, 'system.slice', 0, 0, 0)
+    cgroup_v2.make_group(root, 'system.slice/ssh.service', 0, 0, 0)
+    cgroup_v2.make_group(root, 'user.slice', 0, 0, 0)
+    cgroup_v2.set_cpu_usage(root, 'system.slice/ssh.service', 250)
+    cgroup_v2.set_cpu_usage(root, 'user.slice', 750)
+    layout = _cgroup.discover_layout(root)
+    taken = _measure.cpu_snapshot(layout, None, [], [])
+    assert taken['session_cgroups'] == ['user.slice', 'system.slice/ssh.service']
+    assert taken['session_ns'] == 1000 * 1000
