@@ -80,7 +80,10 @@ def test_happy_path_changes_every_node_once_in_order_and_a_second_run_changes_no
     second_mark = time.time()
     again = apply(fleet)
     assert again.returncode == 0, again.stdout[-3000:]
-    decisions = [line for line in again.stdout.splitlines() if 'memory: reserved now' in line]
+    # Both resources' lines and what follows each (a wrapped line ends the figure): which one moved, and by which rule.
+    lines = again.stdout.splitlines()
+    decisions = [' '.join(lines[i:i + 2]) for i, line in enumerate(lines)
+                 if 'memory: reserved now' in line or 'cpu: reserved now' in line]
     assert recap_changed_counts(again.stdout) == [0] * len(nodes), (changed_tasks(again.stdout), decisions)
     assert [config_digest(n) for n in nodes] == digests
     assert all(not starts_since(n, second_mark) for n in nodes)
