@@ -111,6 +111,9 @@ def render_sampler(figures):
     _family(lines, 'nodealloc_cpu_capacity_cores', 'CPUs the node offers.', [({}, cpu['capacity_millicores'] / 1000.0)])
     _family(lines, 'nodealloc_cpu_non_pod_cores', 'CPU used outside the pods since the previous run.',
             [({}, cpu['non_pod_millicores'] / 1000.0)])
+    _family(lines, 'nodealloc_sampler_cpu_cores',
+            'CPU the sampler itself used since the previous run, left out of nodealloc_cpu_non_pod_cores.',
+            [({}, cpu.get('sampler_millicores', 0) / 1000.0)])
     _family(lines, 'nodealloc_cpu_non_pod_window_cores',
             'Non-pod CPU at the policy percentile over the history window.',
             [(percentile, figures['window_non_pod_millicores'] / 1000.0)])

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLER = os.path.join(ROOT, 'roles', 'reservations', 'files', 'nodealloc-sampler.py')
@@ -29,3 +30,48 @@ def test_each_run_appends_one_sample(tmp_path):
     assert all(line['source'] == 'sampler' and line['non_pod_bytes'] > 0 for line in lines)
     assert lines[0]['t'] < lines[1]['t'] < lines[2]['t']
     assert 'nodealloc_history_samples 3\n' in (tmp_path / 'nodealloc.prom').read_text()
+
+
+def run_and_rusage(argv):
+    """Run ``argv`` to its end; its exit status and the CPU time the kernel charged it, in ns."""
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={'PATH': os.environ['PATH']})
+    _pid, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return process.returncode, int((usage.ru_utime + usage.ru_stime) * 1e9)
+
+
+def test_the_samplers_own_cpu_is_what_the_kernel_charged_its_runs(tmp_path):
+    # As the timer's unit runs it (python3 -I -S), twice, a little over a second apart (a shorter period is sampled).
+    install = tmp_path / 'lib'
+    utils = install / 'ansible_collections' / 'nodealloc' / 'kubelet' / 'plugins'
+    utils.mkdir(parents=True)
+    os.symlink(os.path.join(ROOT, 'plugins', 'module_utils'), utils / 'module_utils')
+    script = install / 'nodealloc-sampler.py'
+    script.write_text(open(SAMPLER).read())
+    state = tmp_path / 'state.json'
+    argv = [sys.executable, '-I', '-S', str(script), '--history', str(tmp_path / 'history.jsonl'), '--state', str(state),
+            '--textfile', str(tmp_path / 'nodealloc.prom'), '--sample-seconds', '0.2']
+    rc, first_charged = run_and_rusage(argv)
+    assert rc == 0
+    first = json.loads(state.read_text())['cpu']
+    # What the run read of its own CPU at its end lies under what the kernel charged it in all (the state's write
+    # and the interpreter's exit come after), and is most of it.
+    assert 0.5 * first_charged < first['own_end_ns'] <= first_charged
+    time.sleep(1.2)
+    rc, second_charged = run_and_rusage(argv)
+    assert rc == 0
+    second = json.loads(state.read_text())['cpu']
+    assert second['own_ns'] < second_charged
+    left_out_ns = first['own_end_ns'] - first['own_ns'] + second['own_ns']
+    assert 0 < left_out_ns < first_charged + second_charged
+    metrics = dict(line.rsplit(' ', 1) for line in (tmp_path / 'nodealloc.prom').read_text().splitlines()
+                   if not line.startswith('#'))
+    recorded = json.loads((tmp_path / 'history.jsonl').read_text().splitlines()[-1])
+    expected_m = round(1000 * left_out_ns / ((second['time'] - first['time']) * 1e9))
+    # All of it left out, unless the node's non-pod CPU was smaller still (then all of that, and 0 remains).
+    sampler_m = round(float(metrics['nodealloc_sampler_cpu_cores']) * 1000)
+    # (Within 1m: the module rounds the period to the millisecond.)
+    assert abs(sampler_m - expected_m) <= 1 or (recorded['non_pod_millicores'] == 0 and sampler_m < expected_m), (
+        sampler_m, expected_m)
+    print('sampler runs: %.0f ms and %.0f ms of CPU, %dm of the period left out' % (
+        first_charged / 1e6, second_charged / 1e6, sampler_m))

@@ -212,3 +212,57 @@ def test_an_unusable_state_is_rebuilt_from_the_history_not_fatal(node, tmp_path,
     # And the next run is back to normal, from the state this one saved.
     _figures, problems = run(opts, sleep=lambda _s: None, now=now + 120)
     assert problems == []
+
+
+def cpu_clock(*seconds):
+    """A process CPU clock reading ``seconds`` in turn."""
+    readings = iter(int(s * 1e9) for s in seconds)
+    return lambda: next(readings)
+
+
+def run_a_minute_apart(node, tmp_path, first, second, busy_fraction=0.2):
+    """Two runs, the second a minute after the first with the node ``busy_fraction`` busy in between; each run's
+    own CPU time at its snapshot and at its end is given as (snapshot, end) in seconds."""
+    opts = dict(options(node, tmp_path), textfile_path=str(tmp_path / 'nodealloc.prom'))
+    # The first run samples (no saved snapshot yet): it reads its clock at both ends of the sample.
+    run(opts, sleep=lambda _s: None, process_cpu_ns=cpu_clock(first[0], first[0], first[1]))
+    state = json.loads((tmp_path / 'state.json').read_text())
+    state['cpu']['time'] -= 60  # the timer period, without waiting for it
+    (tmp_path / 'state.json').write_text(json.dumps(state))
+    stat = tmp_path / 'proc' / 'stat'
+    user, nice, system, idle = (int(v) for v in stat.read_text().split()[1:5])
+    total = 60 * os.sysconf('SC_CLK_TCK') * (os.cpu_count() or 1)
+    busy = int(total * busy_fraction)
+    stat.write_text('cpu  %d %d %d %d 1152 0 486 356 0 0\n' % (user + busy, nice, system, idle + total - busy))
+    figures, problems = run(opts, sleep=lambda _s: None, process_cpu_ns=cpu_clock(*second))
+    assert problems == []
+    return figures
+
+
+def test_the_samplers_own_cpu_between_two_runs_is_left_out_of_non_pod_cpu(node, tmp_path):
+    # The first run went on for 1 s of CPU after its snapshot; the second took 2 s to reach its own: 3 s in 60 s.
+    figures = run_a_minute_apart(node, tmp_path, (0.5, 1.5), (2.0, 2.5))
+    capacity = (os.cpu_count() or 1) * 1000
+    cpu = figures['cpu']
+    assert cpu['node_busy_millicores'] == capacity // 5
+    assert cpu['sampler_millicores'] == 50
+    assert cpu['non_pod_millicores'] == capacity // 5 - 50
+    recorded = json.loads((tmp_path / 'history.jsonl').read_text().splitlines()[-1])
+    assert recorded['non_pod_millicores'] == capacity // 5 - 50
+    assert metrics_of(tmp_path)['nodealloc_sampler_cpu_cores'] == '0.05'
+
+
+def test_the_samplers_own_cpu_never_takes_non_pod_cpu_below_zero(node, tmp_path):
+    figures = run_a_minute_apart(node, tmp_path, (0.0, 60.0), (60.0, 61.0), busy_fraction=0.01)
+    cpu = figures['cpu']
+    assert cpu['non_pod_millicores'] == 0 and cpu['sampler_millicores'] == cpu['node_busy_millicores'] > 0
+
+
+def test_a_sampler_run_inside_an_ssh_session_is_left_out_with_the_session_not_twice(node, tmp_path):
+    # Started by hand from a login: its CPU is in user.slice, which is left out as a session already.
+    os.makedirs(os.path.join(node, 'user.slice', 'user-0.slice', 'session-1.scope'))
+    cgroup_v2.write(os.path.join(node, 'user.slice', 'cpu.stat'), 'usage_usec 1000\n')
+    cgroup_v2.write(str(tmp_path / 'proc' / str(os.getpid()) / 'cgroup'), '0::/user.slice/user-0.slice/session-1.scope\n')
+    figures = run_a_minute_apart(node, tmp_path, (0.5, 1.5), (2.0, 2.5))
+    cpu = figures['cpu']
+    assert cpu['sampler_millicores'] == 0 and cpu['non_pod_millicores'] == cpu['node_busy_millicores'] > 0
