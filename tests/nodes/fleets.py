@@ -49,10 +49,17 @@ VM_ROLLOUT = os.environ.get('NODEALLOC_VM_ROLLOUT') == '1'
 GUESTS = [{'name': 'facts-v2', 'cgroup': 'v2', 'memory_mib': 1280},
           {'name': 'facts-v1', 'cgroup': 'v1', 'memory_mib': 1280}]
 ROLLOUT_GUESTS = [{'name': 'roll-%d' % index, 'cgroup': 'v2', 'memory_mib': 1024} for index in (1, 2, 3)]
-# The shipped thresholds, headroom, sample time and polling: these guests have their own /proc/meminfo and
-# /proc/stat, so nothing else on the machine moves their numbers. Only the soak is shortened (the soak
+# Memory at the shipped thresholds, headroom, sample time and polling: these guests have their own kernel and
+# /proc/meminfo, so nothing else on the machine moves their memory. Not their CPU: under software emulation a
+# guest's /proc/stat has no steal time, and a task running when the host deschedules the guest is charged the
+# wait, so the other guests' rollouts and the controller show up as busy time in an idle guest (a second run
+# on three guests saw up to 94m of "non-pod" CPU where one guest alone measured 10-47m). Their CPU goes to the
+# 50 % cap on every run, as on the nspawn nodes (NOISE_TOLERANT). Only the soak is shortened (the soak
 # scenario sets the shipped 30 s itself).
-SHORT_WAITS = {'reservations_health_soak_seconds': 3}
+SHORT_WAITS = {'reservations_health_soak_seconds': 3,
+               'reservations_cpu_headroom_min_millicores': NOISE_TOLERANT['reservations_cpu_headroom_min_millicores'],
+               'reservations_change_threshold_min_millicores':
+                   NOISE_TOLERANT['reservations_change_threshold_min_millicores']}
 
 
 def _can_boot_nodes():

@@ -84,6 +84,7 @@ def test_happy_path_changes_every_node_once_in_order_and_a_second_run_changes_no
     lines = again.stdout.splitlines()
     decisions = [' '.join(lines[i:i + 2]) for i, line in enumerate(lines)
                  if 'memory: reserved now' in line or 'cpu: reserved now' in line]
+    print('second run decisions:', *decisions, sep='\n  ')
     assert recap_changed_counts(again.stdout) == [0] * len(nodes), (changed_tasks(again.stdout), decisions)
     assert [config_digest(n) for n in nodes] == digests
     assert all(not starts_since(n, second_mark) for n in nodes)
