@@ -12,14 +12,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SAMPLER = os.path.join(ROOT, 'roles', 'reservations', 'files', 'nodealloc-sampler.py')
 
 
-def test_each_run_appends_one_sample(tmp_path):
-    # Installed layout: the script beside ansible_collections/nodealloc/kubelet/plugins/module_utils.
+def install_sampler(tmp_path):
+    """The installed layout: the script beside ansible_collections/nodealloc/kubelet/plugins/module_utils."""
     install = tmp_path / 'lib'
     utils = install / 'ansible_collections' / 'nodealloc' / 'kubelet' / 'plugins'
     utils.mkdir(parents=True)
     os.symlink(os.path.join(ROOT, 'plugins', 'module_utils'), utils / 'module_utils')
     script = install / 'nodealloc-sampler.py'
     script.write_text(open(SAMPLER).read())
+    return script
+
+
+def test_each_run_appends_one_sample(tmp_path):
+    script = install_sampler(tmp_path)
     history = tmp_path / 'history.jsonl'
     for _run in range(3):
         subprocess.run([sys.executable, str(script), '--history', str(history), '--state', str(tmp_path / 'state.json'),
@@ -42,12 +47,7 @@ def run_and_rusage(argv):
 
 def test_the_samplers_own_cpu_is_what_the_kernel_charged_its_runs(tmp_path):
     # As the timer's unit runs it (python3 -I -S), twice, a little over a second apart (a shorter period is sampled).
-    install = tmp_path / 'lib'
-    utils = install / 'ansible_collections' / 'nodealloc' / 'kubelet' / 'plugins'
-    utils.mkdir(parents=True)
-    os.symlink(os.path.join(ROOT, 'plugins', 'module_utils'), utils / 'module_utils')
-    script = install / 'nodealloc-sampler.py'
-    script.write_text(open(SAMPLER).read())
+    script = install_sampler(tmp_path)
     state = tmp_path / 'state.json'
     argv = [sys.executable, '-I', '-S', str(script), '--history', str(tmp_path / 'history.jsonl'), '--state', str(state),
             '--textfile', str(tmp_path / 'nodealloc.prom'), '--sample-seconds', '0.2']
