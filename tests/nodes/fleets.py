@@ -5,7 +5,7 @@
 * ``vm_guests``: a cgroup v2 and a cgroup v1 QEMU guest (vmnodes.py) with their own kernel.
 * ``vm_fleet`` / ``fresh_vm_fleet``: three cgroup v2 guests reporting to a stand-in API server on a
   loopback port of ours. Only with ``NODEALLOC_VM_ROLLOUT=1`` (docs/testing.md says why it is not in
-  ``make test`` by default: under software emulation one 3-node rollout takes about 6 minutes).
+  ``make test`` by default: under software emulation one 3-node rollout takes 4-6 minutes, the four scenarios about 23).
 * ``rollout_fleet``: the rollout scenarios run on the nspawn fleet, and on the VM fleet when asked.
 
 All the session's guests boot together (one ``vmnodes.up``) when the first test that needs one
