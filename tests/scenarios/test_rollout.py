@@ -96,9 +96,11 @@ def check_the_sampler_runs_and_writes_metrics_promtool_accepts(node):
     assert nodeio.ssh(node, 'systemctl is-enabled nodealloc-sampler.timer', check=False).stdout.strip() == 'enabled'
     assert nodeio.ssh(node, 'systemctl is-active nodealloc-sampler.timer', check=False).stdout.strip() == 'active'
     # A oneshot: start returns once the run is over (joining a run the timer began, if any).
+    def journal():
+        return nodeio.ssh(node, 'journalctl -u nodealloc-sampler.service -n 20', check=False).stdout
+
     started = nodeio.ssh(node, 'systemctl start nodealloc-sampler.service', check=False)
-    journal = nodeio.ssh(node, 'journalctl -u nodealloc-sampler.service -n 20', check=False).stdout
-    if started.returncode != 0 and not nodeio.is_vm(node) and 'status=219/CGROUP' in journal:
+    if started.returncode != 0 and not nodeio.is_vm(node) and 'status=219/CGROUP' in journal():
         # nspawn nodes only (the host's cgroup v1 tree delegated to a container's systemd): now and then systemd
         # there cannot remove a finished run's group ("Failed to kill control group ...: Input/output error") and
         # the next start fails with 219/CGROUP; seen twice in some twenty runs, never on a VM guest, whose
@@ -106,8 +108,7 @@ def check_the_sampler_runs_and_writes_metrics_promtool_accepts(node):
         time.sleep(5)
         started = nodeio.ssh(node, 'systemctl reset-failed nodealloc-sampler.service; '
                                    'systemctl start nodealloc-sampler.service', check=False)
-        journal = nodeio.ssh(node, 'journalctl -u nodealloc-sampler.service -n 20', check=False).stdout
-    assert started.returncode == 0, started.stderr + journal
+    assert started.returncode == 0, started.stderr + journal()
     shown = nodeio.ssh(node, 'systemctl show -p Result -p ExecMainStatus nodealloc-sampler.service').stdout.split()
     assert sorted(shown) == ['ExecMainStatus=0', 'Result=success'], (node['name'], shown)
     with open(os.path.join(ROOT, 'roles', 'reservations', 'defaults', 'main.yml')) as handle:
