@@ -95,10 +95,11 @@ def check_the_sampler_runs_and_writes_metrics_promtool_accepts(node):
     """A fresh node given the role has the sampler's timer running, and a run writes what the dashboard reads."""
     assert nodeio.ssh(node, 'systemctl is-enabled nodealloc-sampler.timer', check=False).stdout.strip() == 'enabled'
     assert nodeio.ssh(node, 'systemctl is-active nodealloc-sampler.timer', check=False).stdout.strip() == 'active'
-    # A oneshot: start returns once the run is over (joining a run the timer began, if any).
+
     def journal():
         return nodeio.ssh(node, 'journalctl -u nodealloc-sampler.service -n 20', check=False).stdout
 
+    # A oneshot: start returns once the run is over (joining a run the timer began, if any).
     started = nodeio.ssh(node, 'systemctl start nodealloc-sampler.service', check=False)
     if started.returncode != 0 and not nodeio.is_vm(node) and 'status=219/CGROUP' in journal():
         # nspawn nodes only (the host's cgroup v1 tree delegated to a container's systemd): now and then systemd
