@@ -177,6 +177,8 @@ def restore(target, backup_file, created, written_sha):
 
 def newest_backup(target):
     directory, name = os.path.split(os.path.realpath(target))
+    if not os.path.isdir(directory):
+        return None  # no kubelet directory at all (a node without a kubelet): no backup either
     found = sorted(n for n in os.listdir(directory) if n.startswith(name + '.') and n.endswith('.nodealloc.bak'))
     return os.path.join(directory, found[-1]) if found else None
 

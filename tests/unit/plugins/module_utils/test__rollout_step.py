@@ -166,3 +166,11 @@ def test_controller_is_named_from_the_ssh_connection():
     assert step.controller_name(None, {'SSH_CONNECTION': '10.1.2.3 5555 10.1.2.4 22'}) == '10.1.2.3'
     assert step.controller_name('ci-runner', {}) == 'ci-runner'
     assert json.dumps(step.controller_name(None, {})) == '"unknown"'
+
+
+def test_newest_backup_is_none_where_the_kubelet_directory_does_not_exist(tmp_path):
+    # rollback.yml on a host without a kubelet: "no backup", not a raw FileNotFoundError from listing the directory.
+    assert step.newest_backup(str(tmp_path / 'var' / 'lib' / 'kubelet' / 'config.yaml')) is None
+    (tmp_path / 'config.yaml').write_text('kind: KubeletConfiguration\n')
+    (tmp_path / 'config.yaml.20261124T010203.nodealloc.bak').write_text('kind: KubeletConfiguration\n')
+    assert step.newest_backup(str(tmp_path / 'config.yaml')) == str(tmp_path / 'config.yaml.20261124T010203.nodealloc.bak')
