@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import shutil
 import statistics
 import subprocess
@@ -28,15 +27,11 @@ import sys
 import tempfile
 import time
 
-import jinja2
-import yaml
-
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _sampler_code
+from ansible_collections.nodealloc.kubelet.tests.unit.utils import sampler_unit
 
 ROOT = os.path.dirname(os.path.abspath(os.path.dirname(__file__)))
 SAMPLER = os.path.join(ROOT, 'roles', 'reservations', 'files', 'nodealloc-sampler.py')
-UNIT = os.path.join(ROOT, 'roles', 'reservations', 'templates', 'nodealloc-sampler.service.j2')
-DEFAULTS = os.path.join(ROOT, 'roles', 'reservations', 'defaults', 'main.yml')
 # As under systemd: bytecode is written on the first run and reused (a test runner's PYTHONDONTWRITEBYTECODE is not).
 ENV = {k: v for k, v in os.environ.items() if k != 'PYTHONDONTWRITEBYTECODE'}
 
@@ -47,13 +42,7 @@ def unit_argv(python, sampler_dir, scratch, lines):
     ``--sample-seconds 0``: these runs follow each other within a second (a timer's are a minute apart),
     so a run may find the previous CPU snapshot too recent and sample instead; the unit's 10 s would sleep.
     """
-    with open(DEFAULTS) as handle:
-        defaults = yaml.safe_load(handle)
-    with open(UNIT) as handle:
-        exec_start = [line for line in handle if line.startswith('ExecStart=')][0][len('ExecStart='):]
-    environment = jinja2.Environment()
-    environment.filters['dirname'] = os.path.dirname
-    argv = shlex.split(environment.from_string(exec_start).render(defaults, reservations_sampler_dir=sampler_dir))
+    argv = sampler_unit.exec_start_argv(reservations_sampler_dir=sampler_dir)
     files = {'--history': 'history-%d.jsonl' % lines, '--state': 'state-%d.json' % lines, '--decision': 'none.json',
              '--textfile': 'nodealloc.prom'}
     for index, flag in enumerate(argv[:-1]):

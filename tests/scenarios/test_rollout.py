@@ -223,6 +223,20 @@ def test_rollback_playbook_restores_the_last_backup(fresh_fleet):
     assert nodeio.read_bytes(node, '/var/lib/nodealloc/reservation.json') is None
     with open(testnodes.node_path(node, '/var/lib/kubelet/config.yaml')) as handle:
         assert yaml.safe_load(handle)['systemReserved'] == {'memory': '100Mi'}
+    # Rolling back onto the config already in force changes nothing and restarts nothing.
+    mark = time.time()
+    result = apply(fresh_fleet, '-e', 'nodealloc_hosts=%s' % node['name'], playbook='playbooks/rollback.yml')
+    assert result.returncode == 0 and not any(recap_changed_counts(result.stdout)), result.stdout[-3000:]
+    assert not starts_since(node, mark)
+    # The role's variables apply to a rollback as to the rollout: with a change to undo again, a /healthz URL
+    # nothing answers on fails the rollback, naming it; the node keeps the restored backup.
+    assert apply(fresh_fleet, '-e', 'nodealloc_hosts=%s' % node['name']).returncode == 0
+    assert config_digest(node) != original
+    unanswered = 'http://127.0.0.1:9/healthz'
+    result = apply(fresh_fleet, '-e', 'nodealloc_hosts=%s' % node['name'], '-e', 'reservations_healthz_url=%s' % unanswered,
+                   '-e', 'reservations_health_timeout_seconds=4', playbook='playbooks/rollback.yml')
+    assert result.returncode != 0 and unanswered in result.stdout, result.stdout[-3000:]
+    assert config_digest(node) == original
 
 
 def test_runs_through_ansible_runner_like_awx(fresh_fleet, tmp_path, monkeypatch):

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
 import sys
 
-import jinja2
 import pytest
-import yaml
 
+from ansible_collections.nodealloc.kubelet.tests.unit.utils import sampler_unit
 from ansible_collections.nodealloc.kubelet.tests.unit.utils.collection_paths import COLLECTIONS_PATH
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -21,13 +19,7 @@ SCRIPT = os.path.join(ROLE, 'files', 'nodealloc-sampler.py')
 
 def unit_arguments():
     """The options the unit's ExecStart passes at the role's defaults (what follows the script's path)."""
-    with open(os.path.join(ROLE, 'defaults', 'main.yml')) as handle:
-        defaults = yaml.safe_load(handle)
-    with open(os.path.join(ROLE, 'templates', 'nodealloc-sampler.service.j2')) as handle:
-        exec_start = [line for line in handle if line.startswith('ExecStart=')][0][len('ExecStart='):]
-    environment = jinja2.Environment()
-    environment.filters['dirname'] = os.path.dirname
-    argv = shlex.split(environment.from_string(exec_start).render(defaults))
+    argv = sampler_unit.exec_start_argv()
     return argv[[arg.endswith('/nodealloc-sampler.py') for arg in argv].index(True) + 1:]
 
 
