@@ -20,10 +20,16 @@ fleet, fresh_fleet, rollout_fleet = fleets.fleet, fleets.fresh_fleet, fleets.rol
 vm_boot, vm_guests, vm_fleet, fresh_vm_fleet = fleets.vm_boot, fleets.vm_guests, fleets.vm_fleet, fleets.fresh_vm_fleet
 
 
+def _fleet_param(item):
+    return item.callspec.params.get('rollout_fleet') if getattr(item, 'callspec', None) is not None else None
+
+
 def pytest_collection_modifyitems(items):
     """The rollout scenarios' VM variants last: booting guests moves the host's memory, which nspawn nodes read."""
-    items.sort(key=lambda item: getattr(item, 'callspec', None) is not None
-               and item.callspec.params.get('rollout_fleet') == 'vm')
+    items.sort(key=lambda item: _fleet_param(item) == 'vm')
+    # The guests boot together when the first needs one: the rollout guests too if a collected test runs on them.
+    fleets.ROLLOUT_GUESTS_WANTED = any(
+        fleets.runs_on_rollout_guests(getattr(item, 'originalname', item.name), _fleet_param(item)) for item in items)
 
 
 def pytest_sessionfinish(session, exitstatus):

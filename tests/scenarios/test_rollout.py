@@ -4,8 +4,8 @@ Each scenario runs playbooks/apply.yml over SSH against the whole fleet (three n
 happened from the stand-in kubelets' own logs, the files on the nodes, their kubepods cgroup and the
 stand-in API server, never from what the playbook says about itself. The scenarios that take
 ``rollout_fleet`` run on the nspawn nodes (tests/nodes/fleets.py), which read the host's /proc/meminfo
-and so use noise-tolerant thresholds, and, with NODEALLOC_VM_ROLLOUT=1, on three cgroup v2 VM guests with
-their own kernel at the shipped thresholds. The stand-in's log times come from each node's clock (a
+and so use noise-tolerant thresholds, and on three cgroup v2 VM guests with their own kernel, memory at the
+shipped thresholds: the happy path in every run, the others with NODEALLOC_VM_ROLLOUT=1. The stand-in's log times come from each node's clock (a
 guest's is set from the host's at boot).
 """
 
