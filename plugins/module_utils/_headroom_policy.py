@@ -39,7 +39,8 @@ it spans two reaction times.
 
 The near-reservation flag: ``near_reservation`` is true when a reading comes within
 the headroom of what is reserved, so an alert or a scheduled job can apply sooner
-than the next planned run (not yet written by the sampler: docs/arithmetic.md).
+than the next planned run (the sampler exports it as ``nodealloc_memory_near_reservation``;
+the alert ``NodeallocNearReservation`` fires after 15 min: docs/arithmetic.md).
 """
 
 from __future__ import annotations
