@@ -21,6 +21,7 @@ everything it made.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -102,6 +103,15 @@ def ensure_image():
     if os.path.exists(os.path.join(IMAGE, '.complete')):
         return IMAGE
     os.makedirs(CACHE, exist_ok=True)
+    # hack/run-tests.sh runs the VM tests beside the nspawn tests: on a fresh machine both want the tree at once.
+    with open(os.path.join(CACHE, '.build.lock'), 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(os.path.join(IMAGE, '.complete')):
+            _build_image()
+    return IMAGE
+
+
+def _build_image():
     partial = IMAGE + '.partial'
     shutil.rmtree(partial, ignore_errors=True)
     run('debootstrap', '--variant=minbase', '--include=' + ','.join(PACKAGES), 'bookworm', partial)
@@ -112,7 +122,6 @@ def ensure_image():
             os.symlink('/dev/null', link)
     open(os.path.join(partial, '.complete'), 'w').close()
     os.rename(partial, IMAGE)
-    return IMAGE
 
 
 def ensure_ssh_key(state_dir):
