@@ -52,21 +52,42 @@ ansible_doc_renders() {
   ansible-doc -t role nodealloc.kubelet.reservations >/dev/null
 }
 
-# ansible-test's checks work on the staged copy alone and boot nothing: they run alongside the node steps
-# (about 80 s of the 30 minutes); their output is printed, in one piece, after those steps.
-static_log=$(mktemp)
-static_failed=$(mktemp)
-(
-  failed=()
+# Steps that run beside the main line: each group's output is kept and printed, in one piece, once the main line
+# is done; a failed step there fails the run as one here does.
+alongside_logs=() alongside_failed=() alongside_pids=()
+alongside() {
+  local log failed_list
+  log=$(mktemp) failed_list=$(mktemp)
+  (
+    failed=()
+    "$@"
+    printf '%s\n' "${failed[@]}" > "$failed_list"
+  ) > "$log" 2>&1 &
+  alongside_pids+=($!) alongside_logs+=("$log") alongside_failed+=("$failed_list")
+}
+
+static_checks() {
+  # Niced: nothing waits on these, while the node steps' health and soak timers do.
+  renice -n 10 -p "$BASHPID" >/dev/null
   step "ansible-test sanity" sanity
   step "ansible-test units" units
   step "ansible-doc" ansible_doc_renders
-  printf '%s\n' "${failed[@]}" > "$static_failed"
-) > "$static_log" 2>&1 &
-static_pid=$!
+}
 
-step "pytest: unit, real-kernel integration, multi-node rollout scenarios, VM guests" \
-  python -m pytest -p no:cacheprovider -q -rs --durations=15 tests/unit tests/integration tests/scenarios tests/vm
+vm_tests() {
+  step "pytest on VM guests: real-kernel facts (cgroup v2 and v1), the rollout scenarios' VM variants" \
+    python -m pytest -p no:cacheprovider -q -rs --durations=10 --basetemp "$(mktemp -d)/pytest" --nodes-lane vm \
+      tests/vm tests/scenarios
+}
+
+# ansible-test's checks work on the staged copy alone and boot nothing (about 80 s). The tests on QEMU guests keep
+# the CPU busy with software emulation while the nspawn scenarios mostly wait on their kubelets' health and soak
+# timers: the guests' pytest runs beside the main line's (docs/testing.md, "How long it takes").
+alongside static_checks
+alongside vm_tests
+
+step "pytest: unit, real-kernel integration, multi-node rollout scenarios on nspawn nodes" \
+  python -m pytest -p no:cacheprovider -q -rs --durations=15 --nodes-lane host tests/unit tests/integration tests/scenarios
 step "molecule test (rollout scenario on three nodes)" molecule test -s rollout
 benchmarks() {
   # Run, not timed: small sizes (shipped defaults otherwise), each prints its --json line; the figures in
@@ -79,13 +100,15 @@ benchmarks() {
 
 step "benchmarks (small sizes)" benchmarks
 
-wait "$static_pid"
-echo "=== what ran alongside: ansible-test sanity, ansible-test units, ansible-doc"
-cat "$static_log"
-while read -r name; do
-  [[ -n $name ]] && failed+=("$name")
-done < "$static_failed"
-rm -f "$static_log" "$static_failed"
+for index in "${!alongside_pids[@]}"; do
+  wait "${alongside_pids[$index]}"
+  echo "=== what ran alongside:"
+  cat "${alongside_logs[$index]}"
+  while read -r name; do
+    [[ -n $name ]] && failed+=("$name")
+  done < "${alongside_failed[$index]}"
+  rm -f "${alongside_logs[$index]}" "${alongside_failed[$index]}"
+done
 
 lint_targets=(playbooks)
 [[ -d roles ]] && lint_targets+=(roles)

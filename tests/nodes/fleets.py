@@ -10,9 +10,10 @@
   (docs/testing.md says why: under software emulation each costs 4-5 minutes, the four about 23).
 
 All the session's guests boot together (one ``vmnodes.up``) when the first test that needs one
-starts: after the nspawn scenarios, whose nodes read the host's /proc/meminfo, so the guests' memory
-(QEMU's, on the host) does not move those nodes' figures (booting them in the background earlier made
-the nspawn second run see +3 GiB and change).
+starts. ``make test`` runs the tests on guests in a pytest of their own beside the nspawn tests
+(``--nodes-lane``, hack/run-tests.sh): the guests' memory (QEMU's, on the host) then moves the host's
+/proc/meminfo under the nspawn nodes, which is why their thresholds are NOISE_TOLERANT (booting guests
+beside them once made a second run at tighter thresholds see +3 GiB and change).
 """
 
 from __future__ import annotations
