@@ -1,6 +1,8 @@
 """benchmarks/oom_outcomes.py at a small size: two small guests, ``none`` and ``measured``, a short warm-up.
 
-Run, not timed (docs/benchmarks.md has the full table). The benchmark boots its own guests (it does
+Run, not timed (docs/benchmarks.md has the full table), in every ``make test``: about 330 s (two guests, the
+``none`` guest thrashing its page cache until the global OOM), in the VM guests' pytest that runs beside the
+nspawn tests (hack/run-tests.sh). The benchmark boots its own guests (it does
 not use the session's ``vm_guests``) and runs in this process, not as a subprocess, so that
 vmnodes' stale-guest cleanup knows the session's guests as live and leaves them alone. What it checks is what the guest's kernel showed
 and does not depend on how fast the machine is: with nothing reserved, kubepods' limit is the whole
@@ -35,10 +37,6 @@ def outcomes(tmp_path_factory):
     reason = vmnodes.missing()
     if reason:
         pytest.skip(reason)
-    if os.environ.get('NODEALLOC_VM_OOM') != '1':
-        # 330 s in a fresh-clone run (two guests, the `none` guest thrashing its page cache until the global
-        # OOM): with it the suite took about 31 minutes, over its 30 (docs/testing.md).
-        pytest.skip('the small oom_outcomes run is in make test only with NODEALLOC_VM_OOM=1 (docs/testing.md)')
     state_dir = str(tmp_path_factory.mktemp('oom-outcomes'))
     spec = importlib.util.spec_from_file_location('oom_outcomes', os.path.join(ROOT, 'benchmarks', 'oom_outcomes.py'))
     benchmark = importlib.util.module_from_spec(spec)
