@@ -75,9 +75,13 @@ static_checks() {
 }
 
 vm_tests() {
-  step "pytest on VM guests: real-kernel facts (cgroup v2 and v1), the rollout scenarios' VM variants" \
-    python -m pytest -p no:cacheprovider -q -rs --durations=10 --basetemp "$(mktemp -d)/pytest" --nodes-lane vm \
+  # A temporary directory of its own: two pytest runs at once.
+  local base
+  base=$(mktemp -d)
+  step "pytest on VM guests: real-kernel facts (cgroup v2 and v1), oom_outcomes, the rollout scenarios' VM variants" \
+    python -m pytest -p no:cacheprovider -q -rs --durations=10 --basetemp "$base/pytest" --nodes-lane vm \
       tests/vm tests/scenarios
+  rm -rf "$base"
 }
 
 # ansible-test's checks work on the staged copy alone and boot nothing (about 80 s). The tests on QEMU guests keep
