@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -178,21 +179,31 @@ def test_sigkill_during_writes_leaves_old_or_new_never_a_mix(tmp_path):
 def test_two_runs_at_once_wait_for_each_other(tmp_path):
     path = tmp_path / 'config.yaml'
     path.write_text(OLD)
+    # The holder keeps the lock until told to let go: no sleep whose length a busy machine could eat up.
     holder = subprocess.Popen([sys.executable, '-c', (
-        'import fcntl, os, sys, time\n'
+        'import fcntl, os, sys\n'
         'fd = os.open(sys.argv[1], os.O_RDONLY)\n'
         'fcntl.flock(fd, fcntl.LOCK_EX)\n'
         'print("held", flush=True)\n'
-        'time.sleep(float(sys.argv[2]))\n'), str(tmp_path), '2'], stdout=subprocess.PIPE)
+        'sys.stdin.readline()\n'), str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         assert holder.stdout.readline().strip() == b'held'
         result = run_module(tmp_path, {'path': str(path), 'kube_reserved': {'memory': '2Gi'}, 'lock_timeout': 0.3})
         assert result['failed'] and 'another run holds the nodealloc lock' in result['msg']
         assert path.read_text() == OLD
-        start = time.monotonic()
-        result = run_module(tmp_path, {'path': str(path), 'kube_reserved': {'memory': '2Gi'}, 'lock_timeout': 30})
-        assert result['changed'] and time.monotonic() - start >= 1.0
+        waiting = {}
+        second = threading.Thread(target=lambda: waiting.update(result=run_module(
+            tmp_path, {'path': str(path), 'kube_reserved': {'memory': '2Gi'}, 'lock_timeout': 60})))
+        second.start()
+        # While the lock is held the second run can neither finish nor write, however long this takes.
+        second.join(timeout=2)
+        assert second.is_alive() and path.read_text() == OLD
+        holder.stdin.write(b'release\n')
+        holder.stdin.flush()
+        second.join()
+        assert waiting['result']['changed'] and path.read_text() != OLD
     finally:
         holder.kill()
         holder.wait()
+        holder.stdin.close()
         holder.stdout.close()
