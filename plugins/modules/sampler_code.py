@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r'''
 module: sampler_code
-short_description: Install the Python code the nodealloc sampler imports on a node
+short_description: Install the nodealloc sampler on a node (its code, its script, its systemd units)
 version_added: 0.1.0
 description:
   - Writes the collection's module_utils that the sampler script (C(nodealloc-sampler.py), installed by the
@@ -15,6 +15,9 @@ description:
     installs them all; the set is the sampler's import closure, found by reading the sources' import statements.
   - Each file that differs is replaced atomically; a C(*.py) file there that the sampler no longer imports (left by
     another version of the collection) is removed. Nothing else in O(path) is touched.
+  - With O(script), O(units) and O(state_dir), the same call writes the sampler script and its systemd units and creates
+    its state directory, so that installing the sampler costs a node one module run (and one for systemd) instead of one per file.
+    It does not reload or start systemd units; RV(units_written) says when a daemon reload is due.
 author:
   - nodealloc.kubelet developers (@nodealloc)
 extends_documentation_fragment:
@@ -23,9 +26,10 @@ attributes:
   check_mode:
     support: full
   diff_mode:
-    support: none
+    support: partial
     details:
-      - The files are the collection's own sources; RV(written) and RV(removed) name what changes.
+      - The script and the units are shown as a diff; the module_utils are the collection's own sources, and RV(written)
+        and RV(removed) name those that change.
   idempotent:
     support: full
 options:
@@ -33,15 +37,51 @@ options:
     description: The sampler's directory (C(reservations_sampler_dir) of the role C(nodealloc.kubelet.reservations)), where C(nodealloc-sampler.py) lives.
     type: path
     required: true
+  script:
+    description:
+      - The sampler script's content, written to O(path)C(/nodealloc-sampler.py) (mode 0755) when it differs.
+      - Omitted, the script is left as it is.
+    type: str
+  units:
+    description:
+      - systemd unit file names and their contents, written under O(unit_dir) (mode 0644) where they differ.
+    type: dict
+    default: {}
+  unit_dir:
+    description: Where O(units) are written.
+    type: path
+    default: /etc/systemd/system
+  state_dir:
+    description:
+      - The directory the sampler keeps its history, state and last decision in; created (mode 0755) when missing.
+      - Omitted, no directory is created other than those the files need.
+    type: path
 notes:
   - A run killed between two files can leave the copy mixed between two versions of the collection; the next run
-    completes it.
+    completes it. Each file is whole, the old or the new.
 '''
 
 EXAMPLES = r'''
 - name: Install the sampler's module_utils
   nodealloc.kubelet.sampler_code:
     path: /usr/local/lib/nodealloc
+
+- name: Install the sampler, its code and its units
+  nodealloc.kubelet.sampler_code:
+    path: /usr/local/lib/nodealloc
+    state_dir: /var/lib/nodealloc
+    script: "{{ lookup('ansible.builtin.file', 'nodealloc-sampler.py', rstrip=false) }}"
+    units:
+      nodealloc-sampler.service: "{{ lookup('ansible.builtin.template', 'nodealloc-sampler.service.j2') }}"
+      nodealloc-sampler.timer: "{{ lookup('ansible.builtin.template', 'nodealloc-sampler.timer.j2') }}"
+  register: sampler
+
+- name: Start the sampler's timer, reloading systemd when a unit changed
+  ansible.builtin.systemd_service:
+    name: nodealloc-sampler.timer
+    enabled: true
+    state: started
+    daemon_reload: "{{ sampler.units_written | length > 0 }}"
 '''
 
 RETURN = r'''
@@ -52,20 +92,34 @@ files:
   elements: str
   sample: [_errors.py, _sampler.py]
 written:
-  description: The files written (or, in check mode, that would be).
+  description: The module_utils files written (or, in check mode, that would be).
   returned: always
   type: list
   elements: str
 removed:
-  description: The stale files removed (or, in check mode, that would be).
+  description: The stale module_utils files removed (or, in check mode, that would be).
   returned: always
   type: list
   elements: str
 directory:
-  description: Where the files are.
+  description: Where the module_utils files are.
   returned: always
   type: str
   sample: /usr/local/lib/nodealloc/ansible_collections/nodealloc/kubelet/plugins/module_utils
+script_written:
+  description: Whether the script was written (or, in check mode, would be).
+  returned: always
+  type: bool
+units_written:
+  description: The unit file names written (or, in check mode, that would be); a daemon reload is due when not empty.
+  returned: always
+  type: list
+  elements: str
+  sample: [nodealloc-sampler.service]
+state_dir_created:
+  description: Whether O(state_dir) was created (or, in check mode, would be).
+  returned: always
+  type: bool
 '''
 
 import os
@@ -78,16 +132,47 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import N
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _sampler  # noqa: F401 pylint: disable=unused-import
 
 
-def main():
-    module = AnsibleModule(argument_spec=dict(path=dict(type='path', required=True)), supports_check_mode=True)
-    path = module.params['path']
+SCRIPT_NAME = 'nodealloc-sampler.py'
+
+
+def _text(path):
     try:
+        with open(path, 'rb') as handle:
+            return handle.read().decode('utf-8', 'replace')
+    except (FileNotFoundError, NotADirectoryError):
+        return ''
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(path=dict(type='path', required=True), script=dict(type='str'),
+                                              units=dict(type='dict', default={}),
+                                              unit_dir=dict(type='path', default='/etc/systemd/system'),
+                                              state_dir=dict(type='path')),
+                           supports_check_mode=True)
+    params = module.params
+    path = params['path']
+    units = {os.path.join(params['unit_dir'], name): str(content) for name, content in params['units'].items()}
+    script_path = os.path.join(path, SCRIPT_NAME)
+    wanted = {target: (content, 0o644) for target, content in units.items()}
+    if params['script'] is not None:
+        wanted[script_path] = (params['script'], 0o755)
+    try:
+        state_dir_created = bool(params['state_dir']) and _sampler_code.ensure_directory(params['state_dir'], module.check_mode)
         files = _sampler_code.sources()
+        before = {target: _text(target) for target in wanted} if module._diff else {}  # read before the write
+        written_paths = _sampler_code.install_files(wanted, check_mode=module.check_mode)
         written, removed = _sampler_code.install(path, files, check_mode=module.check_mode)
     except NodeallocError as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(changed=bool(written or removed), files=sorted(files), written=written, removed=removed,
-                     directory=os.path.join(path, _sampler_code.RELATIVE_DIR))
+    result = dict(changed=bool(written or removed or written_paths or state_dir_created), files=sorted(files),
+                  written=written, removed=removed, directory=os.path.join(path, _sampler_code.RELATIVE_DIR),
+                  script_written=params['script'] is not None and script_path in written_paths,
+                  units_written=sorted(os.path.basename(target) for target in written_paths if target in units),
+                  state_dir_created=state_dir_created)
+    if module._diff:
+        result['diff'] = [{'before_header': target, 'after_header': target, 'before': before[target],
+                           'after': wanted[target][0]} for target in written_paths]
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':

@@ -32,3 +32,40 @@ def test_a_directory_that_cannot_be_written_fails_with_its_path(run, tmp_path):
     blocker.write_text('a file where the directory should be')
     result = run({'path': str(blocker)})
     assert result['failed'] is True and str(blocker) in result['msg']
+
+
+def test_script_units_and_state_dir_in_the_same_call(run, tmp_path):
+    args = {'path': str(tmp_path / 'lib'), 'state_dir': str(tmp_path / 'state'), 'unit_dir': str(tmp_path / 'units'),
+            'script': '#!/usr/bin/python3\nprint("sample")\n',
+            'units': {'s.service': '[Service]\nExecStart=/bin/true\n', 's.timer': '[Timer]\nOnBootSec=2min\n'}}
+    predicted = run(dict(args, _ansible_check_mode=True))
+    assert (predicted['changed'], predicted['script_written'], predicted['units_written'], predicted['state_dir_created']) == (
+        True, True, ['s.service', 's.timer'], True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    installed = run(args)
+    assert (installed['script_written'], installed['units_written'], installed['state_dir_created']) == (
+        True, ['s.service', 's.timer'], True)
+    script = tmp_path / 'lib' / 'nodealloc-sampler.py'
+    assert script.read_text() == args['script'] and script.stat().st_mode & 0o7777 == 0o755
+    unit = tmp_path / 'units' / 's.service'
+    assert unit.read_text() == args['units']['s.service'] and unit.stat().st_mode & 0o7777 == 0o644
+    assert (tmp_path / 'state').is_dir()
+    again = run(args)
+    assert again['changed'] is False and not again['script_written'] and again['units_written'] == []
+    # A unit edited on the node, and a script whose mode was changed, are put back; diff mode shows the unit's change.
+    unit.write_text('[Service]\nExecStart=/bin/false\n')
+    script.chmod(0o644)
+    repaired = run(dict(args, _ansible_diff=True))
+    assert repaired['changed'] is True and repaired['units_written'] == ['s.service'] and repaired['script_written']
+    assert unit.read_text() == args['units']['s.service'] and script.stat().st_mode & 0o7777 == 0o755
+    shown = {entry['after_header']: entry for entry in repaired['diff']}
+    assert shown[str(unit)]['before'] == '[Service]\nExecStart=/bin/false\n'
+    assert shown[str(unit)]['after'] == args['units']['s.service']
+
+
+def test_a_state_dir_that_cannot_be_created_fails_with_its_path_before_any_file(run, tmp_path):
+    blocker = tmp_path / 'file'
+    blocker.write_text('a file where the directory should be')
+    result = run({'path': str(tmp_path / 'lib'), 'state_dir': str(blocker / 'state'), 'script': 'x\n'})
+    assert result['failed'] is True and str(blocker / 'state') in result['msg']
+    assert not (tmp_path / 'lib').exists()
