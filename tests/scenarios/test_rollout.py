@@ -213,7 +213,8 @@ def test_slow_but_within_timeout_passes(fresh_fleet):
 def test_rollback_playbook_restores_the_last_backup(fresh_fleet):
     node = fresh_fleet['nodes'][0]
     original = config_digest(node)
-    assert apply(fresh_fleet).returncode == 0
+    # One node is all a rollback needs (the fleet-wide rollout is the happy path's).
+    assert apply(fresh_fleet, '-e', 'nodealloc_hosts=%s' % node['name']).returncode == 0
     assert config_digest(node) != original
     assert nodeio.read_bytes(node, '/var/lib/nodealloc/reservation.json') is not None
     result = apply(fresh_fleet, '-e', 'nodealloc_hosts=%s' % node['name'], playbook='playbooks/rollback.yml')
