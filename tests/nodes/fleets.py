@@ -6,8 +6,8 @@
 * ``vm_fleet`` / ``fresh_vm_fleet``: three cgroup v2 guests reporting to a stand-in API server on a
   loopback port of ours.
 * ``rollout_fleet``: the rollout scenarios run on the nspawn fleet and on the VM fleet: the happy path (with its
-  second run at the shipped memory thresholds) always, the others only with ``NODEALLOC_VM_ROLLOUT=1``
-  (docs/testing.md says why: under software emulation each costs 4-5 minutes, the four about 23).
+  second run at the shipped memory thresholds), the refused config and the dying kubelet always, the killed
+  controller only with ``NODEALLOC_VM_ROLLOUT=1`` (VM_ROLLOUT_ALWAYS; docs/testing.md, "How long it takes").
 
 All the session's guests boot together (one ``vmnodes.up``) when the first test that needs one
 starts. ``make test`` runs the tests on guests in a pytest of their own beside the nspawn tests
@@ -47,8 +47,11 @@ NOISE_TOLERANT = {'reservations_sample_seconds': 1, 'reservations_health_poll_se
                   'reservations_cpu_headroom_min_millicores': 1000,
                   'reservations_change_threshold_min_millicores': 1500}
 VM_ROLLOUT = os.environ.get('NODEALLOC_VM_ROLLOUT') == '1'
-# The rollout scenarios that run on the VM guests in every run (the others only with NODEALLOC_VM_ROLLOUT=1).
-VM_ROLLOUT_ALWAYS = ('test_happy_path_changes_every_node_once_in_order_and_a_second_run_changes_nothing',)
+# The rollout scenarios that run on the VM guests in every run: the three issue 11 names (the killed controller only
+# with NODEALLOC_VM_ROLLOUT=1).
+VM_ROLLOUT_ALWAYS = ('test_happy_path_changes_every_node_once_in_order_and_a_second_run_changes_nothing',
+                     'test_refused_config_is_rolled_back_byte_for_byte_and_the_rollout_halts',
+                     'test_kubelet_dying_after_looking_healthy_is_caught_by_the_soak_and_halts')
 # One cgroup v2 guest (the default of every current distribution) and one cgroup v1 guest.
 GUESTS = [{'name': 'facts-v2', 'cgroup': 'v2', 'memory_mib': 1280},
           {'name': 'facts-v1', 'cgroup': 'v1', 'memory_mib': 1280}]
