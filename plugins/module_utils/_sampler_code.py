@@ -95,7 +95,7 @@ def install_files(wanted, check_mode=False):
     for path in written:
         content, mode = wanted[path]
         ensure_directory(os.path.dirname(path))
-        _file_io.write_atomic(path, _bytes(content), mode=mode)
+        _file_io.write_atomic(path, content, mode=mode)  # it takes str or bytes
     return written
 
 

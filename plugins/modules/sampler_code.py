@@ -166,7 +166,7 @@ def main():
         module.fail_json(msg=str(exc))
     result = dict(changed=bool(written or removed or written_paths or state_dir_created), files=sorted(files),
                   written=written, removed=removed, directory=os.path.join(path, _sampler_code.RELATIVE_DIR),
-                  script_written=params['script'] is not None and script_path in written_paths,
+                  script_written=script_path in written_paths,
                   units_written=sorted(os.path.basename(target) for target in written_paths if target in units),
                   state_dir_created=state_dir_created)
     if module._diff:
