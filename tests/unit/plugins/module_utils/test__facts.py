@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts, _measure
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ConfigError
 from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
 
@@ -25,26 +25,37 @@ def v2_node(tmp_path):
     return root
 
 
-def advancing_sleep(root, usage_per_second_usec):
-    """A sleep during which the kubepods group accrues CPU time at the given rate, as a busy pod would."""
-    def sleep(seconds):
-        start = time.monotonic()
-        time.sleep(seconds)
-        elapsed = time.monotonic() - start
-        cgroup_v2.set_cpu_usage(root, 'kubepods.slice', int(elapsed * usage_per_second_usec))
-    return sleep
+class AdvancingClock:
+    """The clock the CPU sample reads, and a sleep that moves it while the kubepods group accrues CPU time at a
+    given rate, as a busy pod would. Not wall time: on a busy machine the reads around a real sleep take long
+    enough to move a rate measured over 0.3 s by more than any tolerance (CI saw 710 m for 750 m)."""
+
+    def __init__(self, root, usage_per_second_usec):
+        self.root, self.rate, self.now, self.usage_usec = root, usage_per_second_usec, 1000.0, 0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+        self.usage_usec += int(seconds * self.rate)
+        cgroup_v2.set_cpu_usage(self.root, 'kubepods.slice', self.usage_usec)
 
 
-def test_v2_node_measures_working_sets_and_cpu(v2_node, tmp_path):
+def test_v2_node_measures_working_sets_and_cpu(v2_node, tmp_path, monkeypatch):
+    clock = AdvancingClock(v2_node, 750000)
+    monkeypatch.setattr(_measure, 'time', clock)
     facts = _facts.gather({'cgroup_root': v2_node, 'sample_seconds': 0.3, 'history': False,
                            'kubelet_config_path': str(tmp_path / 'none.yaml')},
-                          sleep=advancing_sleep(v2_node, 750000))
+                          sleep=clock.sleep)
     assert facts['cgroup']['version'] == 'v2'
     assert facts['cgroup']['mode'] == 'unified'
     assert facts['cgroup']['driver'] == 'systemd'
     assert facts['memory']['kubepods_working_set_bytes'] == 650 * MIB
     assert facts['memory']['system_slice']['working_set_bytes'] == 210 * MIB
-    assert abs(facts['cpu']['kubepods_millicores'] - 750) <= 30
+    # 0.3 s of 750 ms of CPU a second, read as cumulative cpu.stat usage_usec before and after.
+    assert facts['cpu']['kubepods_millicores'] == 750
+    assert facts['cpu']['sample_seconds'] == 0.3
     assert facts['current'] is None
 
 
