@@ -36,3 +36,13 @@ def test_recommend_playbook_writes_reports_and_changes_nothing(tmp_path):
     assert set(node['recommended']) == {'kube_reserved', 'system_reserved'}
     assert (tmp_path / 'reservations.md').read_text().startswith('# Kubelet reservation report')
     assert 'recommended systemReserved' in result.stdout
+
+
+def test_rollback_playbook_checks_the_roles_options_before_any_task(tmp_path):
+    # tasks_from: restore runs the role's 'restore' entry point of meta/argument_specs.yml first.
+    result = ansible_playbook('playbooks/rollback.yml', '-e', 'nodealloc_hosts=localhost',
+                              '-e', 'reservations_health_soak_seconds=soon', check=True)
+    assert result.returncode != 0
+    assert "Validating arguments against arg spec 'restore'" in result.stdout
+    assert 'reservations_health_soak_seconds' in result.stdout
+    assert 'Check every option' not in result.stdout

@@ -137,6 +137,26 @@ def test_every_role_variable_is_passed_or_used_by_the_role():
     assert [v for v in variables if v not in text] == []
 
 
+
+def test_every_task_file_a_playbook_includes_is_an_entry_point_with_the_roles_options():
+    # ansible-core validates an include_role against the entry point named exactly as its tasks_from: a file name
+    # with its extension, or one with no entry point, would run unchecked.
+    with open(os.path.join(ROLE, 'meta', 'argument_specs.yml')) as stream:
+        specs = yaml.safe_load(stream)['argument_specs']
+    included = []
+    playbooks = os.path.join(ROOT, 'playbooks')
+    for name in sorted(os.listdir(playbooks)):
+        with open(os.path.join(playbooks, name)) as stream:
+            for play in yaml.safe_load(stream):
+                for task in play.get('tasks', []):
+                    include = task.get('ansible.builtin.include_role') or {}
+                    if include.get('name') == 'nodealloc.kubelet.reservations' and 'tasks_from' in include:
+                        included.append(include['tasks_from'])
+    assert sorted(included) == ['measure', 'restore', 'rollout']
+    for entry_point in included:
+        assert os.path.exists(os.path.join(ROLE, 'tasks', entry_point + '.yml'))
+        assert specs[entry_point]['options'] == specs['main']['options'], entry_point
+
 # The drift checks must fail on a deliberately changed copy, or they prove nothing.
 
 def _role_copy(tmp_path):
