@@ -159,6 +159,19 @@ def parse_flat_keyed(text, path):
     return values
 
 
+def memory_limit_file(layout):
+    """The name of a group's memory limit file: the one the kubelet writes kubepods' limit to.
+
+    (libcontainer cgroups/fs/memory.go: memory.limit_in_bytes on v1; cgroups/fs2/memory.go: memory.max on v2.)
+    """
+    return 'memory.limit_in_bytes' if layout.version == 'v1' else 'memory.max'
+
+
+def memory_limit_path(layout, relative):
+    """The absolute path of a group's memory limit file."""
+    return os.path.join(layout.memory_root, relative, memory_limit_file(layout))
+
+
 def memory_working_set(layout, relative):
     """Return a dict: usage, inactive_file, working_set bytes, and the files read."""
     directory = os.path.join(layout.memory_root, relative)

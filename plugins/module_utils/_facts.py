@@ -200,6 +200,8 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
             'mode': layout.mode,
             'driver': driver,
             'kubepods': ('/' + kubepods) if kubepods else None,
+            # The file the kubelet writes kubepods' memory limit to: where the rollout reads it back.
+            'kubepods_limit_file': _cgroup.memory_limit_path(layout, kubepods) if kubepods else None,
             'memory_root': layout.memory_root,
             'cpu_root': layout.cpu_root,
         },

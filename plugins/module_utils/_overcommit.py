@@ -95,7 +95,7 @@ def audit(layout, kubepods):
     ``limits_to_kubepods_percent`` answers "if every pod used its limit, kubepods would need N % of its
     limit"; pods without a memory limit are counted apart (they are bounded only by kubepods).
     """
-    limit_file = 'memory.limit_in_bytes' if layout.version == 'v1' else 'memory.max'
+    limit_file = _cgroup.memory_limit_file(layout)
     try:
         kubepods_limit = _read_limit(os.path.join(layout.memory_root, kubepods, limit_file))
     except (OSError, ValueError, NodeallocError):

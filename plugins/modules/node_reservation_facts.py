@@ -197,6 +197,13 @@ cgroup:
     kubepods:
       description: The kubepods cgroup path, or null.
       type: str
+    kubepods_limit_file:
+      description:
+        - The kubepods cgroup's memory limit file (C(memory.limit_in_bytes) on v1, C(memory.max) on v2), or null
+          where no kubepods cgroup was found.
+      type: str
+      sample: /sys/fs/cgroup/kubepods.slice/memory.max
+      version_added: 0.1.0
 kubelet:
   description: The running kubelet (pid, argv) and the config file and drop-in directory read.
   returned: always

@@ -77,6 +77,10 @@ def test_systemd_driver_layout(cgroup_tree, tmp_path):
     assert facts['cgroup']['version'] == 'v1'
     assert facts['cgroup']['driver'] == 'systemd'
     assert facts['cgroup']['kubepods'] == '/kubepods.slice'
+    # The kernel's own limit file of the kubepods group, where the rollout reads the kubelet's limit back.
+    limit_file = facts['cgroup']['kubepods_limit_file']
+    assert limit_file.endswith('/kubepods.slice/memory.limit_in_bytes') and os.path.isfile(limit_file)
+    assert int(open(limit_file).read()) > 0
     memory = facts['memory']
     assert_within(memory['kubepods_working_set_bytes'], 300 * MIB, 300 * MIB + 2 * PER_PROCESS_OVERHEAD,
                   'kubepods working set')

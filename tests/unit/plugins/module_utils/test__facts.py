@@ -51,6 +51,7 @@ def test_v2_node_measures_working_sets_and_cpu(v2_node, tmp_path, monkeypatch):
     assert facts['cgroup']['version'] == 'v2'
     assert facts['cgroup']['mode'] == 'unified'
     assert facts['cgroup']['driver'] == 'systemd'
+    assert facts['cgroup']['kubepods_limit_file'] == v2_node + '/kubepods.slice/memory.max'
     assert facts['memory']['kubepods_working_set_bytes'] == 650 * MIB
     assert facts['memory']['system_slice']['working_set_bytes'] == 210 * MIB
     # 0.3 s of 750 ms of CPU a second, read as cumulative cpu.stat usage_usec before and after.
