@@ -87,6 +87,12 @@ def test_happy_path_changes_every_node_once_in_order_and_a_second_run_changes_no
     decisions = [' '.join(lines[i:i + 2]) for i, line in enumerate(lines)
                  if 'memory: reserved now' in line or 'cpu: reserved now' in line]
     print('second run decisions:', *decisions, sep='\n  ')
+    if recap_changed_counts(again.stdout) != [0] * len(nodes):
+        # What the decision rested on: each node's recorded readings since the first run (shown with the failure).
+        for node in nodes:
+            print('%s history:' % node['name'])
+            for line in (nodeio.read_bytes(node, '/var/lib/nodealloc/history.jsonl') or b'').decode().splitlines()[-40:]:
+                print('  ' + line)
     assert recap_changed_counts(again.stdout) == [0] * len(nodes), (changed_tasks(again.stdout), decisions)
     assert [config_digest(n) for n in nodes] == digests
     assert all(not starts_since(n, second_mark) for n in nodes)
