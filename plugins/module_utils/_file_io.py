@@ -158,6 +158,32 @@ def remove_durably(path):
     _fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
+# Where kubelet_reservations_apply keeps the node lock (its state_dir default): the sampler looks at it too.
+DEFAULT_NODE_LOCK_DIR = '/var/lib/nodealloc/step'
+
+
+def held_exclusively(directory):
+    """Whether another process holds an exclusive flock on ``directory`` right now (False where it cannot be opened).
+
+    A shared, non-blocking try, released at once by the close: a writer polling for the lock (directory_lock,
+    _rollout_step.node_lock) loses one poll at most.
+    """
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        held = False
+    except BlockingIOError:
+        held = True
+    except OSError:
+        held = False
+    finally:
+        os.close(fd)
+    return held
+
+
 @contextlib.contextmanager
 def directory_lock(directory, timeout_seconds=30.0, poll_seconds=0.1):
     """Hold an exclusive flock on ``directory``; wait up to ``timeout_seconds`` for another holder."""

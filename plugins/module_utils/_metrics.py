@@ -156,7 +156,8 @@ def render_sampler(figures):
     _family(lines, 'nodealloc_history_samples', 'Valid samples in the history window.', [({}, figures['window_samples'])])
     _family(lines, 'nodealloc_history_rejected_samples', 'History lines rejected as invalid since the sampler state began.',
             [({}, figures['rejected_samples'])])
-    _family(lines, 'nodealloc_sample_recorded', '1 when this run appended its reading to the history.',
+    _family(lines, 'nodealloc_sample_recorded', '1 when this run appended its reading to the history (0 also while a '
+            'nodealloc step changes the node: such a reading is not recorded).',
             [({}, 1 if figures['recorded'] else 0)])
     _family(lines, 'nodealloc_sample_timestamp_seconds', 'When the sampler measured these figures (Unix time).',
             [({}, round(float(figures['time']), 3))])

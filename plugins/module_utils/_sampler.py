@@ -160,8 +160,8 @@ def _catch_up(history_path, state, now, window_seconds, limits, inode, size):
         sketch_percentile(state['totals'][key], 100)
 
 
-def update_history(history_path, state, reading, now, window_seconds, limits):
-    """Record ``reading`` and bring the sketch up to date; returns the problems met."""
+def update_history(history_path, state, reading, now, window_seconds, limits, record=True):
+    """Bring the sketch up to date and record ``reading`` (unless ``record`` is false); returns the problems met."""
     problems = []
     inode, size = _file_id(history_path)
     try:
@@ -174,6 +174,10 @@ def update_history(history_path, state, reading, now, window_seconds, limits):
         state.clear()
         state['version'] = STATE_VERSION
         _catch_up(history_path, state, now, window_seconds, limits, inode, size)
+    if not record:
+        state['recorded'] = False
+        state['inode'], state['offset'] = _file_id(history_path)
+        return problems
     try:
         cut = _history.append(history_path, reading)
         if cut:
@@ -245,6 +249,12 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
     window_seconds = _history.parse_window(options.get('history_window') or '7d')
     percent = float(options.get('percentile') if options.get('percentile') is not None else 100.0)
 
+    # A reading taken while a nodealloc step changes the node (it holds the node lock from before the write until
+    # after the soak) measures the change: the step's own interpreter and Ansible's async_wrapper are resident, the
+    # kubelet restarts. Recorded, it would become the node's peak for the whole history window and raise the next
+    # run's reservation by what the rollout itself cost (seen on 1-GiB test guests: +51 MiB, one restart too many).
+    step_dir = options.get('step_dir', _file_io.DEFAULT_NODE_LOCK_DIR)
+    mid_change = bool(step_dir) and _file_io.held_exclusively(step_dir)
     meminfo = _procfs.read_meminfo(proc_root)
     capacity_millicores = (os.cpu_count() or 1) * 1000
     layout = _cgroup.discover_layout(options.get('cgroup_root'), proc_root)
@@ -253,6 +263,7 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
                                             + _kubelet_process.DEFAULT_RUNTIME_NAMES, proc_root)
     _seen, component_cgroups, component_pids = _measure.component_targets(layout, found, proc_root, kubepods)
     memory = _measure.memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root)
+    mid_change = mid_change or (bool(step_dir) and _file_io.held_exclusively(step_dir))
 
     snapshot = _measure.cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root)
     own_in_session = in_session_group(layout, snapshot['session_cgroups'], proc_root)
@@ -286,7 +297,7 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
     }
     history_path = options.get('history_path') or _history.DEFAULT_PATH
     problems = update_history(history_path, state, reading, now, window_seconds,
-                              (meminfo['MemTotal'], capacity_millicores))
+                              (meminfo['MemTotal'], capacity_millicores), record=not mid_change)
 
     figures = {
         'time': now,
@@ -298,6 +309,7 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
         'window_samples': sum(state['totals']['m'].values()),
         'rejected_samples': state.get('rejected', 0),
         'recorded': state['recorded'],
+        'mid_change': mid_change,
         'kubepods_memory_limit_bytes': None,
         'kubepods_cpu_allocatable_millicores': None,
         'overcommit': None,

@@ -103,7 +103,10 @@ options:
     type: float
     default: 30
   state_dir:
-    description: Where the node lock, its holder and the journal live. Must survive a reboot.
+    description:
+      - Where the node lock, its holder and the journal live. Must survive a reboot.
+      - The role's sampler records no reading while a step holds the lock at the default place (the node is
+        mid-change, this step is resident on it).
     type: path
     default: /var/lib/nodealloc/step
   controller:
@@ -229,7 +232,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_config_change as change
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _rollout_step as step
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import MissingLibraryError, NodeallocError
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._file_io import directory_lock
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._file_io import DEFAULT_NODE_LOCK_DIR, directory_lock
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet_config_rules import ValidationError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node_probe import probe_node
 
@@ -432,7 +435,7 @@ def main():
             soak_seconds=dict(type='float', default=30),
             node_lock_timeout=dict(type='float', default=300),
             config_lock_timeout=dict(type='float', default=30),
-            state_dir=dict(type='path', default='/var/lib/nodealloc/step'),
+            state_dir=dict(type='path', default=DEFAULT_NODE_LOCK_DIR),
             controller=dict(type='str'),
             backup_file=dict(type='path'),
             only_if_sha256=dict(type='str'),

@@ -75,3 +75,32 @@ def test_the_samplers_own_cpu_is_what_the_kernel_charged_its_runs(tmp_path):
         sampler_m, expected_m)
     print('sampler runs: %.0f ms and %.0f ms of CPU, %dm of the period left out' % (
         first_charged / 1e6, second_charged / 1e6, sampler_m))
+
+
+def test_a_run_while_a_step_holds_the_node_lock_records_nothing_and_succeeds(tmp_path):
+    # The unit's ExecStart exits 0 (no failed unit, no alert) and says why nothing was recorded.
+    script = install_sampler(tmp_path)
+    step = tmp_path / 'step'
+    step.mkdir()
+    holder = subprocess.Popen([sys.executable, '-c', (
+        'import fcntl, os, sys\n'
+        'fd = os.open(sys.argv[1], os.O_RDONLY)\n'
+        'fcntl.flock(fd, fcntl.LOCK_EX)\n'
+        'print("held", flush=True)\n'
+        'sys.stdin.read()\n'), str(step)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    argv = [sys.executable, '-I', '-S', str(script), '--history', str(tmp_path / 'history.jsonl'),
+            '--state', str(tmp_path / 'state.json'), '--textfile', str(tmp_path / 'nodealloc.prom'),
+            '--sample-seconds', '0.2', '--step-dir', str(step)]
+    try:
+        assert holder.stdout.readline().strip() == 'held'
+        during = subprocess.run(argv, capture_output=True, text=True, check=False, env={'PATH': os.environ['PATH']})
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+        holder.stdout.close()
+    assert during.returncode == 0, during.stderr
+    assert 'not recorded: a nodealloc step holds the node lock' in during.stderr
+    assert not (tmp_path / 'history.jsonl').exists() or (tmp_path / 'history.jsonl').read_text() == ''
+    after = subprocess.run(argv, capture_output=True, text=True, check=False, env={'PATH': os.environ['PATH']})
+    assert after.returncode == 0, after.stderr
+    assert len((tmp_path / 'history.jsonl').read_text().splitlines()) == 1

@@ -4,7 +4,7 @@ Installed by the nodealloc.kubelet.reservations role (reservations_install_sampl
 with the collection's module_utils beside it, and run by nodealloc-sampler.timer. It only measures
 and records (no policy, no kubelet config): see plugins/module_utils/_sampler.py. Needs python3 only.
 Usage: nodealloc-sampler.py [--history PATH] [--state PATH] [--textfile PATH|''] [--decision PATH]
-                            [--percentile P] [--window 7d] [--sample-seconds S]
+                            [--percentile P] [--window 7d] [--sample-seconds S] [--step-dir DIR]
 """
 
 import os
@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _history, _sampler  # noqa: E402
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError  # noqa: E402
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._file_io import DEFAULT_NODE_LOCK_DIR  # noqa: E402
 
 # (flag, default, type, help)
 OPTIONS = (
@@ -24,6 +25,7 @@ OPTIONS = (
     ('--percentile', 100.0, float, None),
     ('--window', '7d', str, None),
     ('--sample-seconds', 10.0, float, 'CPU sample when no previous run is known'),
+    ('--step-dir', DEFAULT_NODE_LOCK_DIR, str, "the apply step's node lock: no reading is recorded while a step holds it"),
 )
 
 
@@ -65,7 +67,7 @@ def main(argv):
     args = parse_args(argv)
     options = {'history_path': args['history'], 'state_path': args['state'], 'textfile_path': args['textfile'],
                'decision_path': args['decision'], 'percentile': args['percentile'], 'history_window': args['window'],
-               'sample_seconds': args['sample_seconds']}
+               'sample_seconds': args['sample_seconds'], 'step_dir': args['step_dir']}
     try:
         figures, problems = _sampler.run(options)
     except (NodeallocError, ValueError) as exc:
@@ -73,7 +75,9 @@ def main(argv):
         return 1
     for problem in problems:
         sys.stderr.write('nodealloc-sampler: %s\n' % problem)
-    return 0 if figures['recorded'] else 1
+    if figures['mid_change']:
+        sys.stderr.write('nodealloc-sampler: not recorded: a nodealloc step holds the node lock (the node is mid-change)\n')
+    return 0 if figures['recorded'] or figures['mid_change'] else 1
 
 
 if __name__ == '__main__':

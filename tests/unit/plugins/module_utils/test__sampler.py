@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -59,7 +61,7 @@ def make_node(tmp_path):
 def options(node, tmp_path):
     return {'cgroup_root': node, 'history_path': str(tmp_path / 'history.jsonl'), 'state_path': str(tmp_path / 'state.json'),
             'textfile_path': str(tmp_path / 'nodealloc.prom'), 'decision_path': str(tmp_path / 'decision.json'),
-            'sample_seconds': 0}
+            'sample_seconds': 0, 'step_dir': str(tmp_path / 'step')}
 
 
 def test_runs_record_and_write_metrics_promtool_accepts(node, tmp_path, monkeypatch):
@@ -266,3 +268,56 @@ def test_a_sampler_run_inside_an_ssh_session_is_left_out_with_the_session_not_tw
     figures = run_a_minute_apart(node, tmp_path, (0.5, 1.5), (2.0, 2.5))
     cpu = figures['cpu']
     assert cpu['sampler_millicores'] == 0 and cpu['non_pod_millicores'] == cpu['node_busy_millicores'] > 0
+
+
+def hold_node_lock(directory):
+    """Another process holding the step's node lock as kubelet_reservations_apply does (an exclusive flock)."""
+    os.makedirs(directory, exist_ok=True)
+    holder = subprocess.Popen([sys.executable, '-c', (
+        'import fcntl, os, sys\n'
+        'fd = os.open(sys.argv[1], os.O_RDONLY)\n'
+        'fcntl.flock(fd, fcntl.LOCK_EX)\n'
+        'print("held", flush=True)\n'
+        'sys.stdin.read()\n'), directory], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == 'held'
+    return holder
+
+
+def release(holder):
+    holder.stdin.close()
+    holder.wait(timeout=30)
+    holder.stdout.close()
+
+
+def test_no_reading_is_recorded_while_a_step_changes_the_node(node, tmp_path):
+    opts = options(node, tmp_path)
+    figures, problems = run(opts, sleep=lambda _s: None)
+    assert figures['recorded'] and not figures['mid_change'] and problems == []
+    holder = hold_node_lock(opts['step_dir'])
+    try:
+        figures, problems = run(opts, sleep=lambda _s: None)
+    finally:
+        release(holder)
+    assert figures['mid_change'] and not figures['recorded'] and problems == []
+    assert len((tmp_path / 'history.jsonl').read_text().splitlines()) == 1
+    assert figures['window_samples'] == 1
+    assert metrics_of(tmp_path)['nodealloc_sample_recorded'] == '0'
+    # Once the step has let go, the next run records again.
+    figures, problems = run(opts, sleep=lambda _s: None)
+    assert figures['recorded'] and not figures['mid_change']
+    assert len((tmp_path / 'history.jsonl').read_text().splitlines()) == 2
+
+
+def test_a_shared_reader_or_no_lock_directory_is_no_step(node, tmp_path):
+    opts = dict(options(node, tmp_path), step_dir=str(tmp_path / 'absent'))
+    figures, _problems = run(opts, sleep=lambda _s: None)
+    assert figures['recorded'] and not figures['mid_change']
+    # The probe's own shared try does not count as a holder for the next probe.
+    os.makedirs(str(tmp_path / 'step'))
+    fd = os.open(str(tmp_path / 'step'), os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        figures, _problems = run(options(node, tmp_path), sleep=lambda _s: None)
+    finally:
+        os.close(fd)
+    assert figures['recorded'] and not figures['mid_change']
