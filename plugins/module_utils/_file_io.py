@@ -162,26 +162,27 @@ def remove_durably(path):
 DEFAULT_NODE_LOCK_DIR = '/var/lib/nodealloc/step'
 
 
-def held_exclusively(directory):
-    """Whether another process holds an exclusive flock on ``directory`` right now (False where it cannot be opened).
+def held_exclusively(directory, locks_path='/proc/locks'):
+    """Whether a process holds an exclusive flock on ``directory`` now, read from /proc/locks.
 
-    A shared, non-blocking try, released at once by the close: a writer polling for the lock (directory_lock,
-    _rollout_step.node_lock) loses one poll at most.
+    Read, not tried: a try, even a shared non-blocking one, could make a writer's own try fail at that instant
+    (_rollout_step.node_lock then reports a wait for the holder a killed step left behind). Lines are
+    ``1: FLOCK  ADVISORY  WRITE <pid> <major>:<minor>:<inode> 0 EOF`` (fs/locks.c lock_get_status: major and minor
+    in hex, "->" after the number for a waiter). False where the directory or /proc/locks cannot be read or no
+    entry matches its device and inode.
     """
     try:
-        fd = os.open(directory, os.O_RDONLY)
+        stat = os.stat(directory)
+        with open(locks_path, 'r', encoding='ascii', errors='replace') as handle:
+            text = handle.read()
     except OSError:
         return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        held = False
-    except BlockingIOError:
-        held = True
-    except OSError:
-        held = False
-    finally:
-        os.close(fd)
-    return held
+    wanted = '%02x:%02x:%d' % (os.major(stat.st_dev), os.minor(stat.st_dev), stat.st_ino)
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and fields[1] == 'FLOCK' and fields[3] == 'WRITE' and fields[5] == wanted:
+            return True
+    return False
 
 
 @contextlib.contextmanager

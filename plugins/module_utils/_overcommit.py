@@ -97,7 +97,7 @@ def audit(layout, kubepods):
     """
     limit_file = _cgroup.memory_limit_file(layout)
     try:
-        kubepods_limit = _read_limit(os.path.join(layout.memory_root, kubepods, limit_file))
+        kubepods_limit = _read_limit(_cgroup.memory_limit_path(layout, kubepods))
     except (OSError, ValueError, NodeallocError):
         kubepods_limit = None
     pods, by_qos = [], {'guaranteed': 0, 'burstable': 0, 'besteffort': 0}

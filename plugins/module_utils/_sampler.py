@@ -147,17 +147,23 @@ def _file_id(path):
 
 
 def _catch_up(history_path, state, now, window_seconds, limits, inode, size):
-    """Bring the sketch up to the file's end and the window's start, and unpack the current hour."""
+    """Bring the sketch up to the file's end and the window's start, and unpack the current hour.
+
+    Returns whether the file was read up to ``state['offset']`` (False: rotated, read nothing).
+    """
+    ingested = True
     if not state.get('hours_valid'):
         state.update(hours={}, totals={'m': {}, 'c': {}}, rejected=0, hours_valid=True)
         state['offset'] = _ingest(history_path, state, now, limits, 0)
     elif inode == state.get('inode') and size >= state.get('offset', 0):
         state['offset'] = _ingest(history_path, state, now, limits, state.get('offset', 0))
-    # else: rotated by another writer; it only dropped old lines, the sketch still holds.
+    else:
+        ingested = False  # rotated by another writer; it only dropped old lines, the sketch still holds.
     _prune(state, now, window_seconds)
     _hour(state['hours'], str(int(now // 3600)))
     for key in ('m', 'c'):
         sketch_percentile(state['totals'][key], 100)
+    return ingested
 
 
 def update_history(history_path, state, reading, now, window_seconds, limits, record=True):
@@ -165,7 +171,7 @@ def update_history(history_path, state, reading, now, window_seconds, limits, re
     problems = []
     inode, size = _file_id(history_path)
     try:
-        _catch_up(history_path, state, now, window_seconds, limits, inode, size)
+        ingested = _catch_up(history_path, state, now, window_seconds, limits, inode, size)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         # The state is a cache of the history: one a hand edit or another version left unusable is
         # rebuilt from the file instead of stopping every run until someone deletes it.
@@ -173,10 +179,14 @@ def update_history(history_path, state, reading, now, window_seconds, limits, re
                         % (type(exc).__name__, exc, history_path))
         state.clear()
         state['version'] = STATE_VERSION
-        _catch_up(history_path, state, now, window_seconds, limits, inode, size)
+        ingested = _catch_up(history_path, state, now, window_seconds, limits, inode, size)
     if not record:
+        # Nothing appended: keep the offset the catch-up read to (a line another writer is still appending stays
+        # to be read whole by the next run); after a rotation, go on from the file's end as an append would.
         state['recorded'] = False
-        state['inode'], state['offset'] = _file_id(history_path)
+        state['inode'] = inode
+        if not ingested:
+            state['offset'] = size
         return problems
     try:
         cut = _history.append(history_path, reading)
@@ -286,6 +296,9 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
         snapshot = dict(_measure.cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root),
                         components=snapshot['components'], own_ns=process_cpu_ns(), own_in_session=own_in_session)
     state['cpu'] = snapshot
+    if mid_change:
+        # Nor is the step's CPU carried into the next period: the next run samples its own.
+        del state['cpu']
 
     reading = {
         't': round(now, 3),

@@ -114,17 +114,20 @@ def check_the_sampler_runs_and_writes_metrics_promtool_accepts(node):
     def journal():
         return nodeio.ssh(node, 'journalctl -u nodealloc-sampler.service -n 20', check=False).stdout
 
-    # A oneshot: start returns once the run is over (joining a run the timer began, if any).
-    started = nodeio.ssh(node, 'systemctl start nodealloc-sampler.service', check=False)
-    if started.returncode != 0 and not nodeio.is_vm(node) and 'status=219/CGROUP' in journal():
-        # nspawn nodes only (the host's cgroup v1 tree delegated to a container's systemd): now and then systemd
-        # there cannot remove a finished run's group ("Failed to kill control group ...: Input/output error") and
-        # the next start fails with 219/CGROUP; seen twice in some twenty runs, never on a VM guest, whose
-        # systemd owns its kernel's hierarchy. Once more, after the group had time to go.
-        time.sleep(5)
-        started = nodeio.ssh(node, 'systemctl reset-failed nodealloc-sampler.service; '
-                                   'systemctl start nodealloc-sampler.service', check=False)
-    assert started.returncode == 0, started.stderr + journal()
+    def start(prefix=''):
+        # A oneshot: start returns once the run is over (joining a run the timer began, if any).
+        started = nodeio.ssh(node, prefix + 'systemctl start nodealloc-sampler.service', check=False)
+        if started.returncode != 0 and not nodeio.is_vm(node) and 'status=219/CGROUP' in journal():
+            # nspawn nodes only (the host's cgroup v1 tree delegated to a container's systemd): now and then systemd
+            # there cannot remove a finished run's group ("Failed to kill control group ...: Input/output error") and
+            # the next start fails with 219/CGROUP; seen twice in some twenty runs, never on a VM guest, whose
+            # systemd owns its kernel's hierarchy. Once more, after the group had time to go.
+            time.sleep(5)
+            nodeio.ssh(node, 'systemctl reset-failed nodealloc-sampler.service', check=False)
+            started = nodeio.ssh(node, prefix + 'systemctl start nodealloc-sampler.service', check=False)
+        assert started.returncode == 0, started.stderr + journal()
+
+    start()
     shown = nodeio.ssh(node, 'systemctl show -p Result -p ExecMainStatus nodealloc-sampler.service').stdout.split()
     assert sorted(shown) == ['ExecMainStatus=0', 'Result=success'], (node['name'], shown)
     with open(os.path.join(ROOT, 'roles', 'reservations', 'defaults', 'main.yml')) as handle:
@@ -141,6 +144,18 @@ def check_the_sampler_runs_and_writes_metrics_promtool_accepts(node):
         conditional.add('nodealloc_pressure_stall_seconds_total')
     written = {line.split()[2] for line in text.splitlines() if line.startswith('# TYPE ')}
     assert len(dashboard) > 10 and dashboard - conditional <= written, sorted(dashboard - conditional - written)
+    # While a step holds the node lock (here flock(1) holds it as kubelet_reservations_apply does), a run records
+    # nothing and still succeeds. The timer is stopped meanwhile so that no run it starts can be the one joined.
+    nodeio.ssh(node, 'systemctl stop nodealloc-sampler.timer')
+    start()
+    history = nodeio.read_bytes(node, '/var/lib/nodealloc/history.jsonl')
+    try:
+        start('flock /var/lib/nodealloc/step ')
+    finally:
+        nodeio.ssh(node, 'systemctl start nodealloc-sampler.timer')
+    assert nodeio.read_bytes(node, '/var/lib/nodealloc/history.jsonl') == history
+    assert 'not recorded: a nodealloc step holds the node lock' in journal()
+    assert 'nodealloc_sample_recorded 0\n' in nodeio.read_bytes(node, textfile).decode()
     return text
 
 

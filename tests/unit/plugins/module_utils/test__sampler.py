@@ -302,10 +302,32 @@ def test_no_reading_is_recorded_while_a_step_changes_the_node(node, tmp_path):
     assert len((tmp_path / 'history.jsonl').read_text().splitlines()) == 1
     assert figures['window_samples'] == 1
     assert metrics_of(tmp_path)['nodealloc_sample_recorded'] == '0'
+    # Nor is a CPU snapshot taken mid-step kept for the next period.
+    assert 'cpu' not in json.loads((tmp_path / 'state.json').read_text())
     # Once the step has let go, the next run records again.
     figures, problems = run(opts, sleep=lambda _s: None)
     assert figures['recorded'] and not figures['mid_change']
     assert len((tmp_path / 'history.jsonl').read_text().splitlines()) == 2
+
+
+def test_a_run_mid_step_leaves_a_line_another_writer_is_appending_to_be_read_whole(node, tmp_path):
+    opts = options(node, tmp_path)
+    run(opts, sleep=lambda _s: None)
+    history = tmp_path / 'history.jsonl'
+    line = history.read_text().splitlines()[0]
+    with open(str(history), 'a') as handle:
+        handle.write(line[:20])  # another writer (the facts module's record) half way through its line
+    holder = hold_node_lock(opts['step_dir'])
+    try:
+        figures, problems = run(opts, sleep=lambda _s: None)
+    finally:
+        release(holder)
+    assert figures['mid_change'] and problems == []
+    with open(str(history), 'a') as handle:
+        handle.write(line[20:] + '\n')
+    figures, problems = run(opts, sleep=lambda _s: None)
+    # The finished line and this run's own: three valid samples, none rejected.
+    assert figures['window_samples'] == 3 and figures['rejected_samples'] == 0, problems
 
 
 def test_a_shared_reader_or_no_lock_directory_is_no_step(node, tmp_path):
