@@ -137,7 +137,6 @@ def test_every_role_variable_is_passed_or_used_by_the_role():
     assert [v for v in variables if v not in text] == []
 
 
-
 def test_every_task_file_a_playbook_includes_is_an_entry_point_with_the_roles_options():
     # ansible-core validates an include_role against the entry point named exactly as its tasks_from: a file name
     # with its extension, or one with no entry point, would run unchecked.
@@ -156,6 +155,7 @@ def test_every_task_file_a_playbook_includes_is_an_entry_point_with_the_roles_op
     for entry_point in included:
         assert os.path.exists(os.path.join(ROLE, 'tasks', entry_point + '.yml'))
         assert specs[entry_point]['options'] == specs['main']['options'], entry_point
+
 
 # The drift checks must fail on a deliberately changed copy, or they prove nothing.
 
