@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.flock_holder import exclusive_flock
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLER = os.path.join(ROOT, 'roles', 'reservations', 'files', 'nodealloc-sampler.py')
 
@@ -82,22 +84,11 @@ def test_a_run_while_a_step_holds_the_node_lock_records_nothing_and_succeeds(tmp
     script = install_sampler(tmp_path)
     step = tmp_path / 'step'
     step.mkdir()
-    holder = subprocess.Popen([sys.executable, '-c', (
-        'import fcntl, os, sys\n'
-        'fd = os.open(sys.argv[1], os.O_RDONLY)\n'
-        'fcntl.flock(fd, fcntl.LOCK_EX)\n'
-        'print("held", flush=True)\n'
-        'sys.stdin.read()\n'), str(step)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     argv = [sys.executable, '-I', '-S', str(script), '--history', str(tmp_path / 'history.jsonl'),
             '--state', str(tmp_path / 'state.json'), '--textfile', str(tmp_path / 'nodealloc.prom'),
             '--sample-seconds', '0.2', '--step-dir', str(step)]
-    try:
-        assert holder.stdout.readline().strip() == 'held'
+    with exclusive_flock(step):
         during = subprocess.run(argv, capture_output=True, text=True, check=False, env={'PATH': os.environ['PATH']})
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)
-        holder.stdout.close()
     assert during.returncode == 0, during.stderr
     assert 'not recorded: a nodealloc step holds the node lock' in during.stderr
     assert not (tmp_path / 'history.jsonl').exists() or (tmp_path / 'history.jsonl').read_text() == ''

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io
+from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.flock_holder import exclusive_flock
 
 
 def test_write_keeps_mode_and_owner(tmp_path):
@@ -66,29 +67,33 @@ def test_a_symlinked_file_is_replaced_where_it_lives(tmp_path):
 
 # /proc/locks as this machine's kernel (6.1) printed it: an OFD lock, a waiter ("->"), a shared flock, and the
 # exclusive flock of a directory with device fe:00, inode 1540121.
-PROC_LOCKS = ('1: OFDLCK ADVISORY  READ -1 fe:00:1540121 100 100\n'
-              '2: FLOCK  ADVISORY  WRITE 4242 fe:00:1540121 0 EOF\n'
-              '2: -> FLOCK  ADVISORY  WRITE 4343 fe:00:777 0 EOF\n'
-              '3: FLOCK  ADVISORY  READ 4444 fe:00:888 0 EOF\n')
+# /proc/locks lines in the form this machine's kernel (6.1) prints them, written for a real directory's device and
+# inode: an OFD lock, the exclusive flock, a waiter ("->"), a shared flock and a POSIX record lock.
+LOCK_LINES = {
+    'ofd': '1: OFDLCK ADVISORY  READ -1 {id} 100 100',
+    'exclusive': '2: FLOCK  ADVISORY  WRITE 4242 {id} 0 EOF',
+    'waiter': '2: -> FLOCK  ADVISORY  WRITE 4343 {id} 0 EOF',
+    'shared': '3: FLOCK  ADVISORY  READ 4444 {id} 0 EOF',
+    'posix_write': '4: POSIX  ADVISORY  WRITE 4545 {id} 0 EOF',
+}
 
 
-@pytest.mark.parametrize('device,inode,held', [
-    ((0xfe, 0x00), 1540121, True),   # the exclusive flock
-    ((0xfe, 0x00), 777, False),      # only a waiter for it
-    ((0xfe, 0x00), 888, False),      # a shared flock
-    ((0x08, 0x01), 1540121, False),  # the same inode on another device
+@pytest.mark.parametrize('kinds,other_device,held', [
+    (('ofd', 'exclusive'), False, True),   # the exclusive flock
+    (('waiter',), False, False),           # only a waiter for it
+    (('shared',), False, False),           # a shared flock
+    (('posix_write',), False, False),      # a record lock, not the step's flock
+    (('exclusive',), True, False),         # the same inode on another device
 ])
-def test_held_exclusively_reads_proc_locks(tmp_path, monkeypatch, device, inode, held):
+def test_held_exclusively_reads_proc_locks(tmp_path, kinds, other_device, held):
+    step = tmp_path / 'step'
+    step.mkdir()
+    stat = os.stat(str(step))
+    major = os.major(stat.st_dev) + 1 if other_device else os.major(stat.st_dev)
+    lock_id = '%02x:%02x:%d' % (major, os.minor(stat.st_dev), stat.st_ino)
     locks = tmp_path / 'locks'
-    locks.write_text(PROC_LOCKS)
-    real_stat = os.stat
-
-    class Stat:
-        st_dev = os.makedev(*device)
-        st_ino = inode
-
-    monkeypatch.setattr(_file_io.os, 'stat', lambda path: Stat() if path == 'step' else real_stat(path))
-    assert _file_io.held_exclusively('step', str(locks)) is held
+    locks.write_text(''.join(LOCK_LINES[kind].format(id=lock_id) + '\n' for kind in kinds))
+    assert _file_io.held_exclusively(str(step), str(locks)) is held
 
 
 def test_held_exclusively_sees_a_real_holder(tmp_path):
@@ -96,17 +101,6 @@ def test_held_exclusively_sees_a_real_holder(tmp_path):
     step.mkdir()
     assert not _file_io.held_exclusively(str(step))
     assert not _file_io.held_exclusively(str(tmp_path / 'absent'))
-    holder = subprocess.Popen([sys.executable, '-c', (
-        'import fcntl, os, sys\n'
-        'fd = os.open(sys.argv[1], os.O_RDONLY)\n'
-        'fcntl.flock(fd, fcntl.LOCK_EX)\n'
-        'print("held", flush=True)\n'
-        'sys.stdin.read()\n'), str(step)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == 'held'
+    with exclusive_flock(step):
         assert _file_io.held_exclusively(str(step))
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)
-        holder.stdout.close()
     assert not _file_io.held_exclusively(str(step))

@@ -7,12 +7,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _history, _sampler
 from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
+from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.flock_holder import exclusive_flock
 
 MIB = 1 << 20
 # The node-wide files the sampler reads, copied from a real machine (Linux 6.1, 24 GiB), so that what another
@@ -270,34 +270,13 @@ def test_a_sampler_run_inside_an_ssh_session_is_left_out_with_the_session_not_tw
     assert cpu['sampler_millicores'] == 0 and cpu['non_pod_millicores'] == cpu['node_busy_millicores'] > 0
 
 
-def hold_node_lock(directory):
-    """Another process holding the step's node lock as kubelet_reservations_apply does (an exclusive flock)."""
-    os.makedirs(directory, exist_ok=True)
-    holder = subprocess.Popen([sys.executable, '-c', (
-        'import fcntl, os, sys\n'
-        'fd = os.open(sys.argv[1], os.O_RDONLY)\n'
-        'fcntl.flock(fd, fcntl.LOCK_EX)\n'
-        'print("held", flush=True)\n'
-        'sys.stdin.read()\n'), directory], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == 'held'
-    return holder
-
-
-def release(holder):
-    holder.stdin.close()
-    holder.wait(timeout=30)
-    holder.stdout.close()
-
-
 def test_no_reading_is_recorded_while_a_step_changes_the_node(node, tmp_path):
     opts = options(node, tmp_path)
     figures, problems = run(opts, sleep=lambda _s: None)
     assert figures['recorded'] and not figures['mid_change'] and problems == []
-    holder = hold_node_lock(opts['step_dir'])
-    try:
+    os.makedirs(opts['step_dir'], exist_ok=True)
+    with exclusive_flock(opts['step_dir']):
         figures, problems = run(opts, sleep=lambda _s: None)
-    finally:
-        release(holder)
     assert figures['mid_change'] and not figures['recorded'] and problems == []
     assert len((tmp_path / 'history.jsonl').read_text().splitlines()) == 1
     assert figures['window_samples'] == 1
@@ -317,11 +296,9 @@ def test_a_run_mid_step_leaves_a_line_another_writer_is_appending_to_be_read_who
     line = history.read_text().splitlines()[0]
     with open(str(history), 'a') as handle:
         handle.write(line[:20])  # another writer (the facts module's record) half way through its line
-    holder = hold_node_lock(opts['step_dir'])
-    try:
+    os.makedirs(opts['step_dir'], exist_ok=True)
+    with exclusive_flock(opts['step_dir']):
         figures, problems = run(opts, sleep=lambda _s: None)
-    finally:
-        release(holder)
     assert figures['mid_change'] and problems == []
     with open(str(history), 'a') as handle:
         handle.write(line[20:] + '\n')
