@@ -17,8 +17,10 @@ fixed minimum (``memory_headroom_min_bytes``, ``cpu_headroom_min_millicores``)
 nor below ``memory_headroom_percent`` / ``cpu_headroom_percent`` of the peak.
 A jump is only measured from a start with one reaction time of history before
 it (the peak it climbs from is one the node has shown for a whole reaction time,
-as at every run but the first): until the history spans two reaction times the
-percentage rule applies alone.
+as at every run but the first). While the history spans one to two reaction
+times (the second daily run) the same is measured within half the history and
+scaled up to the reaction time (``climb_horizon``); with less than one reaction
+time of history no climb is known and the percentage rule applies alone.
 
 Node class: over an inventory, nodes of one class (the same memory size and CPU
 count, ``node_class``) run the same kind of workload, so a climb one of them showed
@@ -31,11 +33,14 @@ tells its class (``class_record``), and a node that the class would change decid
 again with its peers' records (the facts module's ``class_peers``).
 
 Cold start: until a node's history spans two reaction times its climbs are
-unknown. The prior is the largest reservation recommended for a node of its class
-that has such a history, measured in the same run (``class_prior``); with none, the
-vendor formula named by ``cold_start_prior`` (``docs/formulas.md``); in either case
-where it reserves more than the reading plus headroom. The history takes over once
-it spans two reaction times.
+unknown or scaled up from half a short history. The prior is the largest
+reservation recommended for a node of its class that has such a history, measured
+in the same run (``class_prior``); with none, the vendor formula named by
+``cold_start_prior`` (``docs/formulas.md``); in either case a floor: the
+reservation is the larger of the prior and the reading plus headroom, so a day of
+history that climbs past what the formula reserves raises it (a formula sized for
+the machine can under-reserve a busy small node). The history alone decides once it
+spans two reaction times.
 
 The near-reservation flag: ``near_reservation`` is true when a reading comes within
 the headroom of what is reserved, so an alert or a scheduled job can apply sooner
@@ -101,12 +106,45 @@ def largest_jump(times, values, reaction_seconds, window_seconds):
     return jump, windows
 
 
+def climb_horizon(span_seconds, reaction_seconds):
+    """How far ahead climbs are measured: the reaction time, half the history while it spans one to two of them.
+
+    None while the history spans less than one reaction time (nothing to measure a climb over yet).
+    """
+    if span_seconds >= 2 * reaction_seconds:
+        return reaction_seconds
+    if span_seconds >= reaction_seconds > 0:
+        return span_seconds / 2.0
+    return None
+
+
 def jumps(samples, reaction_seconds, window_seconds):
-    """Largest memory and CPU jumps to a new peak within the reaction time, from history samples."""
+    """Largest memory and CPU jumps to a new peak within the reaction time, from history samples.
+
+    With one to two reaction times of history (the second daily run) climbs are measured within half the
+    history (``horizon_seconds``) and scaled by reaction / horizon to the reaction time: exact for a steady
+    leak, more than a burst grows in twice the time, so on the safe side.
+    """
     times = [s['t'] for s in samples]
-    memory, windows = largest_jump(times, [s['non_pod_bytes'] for s in samples], reaction_seconds, window_seconds)
-    cpu, _windows = largest_jump(times, [s['non_pod_millicores'] for s in samples], reaction_seconds, window_seconds)
-    return {'reaction_seconds': reaction_seconds, 'windows': windows, 'memory_bytes': memory, 'millicores': cpu}
+    span = times[-1] - times[0] if times else 0
+    horizon = climb_horizon(span, reaction_seconds)
+    result = {'reaction_seconds': reaction_seconds, 'horizon_seconds': horizon, 'windows': 0,
+              'memory_bytes': None, 'millicores': None}
+    if horizon is None:
+        return result
+    scale = reaction_seconds / float(horizon)
+    for key, field in (('memory_bytes', 'non_pod_bytes'), ('millicores', 'non_pod_millicores')):
+        climb, windows = largest_jump(times, [s[field] for s in samples], horizon, window_seconds)
+        result[key] = None if climb is None else int(math.ceil(climb * scale))
+        result['windows'] = windows
+    return result
+
+
+def extrapolated(jumps):
+    """True when ``jumps`` were measured within less than the reaction time and scaled up (a short history)."""
+    jumps = jumps or {}
+    horizon = jumps.get('horizon_seconds')
+    return horizon is not None and jumps.get('memory_bytes') is not None and horizon < jumps.get('reaction_seconds', 0)
 
 
 def node_class(mem_total_bytes, cpus):
@@ -121,7 +159,9 @@ def pool_jumps(own, peers):
     The result says how many nodes the climbs came from (``class_nodes``) and which resource was raised.
     """
     result = dict(own)
-    counted = [peer for peer in peers or () if peer and peer.get('reaction_seconds') == own.get('reaction_seconds')]
+    # A peer's climb scaled up from a short history (``extrapolated``) would raise the class by a guess.
+    counted = [peer for peer in peers or () if peer and peer.get('reaction_seconds') == own.get('reaction_seconds')
+               and not extrapolated(peer)]
     result['class_nodes'] = 1 + len(counted)
     raised = []
     for key in ('memory_bytes', 'millicores'):
@@ -142,9 +182,11 @@ def class_record(mem_total_bytes, cpus, jumps, recommendation):
     A node whose history does not yet span two reaction times (``cold_start``) offers no reservation: it
     rests on a prior itself.
     """
-    cold = bool(recommendation.get('single_reading')) or (jumps or {}).get('memory_bytes') is None
+    cold = (bool(recommendation.get('single_reading')) or (jumps or {}).get('memory_bytes') is None
+            or extrapolated(jumps))
     return {'node_class': list(node_class(mem_total_bytes, cpus)),
-            'jumps': {key: (jumps or {}).get(key) for key in ('reaction_seconds', 'windows', 'memory_bytes', 'millicores')},
+            'jumps': {key: (jumps or {}).get(key)
+                      for key in ('reaction_seconds', 'horizon_seconds', 'windows', 'memory_bytes', 'millicores')},
             'cold_start': cold,
             'reserved_memory_bytes': None if cold else recommendation.get('reserved_memory_bytes'),
             'reserved_millicores': None if cold else recommendation.get('reserved_millicores')}

@@ -130,8 +130,10 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     policy_settings = dict(_headroom_policy.DEFAULTS)
     policy_settings.update({k: v for k, v in (settings or {}).items() if k in _headroom_policy.DEFAULTS and v is not None})
     short_history = not single_reading and 'jumps' in basis and (basis['jumps'] or {}).get('memory_bytes') is None
+    # One to two reaction times of history: climbs measured within half of it and scaled up (_headroom_policy).
+    scaled_climbs = not single_reading and _headroom_policy.extrapolated(basis.get('jumps'))
     prior, prior_source = None, None
-    if single_reading or short_history:
+    if single_reading or short_history or scaled_climbs:
         # A node of the same class with history, measured in the same run, knows more than any formula.
         class_prior = basis.get('class_prior')
         if class_prior:
@@ -141,12 +143,11 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
         else:
             prior = _headroom_policy.cold_start_floor(formulas, policy_settings['cold_start_prior'])
             prior_source = 'what the %s formula reserves' % policy_settings['cold_start_prior']
-    if prior is not None and options['policy'] == 'measured':
-        lines.append('%s: the cold-start prior, %s (%s, %dm), is the floor until the history spans two reaction times'
-                     % ('this rests on one reading (no history yet)' if single_reading else
-                        'the history (%d samples over %.1f h) shows no climb to a new peak yet'
-                        % (basis['samples'], basis['span_seconds'] / 3600.0),
-                        prior_source, describe_bytes(prior[0]), prior[1]))
+    prior_floors = prior is not None and options['policy'] == 'measured'
+    prior_line = ('the cold-start prior, %s (%s, %dm), is the floor until the history spans two reaction times'
+                  % (prior_source, describe_bytes(prior[0]), prior[1]) if prior_floors else None)
+    if single_reading and prior_floors:
+        lines.append('this rests on one reading (no history yet): %s' % prior_line)
     elif single_reading:
         factor = options['single_reading_headroom_factor']
         options['memory_headroom_percent'] *= factor
@@ -159,7 +160,10 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
                      % (basis['samples'], basis['span_seconds'] / 3600.0, basis['percentile'],
                         describe_bytes(basis['non_pod_bytes']), basis['non_pod_millicores'],
                         ('; raised to the peak of the stabilization window' if basis.get('stabilized') else '')))
-        if short_history:
+        if short_history and prior_floors:
+            lines.append('the history shows no climb to a new peak yet (it spans less than one reaction time): %s'
+                         % prior_line)
+        elif short_history:
             # Too short to show how far use climbs within a reaction time: the peak so far is no guide yet.
             factor = options['single_reading_headroom_factor']
             for key in ('memory_headroom_percent', 'cpu_headroom_percent'):
@@ -167,10 +171,14 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
             for key in ('memory_headroom_min_bytes', 'cpu_headroom_min_millicores'):
                 options[key] = int(options[key] * factor)
             lines.append('the history spans less than two reaction times (%.1f h): no climb to a new peak measured '
-                         'yet, headroom widened %.1fx%s' % (2 * basis['jumps']['reaction_seconds'] / 3600.0, factor,
-                                                            ', and the cold-start prior, %s (%s, %dm), stays the floor'
-                                                            % (prior_source, describe_bytes(prior[0]), prior[1])
-                                                            if prior else ''))
+                         'yet, headroom widened %.1fx' % (2 * basis['jumps']['reaction_seconds'] / 3600.0, factor))
+        if scaled_climbs:
+            jumps_seen = basis['jumps']
+            lines.append('the history spans less than two reaction times: climbs to a new peak measured within %.1f h '
+                         '(half the history) and scaled x%.2f to the %.1f h reaction time%s'
+                         % (jumps_seen['horizon_seconds'] / 3600.0,
+                            jumps_seen['reaction_seconds'] / float(jumps_seen['horizon_seconds']),
+                            jumps_seen['reaction_seconds'] / 3600.0, '; %s' % prior_line if prior_floors else ''))
     non_pod_used = max(0, int(basis['non_pod_bytes']))
 
     jumps = basis.get('jumps') or {}

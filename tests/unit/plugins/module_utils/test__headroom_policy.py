@@ -29,14 +29,56 @@ def test_a_burst_below_an_earlier_peak_is_no_jump():
     assert _headroom_policy.jumps(samples(flat), DAY, 7 * DAY)['memory_bytes'] == 0
 
 
-def test_no_jump_before_the_history_spans_two_reaction_times():
-    # One day to know the peak, one to climb past it.
-    assert _headroom_policy.jumps(samples([500] * (2 * 24 * 60 - 1)), DAY, 7 * DAY)['memory_bytes'] is None
-    assert _headroom_policy.jumps(samples([500] * (2 * 24 * 60 + 1)), DAY, 7 * DAY)['memory_bytes'] == 0
+def test_no_climb_before_the_history_spans_one_reaction_time():
+    jumps = _headroom_policy.jumps(samples([500] * (24 * 60)), DAY, 7 * DAY)  # 23 h 59 min
+    assert jumps['memory_bytes'] is None and jumps['horizon_seconds'] is None
+    assert _headroom_policy.jumps(samples([500] * (2 * 24 * 60 + 1)), DAY, 7 * DAY)['horizon_seconds'] == DAY
+
+
+def test_a_day_of_history_measures_climbs_within_half_of_it_scaled_to_the_reaction_time():
+    # The second daily run: 24 h of a leak growing 10 MiB an hour. Half a day to know the peak, half a day
+    # to climb 120 MiB past it; scaled x2 to the reaction time, the leak's 240 MiB a day.
+    leak = _headroom_policy.jumps(samples([500 + minute // 6 for minute in range(24 * 60 + 1)]), DAY, 7 * DAY)
+    assert leak['horizon_seconds'] == 12 * HOUR and leak['windows'] == 2
+    assert leak['memory_bytes'] == 240 * MIB
+    assert _headroom_policy.extrapolated(leak)
+    # Over 30 h: climbs within 15 h, scaled x1.6.
+    longer = _headroom_policy.jumps(samples([500 + minute // 6 for minute in range(30 * 60 + 1)]), DAY, 7 * DAY)
+    assert longer['horizon_seconds'] == 15 * HOUR and longer['memory_bytes'] == 240 * MIB
+    assert not _headroom_policy.extrapolated(
+        _headroom_policy.jumps(samples([500] * (2 * 24 * 60 + 1)), DAY, 7 * DAY))
+
+
+def _day_of_history(values_mib):
+    """A 4 GiB node's second daily run: 24 h of history, one reading a minute, ``values_mib`` spread over it."""
+    history = samples([values_mib[minute * len(values_mib) // (24 * 60 + 1)] for minute in range(24 * 60 + 1)])
+    basis = _headroom_policy.basis(history, history[-1]['t'], 100.0, DAY, DAY, 7 * DAY)
+    measured = {'mem_total_bytes': 4 * GIB, 'mem_available_bytes': 4 * GIB - 700 * MIB,
+                'kubepods_working_set_bytes': 0, 'kube_components_working_set_bytes': 0,
+                'capacity_millicores': 2000, 'non_pod_millicores': 100, 'kube_components_millicores': 0}
+    formulas = _formulas.all_formulas(4 * GIB, 2, 110)
+    return _recommend.recommend(measured, None, None, basis, formulas), formulas
+
+
+def test_a_day_that_climbs_past_the_prior_raises_the_reservation_above_it():
+    # GKE reserves 1 GiB on 4 GiB. The first half-day peaks at 600 MiB, the second climbs to 700 MiB: a day
+    # can climb 200 MiB, and the node ends it 324 MiB under the prior. The prior alone would leave it there.
+    result, formulas = _day_of_history([600, 700])
+    assert formulas['gke']['reserved_memory_bytes'] == 1024 * MIB
+    assert result['memory_headroom_bytes'] == 600 * MIB  # 100 MiB x2 (scaled to the day) x1.5 x2/1 (two windows)
+    assert result['reserved_memory_bytes'] == 1300 * MIB
+    assert any('measured within 12.0 h (half the history) and scaled x2.00' in line for line in result['explanation'])
+    assert any('cold-start prior' in line for line in result['explanation'])
+
+
+def test_a_quiet_day_keeps_the_prior_as_the_floor():
+    result, formulas = _day_of_history([600, 600])
+    assert result['reserved_memory_bytes'] == formulas['gke']['reserved_memory_bytes']
+    assert any('reserved memory raised to the cold-start prior' in line for line in result['explanation'])
 
 
 def test_a_short_history_widens_the_headroom():
-    history = samples([500] * (30 * 60))
+    history = samples([500] * (20 * 60))
     basis = _headroom_policy.basis(history, history[-1]['t'], 100.0, DAY, DAY, 7 * DAY)
     measured = {'mem_total_bytes': 16 * GIB, 'mem_available_bytes': 15 * GIB, 'kubepods_working_set_bytes': 0,
                 'kube_components_working_set_bytes': 0, 'capacity_millicores': 4000, 'non_pod_millicores': 100,
@@ -148,9 +190,20 @@ def test_a_node_offers_its_class_a_reservation_only_once_it_has_climbs_of_its_ow
     assert not warm['cold_start'] and warm['node_class'] == [16, 4]
     assert warm['reserved_memory_bytes'] == recommendation['reserved_memory_bytes']
     assert warm['jumps']['memory_bytes'] == 240 * MIB
-    for history in (None, samples([500] * (24 * 60))):  # one reading; a day (no climb measurable yet)
+    # One reading; under a day (no climb measurable yet); a day (climbs scaled up from half of it).
+    for history in (None, samples([500] * (24 * 60)), samples([500 + minute // 6 for minute in range(24 * 60 + 1)])):
         cold, _recommendation = _record(history, _node())
         assert cold['cold_start'] and cold['reserved_memory_bytes'] is None and cold['reserved_millicores'] is None
+
+
+def test_a_climb_scaled_up_from_a_short_history_raises_no_peer():
+    three_days = 3 * 24 * 60
+    quiet = _headroom_policy.jumps(samples([500 + minute // 60 for minute in range(three_days)]), DAY, 7 * DAY)
+    young = _headroom_policy.jumps(samples([500 + minute // 6 for minute in range(24 * 60 + 1)]), DAY, 7 * DAY)
+    assert young['memory_bytes'] == 240 * MIB > quiet['memory_bytes']
+    pooled = _headroom_policy.pool_jumps(quiet, [young])
+    assert pooled['memory_bytes'] == quiet['memory_bytes'] and pooled['raised_by_class'] == []
+    assert pooled['class_nodes'] == 1
 
 
 def test_only_peers_of_the_class_that_would_change_the_decision_are_passed():
