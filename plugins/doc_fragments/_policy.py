@@ -106,6 +106,8 @@ options:
       - The memory and CPU headroom cover the largest climb above the running peak the history shows within this time,
         times O(jump_headroom_factor); until the history spans one reaction time no climb is measured and the
         percentage rules (O(memory_headroom_percent), O(cpu_headroom_percent)) apply alone. They stay floors either way.
+      - While the history spans one to two reaction times, the climbs are measured within half the history and scaled
+        up to the reaction time (a leak's climb exactly, a burst's on the safe side).
     type: str
     default: 24h
   jump_headroom_factor:
@@ -115,8 +117,9 @@ options:
     default: 1.5
   cold_start_prior:
     description:
-      - With one reading and no history, the reservation is at least what this vendor formula reserves (see
-        C(docs/formulas.md)), instead of widening the headroom around the one reading; V(none) widens the headroom by
+      - Until the history spans two reaction times (one reading included), the reservation is at least what this
+        vendor formula reserves (see C(docs/formulas.md)), and more where the history's peak plus headroom is more;
+        with one reading this replaces widening the headroom around it. V(none) widens the headroom by
         O(single_reading_headroom_factor) as before.
     type: str
     default: gke
