@@ -120,18 +120,64 @@ def generated_traces(days, seeds):
     return traces
 
 
+class TraceError(ValueError):
+    """A trace file that cannot be replayed (its first line is not the node's description)."""
+
+
+def _node_line(path, line):
+    try:
+        node = json.loads(line)['node']
+        described = {'mem_total_bytes': int(node['mem_total_bytes']), 'cpus': int(node['cpus']),
+                     'max_pods': int(node.get('max_pods') or 110)}
+    except (ValueError, TypeError, KeyError) as exc:
+        raise TraceError('%s: the first line must be {"node": {"mem_total_bytes": N, "cpus": N, "max_pods": N}} (%s)'
+                         % (path, exc)) from exc
+    if min(described.values()) <= 0:
+        raise TraceError('%s: mem_total_bytes, cpus and max_pods must be positive: %s' % (path, described))
+    return described
+
+
 def read_traces(directory):
+    """Every *.jsonl in ``directory``: a node line, then history lines read as the module reads its history.
+
+    Each sample line goes through _history.validate (the history file's own rules: the fields, finite,
+    not negative, not more than the node has); a line it rejects, and a torn last line, are skipped and
+    counted in the trace's ``skipped`` (with the first reasons), never replayed. A line without
+    ``non_pod_millicores`` counts as 0 millicores (only memory is scored).
+    """
     traces = []
     for path in sorted(glob.glob(os.path.join(directory, '*.jsonl'))):
-        with open(path, encoding='utf-8') as handle:
-            node = json.loads(handle.readline())['node']
-            samples = [json.loads(line) for line in handle if line.strip()]
+        with open(path, encoding='utf-8', errors='replace') as handle:
+            node = _node_line(path, handle.readline())
+            lines = handle.readlines()
+        samples, reasons = [], []
+        for number, line in enumerate(lines, 2):
+            if not line.strip():
+                continue
+            if not line.endswith('\n'):
+                reasons.append('line %d: torn (no newline)' % number)
+                continue
+            try:
+                sample = json.loads(line)
+            except ValueError as exc:
+                sample, reason = None, 'not a sample (%s)' % exc
+            else:
+                if isinstance(sample, dict):
+                    sample.setdefault('non_pod_millicores', 0)  # memory is what is scored; CPU may be left out
+                reason = _history.validate(sample, float('inf'), node['mem_total_bytes'], node['cpus'] * 1000)
+            if reason:
+                reasons.append('line %d: %s' % (number, reason))
+                continue
+            samples.append(sample)
+        if not samples:
+            raise TraceError('%s: no valid sample line (%d skipped%s)'
+                             % (path, len(reasons), ': ' + reasons[0] if reasons else ''))
         samples.sort(key=lambda s: s['t'])
-        traces.append({'name': os.path.basename(path), 'mem_total_bytes': int(node['mem_total_bytes']),
-                       'cpus': int(node['cpus']), 'max_pods': int(node.get('max_pods') or 110),
-                       't': [s['t'] for s in samples], 'non_pod_bytes': [int(s['non_pod_bytes']) for s in samples],
-                       'non_pod_millicores': [int(s.get('non_pod_millicores') or 0) for s in samples],
-                       'kubepods_bytes': [int(s.get('kubepods_bytes') or 0) for s in samples]})
+        traces.append(dict(node, name=os.path.basename(path),
+                           t=[s['t'] for s in samples], non_pod_bytes=[int(s['non_pod_bytes']) for s in samples],
+                           non_pod_millicores=[int(s['non_pod_millicores']) for s in samples],
+                           kubepods_bytes=[int(s.get('kubepods_bytes') or 0) for s in samples],
+                           skipped={'lines': len(reasons), 'first': reasons[:5]}))
     return traces
 
 
@@ -277,6 +323,8 @@ def run(traces, sampler_every, apply_every, pool_class=True):
     peers = class_peers(traces, sampler_every, apply_every, settings) if pool_class else [None] * len(traces)
     for trace, trace_peers in zip(traces, peers):
         row = {'trace': trace['name']}
+        if trace.get('skipped', {}).get('lines'):
+            row['skipped'] = trace['skipped']
         for name in names:
             if name == 'measured':
                 series, restarts = replay_measured(trace, sampler_every, apply_every, settings, trace_peers)
@@ -333,12 +381,19 @@ def main(argv):
                         help='ignored: a trace recorded by the collection itself is no longer scored')
     args = parser.parse_args(argv)
     started = time.monotonic()
-    traces = read_traces(args.traces) if args.traces else generated_traces(args.days, [int(seed) for seed in args.seed.split(',')])
+    try:
+        traces = read_traces(args.traces) if args.traces else generated_traces(args.days, [int(seed) for seed in args.seed.split(',')])
+    except TraceError as exc:
+        parser.error(str(exc))
     if args.write_traces:
         write_traces(traces, args.write_traces)
         return 0
     if not traces:
         parser.error('no *.jsonl traces in %s' % args.traces)
+    for trace in traces:
+        if trace.get('skipped', {}).get('lines'):
+            print('%s: %d line(s) skipped, not replayed: %s' % (trace['name'], trace['skipped']['lines'],
+                                                               '; '.join(trace['skipped']['first'])), file=sys.stderr)
     result = run(traces, args.sampler_every, _history.parse_window(args.apply_every), args.pool_class)
     result['seconds'] = round(time.monotonic() - started, 1)
     if args.json:

@@ -1,0 +1,69 @@
+"""benchmarks/quality.py --traces: a node's own history replays as the docs say, bad lines are skipped and named."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _history
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+QUALITY = os.path.join(ROOT, 'benchmarks', 'quality.py')
+GIB, MIB = 1 << 30, 1 << 20
+
+
+def quality(*args):
+    return subprocess.run([sys.executable, QUALITY] + list(args), cwd=ROOT, capture_output=True, text=True,
+                          check=False, timeout=600)
+
+
+def node_history(tmp_path, lines):
+    """A history written by the module's own append (the sampler's format), ``lines`` readings a minute apart."""
+    history = tmp_path / 'history.jsonl'
+    for minute in range(lines):
+        _history.append(str(history), {'t': 1700000000 + 60 * minute, 'non_pod_bytes': 700 * MIB + minute * MIB,
+                                       'non_pod_millicores': 120, 'kubepods_bytes': 2 * GIB, 'source': 'sampler'})
+    return history.read_text(encoding='utf-8')
+
+
+def test_a_node_history_with_the_node_line_in_front_replays(tmp_path):
+    traces = tmp_path / 'traces'
+    traces.mkdir()
+    node = json.dumps({'node': {'mem_total_bytes': 8 * GIB, 'cpus': 2, 'max_pods': 110}})
+    # As docs/benchmarks.md says: the node line, then the history file as it is. Then what a copy of a live
+    # file can hold: a line another writer had half-written, a reading larger than the node, a line of junk.
+    (traces / 'node1.jsonl').write_text(
+        node + '\n' + node_history(tmp_path, 120)
+        + '{"t": 1700009000, "non_pod_bytes": %d, "non_pod_millicores": 10}\n' % (9 * GIB)
+        + 'not json\n' + '{"t": 1700009060, "non_pod_by', encoding='utf-8')
+    result = quality('--json', '--traces', str(traces))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report['traces'] == 1 and report['points'] == 120
+    skipped = report['per_trace'][0]['skipped']
+    assert skipped['lines'] == 3
+    assert any('more than the node has' in reason for reason in skipped['first'])
+    assert any('torn' in reason for reason in skipped['first'])
+    assert 'node1.jsonl: 3 line(s) skipped' in result.stderr
+    assert set(report['policies']) >= {'measured', 'poc', 'gke', 'eks'}
+
+
+def test_a_trace_without_the_node_line_is_refused_by_name(tmp_path):
+    traces = tmp_path / 'traces'
+    traces.mkdir()
+    (traces / 'bare.jsonl').write_text(node_history(tmp_path, 3), encoding='utf-8')
+    result = quality('--json', '--traces', str(traces))
+    assert result.returncode == 2 and not result.stdout
+    assert 'bare.jsonl: the first line must be {"node"' in result.stderr
+
+
+def test_written_traces_replay_to_the_same_scores_as_generated(tmp_path):
+    # Two paths to the same traces: generated in memory, and written to files then read back.
+    generated = quality('--json', '--days', '1', '--seed', '3')
+    written = quality('--days', '1', '--seed', '3', '--write-traces', str(tmp_path / 'written'))
+    assert generated.returncode == 0 and written.returncode == 0, generated.stderr + written.stderr
+    replayed = quality('--json', '--traces', str(tmp_path / 'written'))
+    assert replayed.returncode == 0, replayed.stderr
+    assert json.loads(replayed.stdout)['policies'] == json.loads(generated.stdout)['policies']
