@@ -1,7 +1,8 @@
 """Replay node traces through every reservation policy: exposure to a global OOM, waste, kubelet restarts.
 
 Usage: python benchmarks/quality.py [--json|--markdown] [--days D] [--seed S[,S...]] [--traces DIR]
-                                    [--sampler-every SECONDS] [--apply-every DURATION] [--[no-]pool-class] [--write-traces DIR]
+                                    [--sampler-every SECONDS] [--apply-every DURATION] [--apply-on-near DURATION]
+                                    [--[no-]pool-class] [--write-traces DIR]
 
 Traces (docs/benchmarks.md, "Quality"):
   generated (default): one node per size in CONFIGS, a point every 5 s over --days days, seeded by --seed.
@@ -17,6 +18,9 @@ Policies:
       the module's default options); the sampler records a reading every --sampler-every seconds (60), and
       what the role decides takes effect only at each run, every --apply-every (24h), starting at t = 0
       with one reading and no history;
+  measured with --apply-on-near D: the same, and a run as soon as the sampler has flagged the node's memory
+      near its reservation (_headroom_policy.near_reservation) at every reading for D, as a job the
+      NodeallocNearReservation alert (for: 15m) starts would;
   measured (default --pool-class): the same, replayed as a fleet: traces of one node class (memory size, CPU count)
       pool their largest climbs at each run (_headroom_policy.pool_jumps), as the role does by default;
   poc: the PoC as published: every 5 s reserve the reading + 100Mi, restarting the kubelet when that
@@ -203,11 +207,15 @@ def _memory_total(reserved):
                for part in (reserved['kube_reserved'], reserved['system_reserved']) if part.get('memory') is not None)
 
 
-def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=None, jumps_by_run=None):
+def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=None, jumps_by_run=None,
+                    near_after=None):
     """Reserved memory at every point, and the times of kubelet restarts, as the role and sampler run it.
 
     ``peers_by_run``: for the n-th run, the jumps its class's other nodes measured at their n-th run, pooled
     with the node's own (``--pool-class``). ``jumps_by_run``: a list the node's own jumps at each run are added to.
+    ``near_after`` (seconds, ``--apply-on-near``): an extra run when every sampler reading for that long set the
+    sampler's near-reservation flag (the ``NodeallocNearReservation`` alert's ``for``), as a job the alert
+    starts would; the daily runs keep their times.
     """
     times, memory, cpu = trace['t'], trace['non_pod_bytes'], trace['non_pod_millicores']
     pods = trace.get('kubepods_bytes') or [0] * len(times)
@@ -220,24 +228,36 @@ def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=No
     current = {'kube_reserved': {}, 'system_reserved': {}}
     reserved, series, restarts, run_times = 0, [], [], []
     next_sample, next_apply = start, start
+    planned_headroom, near_since = 0, None  # reservation.json: the headroom of the last applied change
     for index, now in enumerate(times):
         reading = {'t': now, 'non_pod_bytes': memory[index], 'non_pod_millicores': cpu[index]}
-        applying = now >= next_apply
+        scheduled = now >= next_apply
+        applying = scheduled
+        if near_after is not None and now >= next_sample:
+            if _headroom_policy.near_reservation(memory[index], reserved, planned_headroom):
+                near_since = now if near_since is None else near_since
+                applying = applying or now - near_since >= near_after
+            else:
+                near_since = None
         if now >= next_sample or applying:
             history.append(reading)  # the sampler's reading, or the one the role's own run records
             next_sample = now + sampler_every if now >= next_sample else next_sample
             while history[0]['t'] < now - window:
                 history.popleft()
         if applying:
-            next_apply += apply_every
+            near_since = None
+            if scheduled:
+                next_apply += apply_every
             samples = list(history)
             basis = _headroom_policy.basis(samples, now, float(settings['percentile']), stabilization, reaction,
                                            window)
-            if jumps_by_run is not None:
-                jumps_by_run.append(basis['jumps'])
-            if peers_by_run is not None:
-                basis['jumps'] = _headroom_policy.pool_jumps(basis['jumps'], peers_by_run[len(run_times)])
-            run_times.append(now)
+            if scheduled:
+                run_times.append(now)
+                if jumps_by_run is not None:
+                    jumps_by_run.append(basis['jumps'])
+            if peers_by_run is not None and run_times:
+                # An extra run pools with what the class measured at the last scheduled run.
+                basis['jumps'] = _headroom_policy.pool_jumps(basis['jumps'], peers_by_run[len(run_times) - 1])
             measured = {'mem_total_bytes': trace['mem_total_bytes'],
                         'mem_available_bytes': trace['mem_total_bytes'] - memory[index] - pods[index],
                         'kubepods_working_set_bytes': pods[index], 'kube_components_working_set_bytes': 0,
@@ -249,6 +269,7 @@ def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=No
             if decision['action'] != 'keep':
                 current = {'kube_reserved': decision['kube_reserved'], 'system_reserved': decision['system_reserved']}
                 reserved = _memory_total(current)
+                planned_headroom = recommendation.get('memory_headroom_bytes') or 0
                 restarts.append(now)
         series.append(reserved)
     return series, restarts
@@ -315,7 +336,7 @@ def class_peers(traces, sampler_every, apply_every, settings):
     return result
 
 
-def run(traces, sampler_every, apply_every, pool_class=True):
+def run(traces, sampler_every, apply_every, pool_class=True, near_after=None):
     settings = module_defaults()
     names = ['measured', 'poc'] + list(_formulas.FORMULAS)
     policies = collections.OrderedDict((name, None) for name in names)
@@ -327,7 +348,8 @@ def run(traces, sampler_every, apply_every, pool_class=True):
             row['skipped'] = trace['skipped']
         for name in names:
             if name == 'measured':
-                series, restarts = replay_measured(trace, sampler_every, apply_every, settings, trace_peers)
+                series, restarts = replay_measured(trace, sampler_every, apply_every, settings, trace_peers,
+                                                   near_after=near_after)
             elif name == 'poc':
                 series, restarts = replay_poc(trace)
             else:
@@ -349,7 +371,8 @@ def run(traces, sampler_every, apply_every, pool_class=True):
         entry['shortfall_mib_minutes'] = round(entry['shortfall_mib_minutes'], 1)
     return {'traces': len(traces), 'points': sum(len(t['t']) for t in traces),
             'trace_names': [t['name'] for t in traces], 'sampler_every_seconds': sampler_every,
-            'apply_every_seconds': apply_every, 'pool_class': pool_class, 'policies': policies, 'per_trace': per_trace}
+            'apply_every_seconds': apply_every, 'apply_on_near_seconds': near_after, 'pool_class': pool_class,
+            'policies': policies, 'per_trace': per_trace}
 
 
 def markdown(result):
@@ -374,6 +397,9 @@ def main(argv):
     parser.add_argument('--write-traces', help='write the generated traces here as *.jsonl and exit')
     parser.add_argument('--sampler-every', type=int, default=60, help='seconds between sampler readings')
     parser.add_argument('--apply-every', default='24h', help='how often the role runs (a duration: 1h, 24h, 7d)')
+    parser.add_argument('--apply-on-near', metavar='DURATION',
+                        help='also run the role on a node whose sampler has flagged its memory near the reservation '
+                             'for this long (the NodeallocNearReservation alert fires after 15m); off by default')
     parser.add_argument('--pool-class', action=argparse.BooleanOptionalAction, default=True,
                         help='pool the climbs of the traces of one node class (memory size, CPUs), as the role does '
                              'over an inventory by default (reservations_pool_class); --no-pool-class: each node alone')
@@ -394,7 +420,8 @@ def main(argv):
         if trace.get('skipped', {}).get('lines'):
             print('%s: %d line(s) skipped, not replayed: %s' % (trace['name'], trace['skipped']['lines'],
                                                                '; '.join(trace['skipped']['first'])), file=sys.stderr)
-    result = run(traces, args.sampler_every, _history.parse_window(args.apply_every), args.pool_class)
+    near_after = _history.parse_window(args.apply_on_near) if args.apply_on_near else None
+    result = run(traces, args.sampler_every, _history.parse_window(args.apply_every), args.pool_class, near_after)
     result['seconds'] = round(time.monotonic() - started, 1)
     if args.json:
         print(json.dumps(result, indent=2))

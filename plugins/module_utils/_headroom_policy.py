@@ -264,7 +264,9 @@ def near_reservation(non_pod_bytes, reserved_bytes, headroom_bytes):
 
     ``reserved_bytes`` is kubeReserved + systemReserved memory in force; ``headroom_bytes`` the
     headroom of the last recommendation. False when nothing is reserved (nothing to compare with).
+    Strictly above: the reservation is the peak it was sized on plus the headroom (rounded up), so a
+    node back at that peak is what the reservation planned for, not a reason to apply sooner.
     """
     if not reserved_bytes:
         return False
-    return non_pod_bytes >= reserved_bytes - max(0, headroom_bytes or 0)
+    return non_pod_bytes > reserved_bytes - max(0, headroom_bytes or 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -67,3 +68,30 @@ def test_written_traces_replay_to_the_same_scores_as_generated(tmp_path):
     replayed = quality('--json', '--traces', str(tmp_path / 'written'))
     assert replayed.returncode == 0, replayed.stderr
     assert json.loads(replayed.stdout)['policies'] == json.loads(generated.stdout)['policies']
+
+
+def _quality_module():
+    spec = importlib.util.spec_from_file_location('quality_under_test', QUALITY)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_apply_on_near_runs_the_role_once_the_flag_has_held_for_the_alert_s_for():
+    quality_module = _quality_module()
+    # A quiet 8 GiB node: two days at 700 MiB settle its reservation near that (the day-2 run). At 60 h non-pod
+    # memory steps up by 60 MiB, into the headroom, and stays; at 64 h it climbs another 90 MiB.
+    step = 60
+    times = list(range(0, 4 * 86400, step))
+    memory = [(700 + (60 if t >= 60 * 3600 else 0) + (90 if t >= 64 * 3600 else 0)) * MIB for t in times]
+    trace = {'name': 'step', 'mem_total_bytes': 8 * GIB, 'cpus': 2, 'max_pods': 110, 't': times,
+             'non_pod_bytes': memory, 'non_pod_millicores': [100] * len(times)}
+    settings = quality_module.module_defaults()
+    daily, daily_restarts = quality_module.replay_measured(trace, 60, 86400, settings)
+    near, near_restarts = quality_module.replay_measured(trace, 60, 86400, settings, near_after=900)
+    extra = sorted(set(near_restarts) - set(daily_restarts))
+    assert extra, (daily_restarts, near_restarts)
+    # The first extra run: 15 min of flagged readings after the step, not before.
+    assert 60 * 3600 + 900 <= extra[0] <= 60 * 3600 + 900 + step
+    exposed = [sum(1 for used, reserved in zip(memory, series) if used > reserved) for series in (daily, near)]
+    assert exposed[0] > 0 and exposed[1] < exposed[0]

@@ -123,6 +123,9 @@ def test_one_reading_rests_on_the_cold_start_prior_not_twice_the_reading():
 
 def test_near_reservation_flag():
     assert _headroom_policy.near_reservation(950 * MIB, GIB, 100 * MIB)
+    # Back at the peak the reservation was sized on (reserved - headroom): planned for, no flag.
+    assert not _headroom_policy.near_reservation(924 * MIB, GIB, 100 * MIB)
+    assert _headroom_policy.near_reservation(924 * MIB + 1, GIB, 100 * MIB)
     assert not _headroom_policy.near_reservation(900 * MIB, GIB, 100 * MIB)
     assert _headroom_policy.near_reservation(2 * GIB, GIB, 0)
     assert not _headroom_policy.near_reservation(2 * GIB, 0, 100 * MIB)
