@@ -147,7 +147,7 @@ def read_traces(directory):
     Each sample line goes through _history.validate (the history file's own rules: the fields, finite,
     not negative, not more than the node has); a line it rejects, and a torn last line, are skipped and
     counted in the trace's ``skipped`` (with the first reasons), never replayed. A line without
-    ``non_pod_millicores`` counts as 0 millicores (only memory is scored).
+    ``non_pod_millicores`` (or with null) counts as 0 millicores (only memory is scored).
     """
     traces = []
     for path in sorted(glob.glob(os.path.join(directory, '*.jsonl'))):
@@ -166,8 +166,8 @@ def read_traces(directory):
             except ValueError as exc:
                 sample, reason = None, 'not a sample (%s)' % exc
             else:
-                if isinstance(sample, dict):
-                    sample.setdefault('non_pod_millicores', 0)  # memory is what is scored; CPU may be left out
+                if isinstance(sample, dict) and sample.get('non_pod_millicores') is None:
+                    sample['non_pod_millicores'] = 0  # memory is what is scored; CPU may be left out or null
                 reason = _history.validate(sample, float('inf'), node['mem_total_bytes'], node['cpus'] * 1000)
             if reason:
                 reasons.append('line %d: %s' % (number, reason))

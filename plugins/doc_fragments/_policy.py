@@ -105,9 +105,12 @@ options:
         duration (C(30m), C(24h), C(7d)).
       - The memory and CPU headroom cover the largest climb above the running peak the history shows within this time,
         times O(jump_headroom_factor); until the history spans one reaction time no climb is measured and the
-        percentage rules (O(memory_headroom_percent), O(cpu_headroom_percent)) apply alone. They stay floors either way.
+        percentage rules (O(memory_headroom_percent), O(cpu_headroom_percent)) apply, with the cold-start prior as the
+        floor (or, with O(cold_start_prior=none) and no class peer, widened by O(single_reading_headroom_factor)).
+        They stay floors either way.
       - While the history spans one to two reaction times, the climbs are measured within half the history and scaled
-        up to the reaction time (a leak's climb exactly, a burst's on the safe side).
+        up to the reaction time (a leak's climb exactly, a burst's on the safe side). A climb starts at a reading
+        within one sampling interval of a whole horizon from both ends of the history.
     type: str
     default: 24h
   jump_headroom_factor:

@@ -71,14 +71,29 @@ def _sliding_max_before(times, values, window):
     return result
 
 
+def start_slack(times, reaction_seconds):
+    """How far a climb's start may sit from a whole reaction time of history on either side.
+
+    Readings rarely fall on the exact second a whole reaction time from the history's ends (the
+    sampler's clock, the module's own reading at run time): one sampling interval (the median gap
+    between readings), at most a tenth of the reaction time, so a sparse history is not stretched.
+    """
+    gaps = sorted(b - a for a, b in zip(times, times[1:]))
+    if not gaps:
+        return 0.0
+    return min(gaps[len(gaps) // 2], reaction_seconds / 10.0)
+
+
 def largest_jump(times, values, reaction_seconds, window_seconds):
     """The largest climb above the running peak within ``reaction_seconds``, and how many windows it rests on.
 
     Returns (jump, windows) where windows is the count of whole reaction times the history spans;
-    (None, 0) when it spans fewer than two (one to establish a peak, one to climb past it).
+    (None, 0) when it spans fewer than two (one to establish a peak, one to climb past it), or when no
+    reading lies where a climb can start (``start_slack``).
     """
     if len(times) < 2 or times[-1] - times[0] < 2 * reaction_seconds:
         return None, 0
+    slack = start_slack(times, reaction_seconds)
     before = _sliding_max_before(times, values, window_seconds)
     # Forward max over (t, t + reaction]: a second pass with a deque over indices in time order.
     after = [None] * len(values)
@@ -96,10 +111,11 @@ def largest_jump(times, values, reaction_seconds, window_seconds):
     jump = None
     for index, time_value in enumerate(times):
         # A start counts when one reaction time of history lies before it (the peak it climbs from is one
-        # the node has shown over a whole reaction time, as at every run but the first) and one after it.
-        if time_value + reaction_seconds > times[-1]:
+        # the node has shown over a whole reaction time, as at every run but the first) and one after it,
+        # each to within one sampling interval.
+        if time_value + reaction_seconds > times[-1] + slack:
             break
-        if time_value - times[0] < reaction_seconds or after[index] is None:
+        if time_value - times[0] < reaction_seconds - slack or after[index] is None:
             continue
         jump = max(jump or 0, after[index] - before[index])
     windows = int((times[-1] - times[0]) // reaction_seconds)
@@ -135,7 +151,9 @@ def jumps(samples, reaction_seconds, window_seconds):
     scale = reaction_seconds / float(horizon)
     for key, field in (('memory_bytes', 'non_pod_bytes'), ('millicores', 'non_pod_millicores')):
         climb, windows = largest_jump(times, [s[field] for s in samples], horizon, window_seconds)
-        result[key] = None if climb is None else int(math.ceil(climb * scale))
+        if climb is not None and horizon < reaction_seconds:
+            climb = int(math.ceil(climb * scale))
+        result[key] = climb
         result['windows'] = windows
     return result
 

@@ -144,8 +144,8 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
             prior = _headroom_policy.cold_start_floor(formulas, policy_settings['cold_start_prior'])
             prior_source = 'what the %s formula reserves' % policy_settings['cold_start_prior']
     prior_floors = prior is not None and options['policy'] == 'measured'
-    prior_line = ('the cold-start prior, %s (%s, %dm), is the floor until the history spans two reaction times'
-                  % (prior_source, describe_bytes(prior[0]), prior[1]) if prior_floors else None)
+    prior_line = ('the cold-start prior, %s (%s, %dm), is the floor until the history shows climbs over a whole '
+                  'reaction time' % (prior_source, describe_bytes(prior[0]), prior[1]) if prior_floors else None)
     if single_reading and prior_floors:
         lines.append('this rests on one reading (no history yet): %s' % prior_line)
     elif single_reading:
@@ -160,25 +160,28 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
                      % (basis['samples'], basis['span_seconds'] / 3600.0, basis['percentile'],
                         describe_bytes(basis['non_pod_bytes']), basis['non_pod_millicores'],
                         ('; raised to the peak of the stabilization window' if basis.get('stabilized') else '')))
-        if short_history and prior_floors:
-            lines.append('the history shows no climb to a new peak yet (it spans less than one reaction time): %s'
-                         % prior_line)
-        elif short_history:
-            # Too short to show how far use climbs within a reaction time: the peak so far is no guide yet.
+        if short_history:
+            why = ('it spans less than one reaction time' if basis['span_seconds'] < basis['jumps']['reaction_seconds']
+                   else 'no reading lies where a climb over the reaction time can start')
+            lines.append('the history shows no climb to a new peak yet (%s)' % why)
+        if scaled_climbs:
+            jumps_seen = basis['jumps']
+            lines.append("the history spans less than two reaction times: this node's climbs to a new peak measured "
+                         'within %.1f h (half the history) and scaled x%.2f to the %.1f h reaction time'
+                         % (jumps_seen['horizon_seconds'] / 3600.0,
+                            jumps_seen['reaction_seconds'] / float(jumps_seen['horizon_seconds']),
+                            jumps_seen['reaction_seconds'] / 3600.0))
+        if (short_history or scaled_climbs) and prior_floors:
+            lines.append(prior_line)
+        elif short_history or scaled_climbs:
+            # Too short to show how far use climbs within a reaction time: the peak so far is no sure guide yet.
             factor = options['single_reading_headroom_factor']
             for key in ('memory_headroom_percent', 'cpu_headroom_percent'):
                 options[key] *= factor
             for key in ('memory_headroom_min_bytes', 'cpu_headroom_min_millicores'):
                 options[key] = int(options[key] * factor)
-            lines.append('the history spans less than two reaction times (%.1f h): no climb to a new peak measured '
-                         'yet, headroom widened %.1fx' % (2 * basis['jumps']['reaction_seconds'] / 3600.0, factor))
-        if scaled_climbs:
-            jumps_seen = basis['jumps']
-            lines.append('the history spans less than two reaction times: climbs to a new peak measured within %.1f h '
-                         '(half the history) and scaled x%.2f to the %.1f h reaction time%s'
-                         % (jumps_seen['horizon_seconds'] / 3600.0,
-                            jumps_seen['reaction_seconds'] / float(jumps_seen['horizon_seconds']),
-                            jumps_seen['reaction_seconds'] / 3600.0, '; %s' % prior_line if prior_floors else ''))
+            lines.append('no cold-start prior: the percentage rule and minimum widened %.1fx until the history shows '
+                         'climbs over a whole reaction time' % factor)
     non_pod_used = max(0, int(basis['non_pod_bytes']))
 
     jumps = basis.get('jumps') or {}

@@ -308,8 +308,10 @@ formulas:
 class_record:
   description:
     - What this node tells the other nodes of its class, to pass to their O(class_peers) - its class
-      (C(node_class), memory GiB and CPU count), its own climbs (C(jumps), before any pooling), C(cold_start), and
-      with history C(reserved_memory_bytes) and C(reserved_millicores).
+      (C(node_class), memory GiB and CPU count), its own climbs (C(jumps), before any pooling - C(memory_bytes),
+      C(millicores), C(reaction_seconds), C(windows), and C(horizon_seconds), less than the reaction time where they
+      were scaled up from half a short history), C(cold_start), and with history C(reserved_memory_bytes) and
+      C(reserved_millicores).
   returned: always
   type: dict
   version_added: 0.1.0

@@ -49,6 +49,38 @@ def test_a_day_of_history_measures_climbs_within_half_of_it_scaled_to_the_reacti
         _headroom_policy.jumps(samples([500] * (2 * 24 * 60 + 1)), DAY, 7 * DAY))
 
 
+def test_climbs_are_measured_from_readings_off_the_exact_second():
+    # The sampler's readings fall 30 s past the minute; the run that reads them comes 10 s after two days,
+    # or 7.3 s after one: no reading sits exactly a whole reaction time (or half the history) from the ends.
+    def leak(minutes, last_late):
+        history = [{'t': 0, 'non_pod_bytes': 500 * MIB, 'non_pod_millicores': 100}]
+        history += [{'t': 30 + 60 * minute, 'non_pod_bytes': (500 + minute // 6) * MIB,
+                     'non_pod_millicores': 100 + minute // 6} for minute in range(minutes)]
+        history.append({'t': 60 * minutes + last_late, 'non_pod_bytes': (500 + minutes // 6) * MIB,
+                        'non_pod_millicores': 100 + minutes // 6})
+        return _headroom_policy.jumps(history, DAY, 7 * DAY)
+    two_days = leak(2 * 24 * 60, 10)
+    assert two_days['horizon_seconds'] == DAY and 239 * MIB <= two_days['memory_bytes'] <= 240 * MIB
+    one_day = leak(24 * 60, 7.3)
+    assert one_day['horizon_seconds'] < DAY
+    # Half a day of a 10 MiB/h leak, scaled to the day (the last minute's growth may fall outside the window).
+    assert 236 * MIB <= one_day['memory_bytes'] <= 241 * MIB and 236 <= one_day['millicores'] <= 241
+
+
+def test_a_sparse_history_says_why_it_measures_no_climb():
+    # Readings at 0, 1 h and 49 h: over two reaction times, but no reading a whole reaction time from both ends.
+    history = [{'t': t * HOUR, 'non_pod_bytes': 600 * MIB, 'non_pod_millicores': 100} for t in (0, 1, 49)]
+    basis = _headroom_policy.basis(history, 49 * HOUR, 100.0, DAY, DAY, 7 * DAY)
+    assert basis['jumps']['memory_bytes'] is None
+    measured = {'mem_total_bytes': 4 * GIB, 'mem_available_bytes': 4 * GIB - 600 * MIB,
+                'kubepods_working_set_bytes': 0, 'kube_components_working_set_bytes': 0,
+                'capacity_millicores': 2000, 'non_pod_millicores': 100, 'kube_components_millicores': 0}
+    result = _recommend.recommend(measured, None, None, basis, _formulas.all_formulas(4 * GIB, 2, 110))
+    assert any('no reading lies where a climb over the reaction time can start' in line
+               for line in result['explanation'])
+    assert any(line.startswith('the cold-start prior') for line in result['explanation'])
+
+
 def _day_of_history(values_mib):
     """A 4 GiB node's second daily run: 24 h of history, one reading a minute, ``values_mib`` spread over it."""
     history = samples([values_mib[minute * len(values_mib) // (24 * 60 + 1)] for minute in range(24 * 60 + 1)])
@@ -68,7 +100,9 @@ def test_a_day_that_climbs_past_the_prior_raises_the_reservation_above_it():
     assert result['memory_headroom_bytes'] == 600 * MIB  # 100 MiB x2 (scaled to the day) x1.5 x2/1 (two windows)
     assert result['reserved_memory_bytes'] == 1300 * MIB
     assert any('measured within 12.0 h (half the history) and scaled x2.00' in line for line in result['explanation'])
-    assert any('cold-start prior' in line for line in result['explanation'])
+    assert any(line.startswith('the cold-start prior, what the gke formula reserves') and 'is the floor' in line
+               for line in result['explanation'])
+    assert not any('raised to the cold-start prior' in line for line in result['explanation'])
 
 
 def test_a_quiet_day_keeps_the_prior_as_the_floor():
@@ -85,7 +119,22 @@ def test_a_short_history_widens_the_headroom():
                 'kube_components_millicores': 0}
     result = _recommend.recommend(measured, None, None, basis)
     assert result['memory_headroom_bytes'] == 200 * MIB  # the 100 MiB minimum, doubled
-    assert any('less than two reaction times' in line for line in result['explanation'])
+    assert any('no climb to a new peak yet (it spans less than one reaction time)' in line
+               for line in result['explanation'])
+    assert any('widened 2.0x until the history shows climbs' in line for line in result['explanation'])
+
+
+def test_without_a_prior_the_second_run_keeps_the_widened_minimum():
+    # No prior (cold_start_prior: none, no class peer): a quiet day of history measures no climb, and the
+    # headroom must not fall below what 20 h of the same history got (the widened 100 MiB minimum).
+    history = samples([500] * (24 * 60 + 1))
+    basis = _headroom_policy.basis(history, history[-1]['t'], 100.0, DAY, DAY, 7 * DAY)
+    measured = {'mem_total_bytes': 16 * GIB, 'mem_available_bytes': 15 * GIB, 'kubepods_working_set_bytes': 0,
+                'kube_components_working_set_bytes': 0, 'capacity_millicores': 4000, 'non_pod_millicores': 100,
+                'kube_components_millicores': 0}
+    result = _recommend.recommend(measured, {'cold_start_prior': 'none'}, None, basis,
+                                  _formulas.all_formulas(16 * GIB, 4, 110))
+    assert basis['jumps']['memory_bytes'] == 0 and result['memory_headroom_bytes'] == 200 * MIB
 
 
 def test_headroom_takes_the_jump_times_the_factor_over_the_fixed_rule():
