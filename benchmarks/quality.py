@@ -31,7 +31,8 @@ Scored on every point of the trace (5 s for generated traces): a point is expose
 is above kubeReserved + systemReserved memory (pods filling their cgroup limit would then push the node
 into a global OOM). Per policy: exposure_samples, exposure_after_warmup (after the trace's first 24 h),
 exposure_events (runs of exposed points), worst_shortfall_bytes, shortfall_mib_minutes, waste_gib_hours
-(reserved but unused), changes (kubelet restarts, the first application included), max_changes_per_day.
+(reserved but unused), changes (kubelet restarts, the first application included), max_changes_per_day;
+with --apply-on-near also alert_runs (runs the alert started, whether they restarted the kubelet or not).
 """
 
 from __future__ import annotations
@@ -208,14 +209,15 @@ def _memory_total(reserved):
 
 
 def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=None, jumps_by_run=None,
-                    near_after=None):
+                    near_after=None, extra_runs=None):
     """Reserved memory at every point, and the times of kubelet restarts, as the role and sampler run it.
 
     ``peers_by_run``: for the n-th run, the jumps its class's other nodes measured at their n-th run, pooled
     with the node's own (``--pool-class``). ``jumps_by_run``: a list the node's own jumps at each run are added to.
     ``near_after`` (seconds, ``--apply-on-near``): an extra run when every sampler reading for that long set the
     sampler's near-reservation flag (the ``NodeallocNearReservation`` alert's ``for``), as a job the alert
-    starts would; the daily runs keep their times.
+    starts would: on that node alone (``nodealloc_hosts=<node>``, docs/monitoring.md), so without its class's
+    climbs; the daily runs keep their times. ``extra_runs``: a list the times of those runs are added to.
     """
     times, memory, cpu = trace['t'], trace['non_pod_bytes'], trace['non_pod_millicores']
     pods = trace.get('kubepods_bytes') or [0] * len(times)
@@ -255,8 +257,10 @@ def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=No
                 run_times.append(now)
                 if jumps_by_run is not None:
                     jumps_by_run.append(basis['jumps'])
-            if peers_by_run is not None and run_times:
-                # An extra run pools with what the class measured at the last scheduled run.
+            elif extra_runs is not None:
+                extra_runs.append(now)
+            if peers_by_run is not None and scheduled:
+                # A run the alert starts is on the node alone: no class to pool with.
                 basis['jumps'] = _headroom_policy.pool_jumps(basis['jumps'], peers_by_run[len(run_times) - 1])
             measured = {'mem_total_bytes': trace['mem_total_bytes'],
                         'mem_available_bytes': trace['mem_total_bytes'] - memory[index] - pods[index],
@@ -347,14 +351,17 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None):
         if trace.get('skipped', {}).get('lines'):
             row['skipped'] = trace['skipped']
         for name in names:
+            extra = []
             if name == 'measured':
                 series, restarts = replay_measured(trace, sampler_every, apply_every, settings, trace_peers,
-                                                   near_after=near_after)
+                                                   near_after=near_after, extra_runs=extra)
             elif name == 'poc':
                 series, restarts = replay_poc(trace)
             else:
                 series, restarts = replay_formula(trace, name)
             scored = score(trace, series, restarts)
+            if near_after is not None and name == 'measured':
+                scored['alert_runs'] = len(extra)  # role runs the alert started, a restart or not
             row[name] = scored
             total = policies[name]
             if total is None:

@@ -109,8 +109,10 @@ options:
         floor (or, with O(cold_start_prior=none) and no class peer, widened by O(single_reading_headroom_factor)).
         They stay floors either way.
       - While the history spans one to two reaction times, the climbs are measured within half the history and scaled
-        up to the reaction time (a leak's climb exactly, a burst's on the safe side). A climb starts at a reading
-        within one sampling interval of a whole horizon from both ends of the history.
+        up to the reaction time (a leak's climb exactly, a burst's on the safe side), the cold-start prior still the floor
+        (or the percentage rules still widened without one). A climb starts at a reading within one sampling interval
+        (the median gap between readings) of a whole horizon from both ends of the history; readings sparser than ten
+        per horizon show no climb.
     type: str
     default: 24h
   jump_headroom_factor:
@@ -120,7 +122,8 @@ options:
     default: 1.5
   cold_start_prior:
     description:
-      - Until the history spans two reaction times (one reading included), the reservation is at least what this
+      - Until the history shows climbs over a whole reaction time (at least two reaction times of readings, one reading
+        included), the reservation is at least what this
         vendor formula reserves (see C(docs/formulas.md)), and more where the history's peak plus headroom is more;
         with one reading this replaces widening the headroom around it. V(none) widens the headroom by
         O(single_reading_headroom_factor) as before.

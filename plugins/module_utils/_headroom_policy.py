@@ -32,15 +32,16 @@ together (``reservations_pool_class``): each node's first decision returns what 
 tells its class (``class_record``), and a node that the class would change decides
 again with its peers' records (the facts module's ``class_peers``).
 
-Cold start: until a node's history spans two reaction times its climbs are
-unknown or scaled up from half a short history. The prior is the largest
+Cold start: until a node's history shows climbs over a whole reaction time (two
+reaction times of dense enough readings) its climbs are unknown or scaled up
+from half a short history. The prior is the largest
 reservation recommended for a node of its class that has such a history, measured
 in the same run (``class_prior``); with none, the vendor formula named by
 ``cold_start_prior`` (``docs/formulas.md``); in either case a floor: the
 reservation is the larger of the prior and the reading plus headroom, so a day of
 history that climbs past what the formula reserves raises it (a formula sized for
 the machine can under-reserve a busy small node). The history alone decides once it
-spans two reaction times.
+shows climbs over a whole reaction time.
 
 The near-reservation flag: ``near_reservation`` is true when a reading comes within
 the headroom of what is reserved, so an alert or a scheduled job can apply sooner
@@ -71,29 +72,38 @@ def _sliding_max_before(times, values, window):
     return result
 
 
+# A history with fewer readings than this per reaction time (the role's own daily readings without the
+# sampler) cannot show how use climbs within it: spot readings a reaction time apart are not climbs.
+MIN_READINGS_PER_REACTION = 10
+
+
 def start_slack(times, reaction_seconds):
-    """How far a climb's start may sit from a whole reaction time of history on either side.
+    """How far a climb's start may sit from a whole reaction time of history on either side, or None.
 
     Readings rarely fall on the exact second a whole reaction time from the history's ends (the
-    sampler's clock, the module's own reading at run time): one sampling interval (the median gap
-    between readings), at most a tenth of the reaction time, so a sparse history is not stretched.
+    sampler's clock, the module's own reading at run time): one sampling interval, the median gap
+    between readings. None when that gap is more than a tenth of the reaction time (fewer than
+    ``MIN_READINGS_PER_REACTION`` readings per reaction time): too sparse to measure climbs.
     """
     gaps = sorted(b - a for a, b in zip(times, times[1:]))
     if not gaps:
-        return 0.0
-    return min(gaps[len(gaps) // 2], reaction_seconds / 10.0)
+        return None
+    gap = gaps[len(gaps) // 2]
+    return gap if gap <= reaction_seconds / float(MIN_READINGS_PER_REACTION) else None
 
 
 def largest_jump(times, values, reaction_seconds, window_seconds):
     """The largest climb above the running peak within ``reaction_seconds``, and how many windows it rests on.
 
     Returns (jump, windows) where windows is the count of whole reaction times the history spans;
-    (None, 0) when it spans fewer than two (one to establish a peak, one to climb past it), or when no
-    reading lies where a climb can start (``start_slack``).
+    (None, 0) when it spans fewer than two (one to establish a peak, one to climb past it); (None, windows)
+    when the readings are too sparse or none lies where a climb can start (``start_slack``).
     """
     if len(times) < 2 or times[-1] - times[0] < 2 * reaction_seconds:
         return None, 0
     slack = start_slack(times, reaction_seconds)
+    if slack is None:
+        return None, int((times[-1] - times[0]) // reaction_seconds)
     before = _sliding_max_before(times, values, window_seconds)
     # Forward max over (t, t + reaction]: a second pass with a deque over indices in time order.
     after = [None] * len(values)
@@ -148,6 +158,7 @@ def jumps(samples, reaction_seconds, window_seconds):
               'memory_bytes': None, 'millicores': None}
     if horizon is None:
         return result
+    result['too_sparse'] = start_slack(times, horizon) is None
     scale = reaction_seconds / float(horizon)
     for key, field in (('memory_bytes', 'non_pod_bytes'), ('millicores', 'non_pod_millicores')):
         climb, windows = largest_jump(times, [s[field] for s in samples], horizon, window_seconds)

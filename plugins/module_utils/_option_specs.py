@@ -96,8 +96,8 @@ OPTIONS = {
                              'climb to a new peak within it', 'duration', rule='duration'),
     'jump_headroom_factor': _option('float', 1.5, 'multiplies the largest climb within the reaction time',
                                     'factor', rule=AT_LEAST_1),
-    'cold_start_prior': _option('str', 'gke', 'until the history spans two reaction times, reserve at least this '
-                                'vendor formula',
+    'cold_start_prior': _option('str', 'gke', 'until the history shows climbs over a whole reaction time, reserve at '
+                                'least this vendor formula',
                                 choices=['none'] + VENDOR_FORMULAS),
     'class_peers': _option('list', None, "what the other nodes of the run told their class (each one's "
                            'class_record): climbs to pool, reservations for a cold start', elements='dict'),

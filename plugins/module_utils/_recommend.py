@@ -161,8 +161,14 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
                         describe_bytes(basis['non_pod_bytes']), basis['non_pod_millicores'],
                         ('; raised to the peak of the stabilization window' if basis.get('stabilized') else '')))
         if short_history:
-            why = ('it spans less than one reaction time' if basis['span_seconds'] < basis['jumps']['reaction_seconds']
-                   else 'no reading lies where a climb over the reaction time can start')
+            jumps_seen = basis.get('jumps') or {}
+            if basis['span_seconds'] < jumps_seen.get('reaction_seconds', float('inf')):
+                why = 'it spans less than one reaction time'
+            elif jumps_seen.get('too_sparse'):
+                why = ('its readings are too sparse to show climbs: fewer than %d per reaction time; the sampler '
+                       'records one a minute' % _headroom_policy.MIN_READINGS_PER_REACTION)
+            else:
+                why = 'no reading lies where a climb over the reaction time can start'
             lines.append('the history shows no climb to a new peak yet (%s)' % why)
         if scaled_climbs:
             jumps_seen = basis['jumps']
@@ -180,8 +186,8 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
                 options[key] *= factor
             for key in ('memory_headroom_min_bytes', 'cpu_headroom_min_millicores'):
                 options[key] = int(options[key] * factor)
-            lines.append('no cold-start prior: the percentage rule and minimum widened %.1fx until the history shows '
-                         'climbs over a whole reaction time' % factor)
+            lines.append('the percentage rule and minimum widened %.1fx until the history shows climbs over a whole '
+                         'reaction time' % factor)
     non_pod_used = max(0, int(basis['non_pod_bytes']))
 
     jumps = basis.get('jumps') or {}

@@ -76,9 +76,23 @@ def test_a_sparse_history_says_why_it_measures_no_climb():
                 'kubepods_working_set_bytes': 0, 'kube_components_working_set_bytes': 0,
                 'capacity_millicores': 2000, 'non_pod_millicores': 100, 'kube_components_millicores': 0}
     result = _recommend.recommend(measured, None, None, basis, _formulas.all_formulas(4 * GIB, 2, 110))
-    assert any('no reading lies where a climb over the reaction time can start' in line
-               for line in result['explanation'])
+    assert any('too sparse to show climbs' in line for line in result['explanation'])
     assert any(line.startswith('the cold-start prior') for line in result['explanation'])
+
+
+def test_daily_spot_readings_are_no_climbs():
+    # Without the sampler the history holds the role's own readings, one a run: three spot readings a day apart
+    # (a run 10 and 5 min late) say nothing of how use climbs within a day. The prior stays.
+    history = [{'t': t, 'non_pod_bytes': value * MIB, 'non_pod_millicores': 100}
+               for t, value in ((0, 600), (DAY + 600, 650), (2 * DAY + 300, 700))]
+    jumps = _headroom_policy.jumps(history, DAY, 7 * DAY)
+    assert jumps['memory_bytes'] is None and jumps['too_sparse']
+    # One reading a minute is dense enough; one every 2.4 h (a tenth of the day) just so.
+    assert _headroom_policy.start_slack([0, 60, 120], DAY) == 60
+    assert _headroom_policy.start_slack([0, 8640, 17280], DAY) == 8640
+    assert _headroom_policy.start_slack([0, 8641, 17282], DAY) is None
+    # The median gap, not the largest: a sampler that was down for a day still measures.
+    assert _headroom_policy.start_slack([0, 60, 120, 180, 180 + DAY], DAY) == 60
 
 
 def _day_of_history(values_mib):
