@@ -424,9 +424,10 @@ def main(argv):
     if not traces:
         parser.error('no *.jsonl traces in %s' % args.traces)
     for trace in traces:
-        if trace.get('skipped', {}).get('lines'):
-            print('%s: %d line(s) skipped, not replayed: %s' % (trace['name'], trace['skipped']['lines'],
-                                                               '; '.join(trace['skipped']['first'])), file=sys.stderr)
+        skipped = trace.get('skipped') or {}
+        if skipped.get('lines'):
+            print('%s: %d line(s) skipped, not replayed: %s'
+                  % (trace['name'], skipped['lines'], '; '.join(skipped['first'])), file=sys.stderr)
     near_after = _history.parse_window(args.apply_on_near) if args.apply_on_near else None
     result = run(traces, args.sampler_every, _history.parse_window(args.apply_every), args.pool_class, near_after)
     result['seconds'] = round(time.monotonic() - started, 1)
