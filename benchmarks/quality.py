@@ -217,7 +217,7 @@ def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=No
     ``near_after`` (seconds, ``--apply-on-near``): an extra run when every sampler reading for that long set the
     sampler's near-reservation flag (the ``NodeallocNearReservation`` alert's ``for``), as a job the alert
     starts would: on that node alone (``nodealloc_hosts=<node>``, docs/monitoring.md), so without its class's
-    climbs; the daily runs keep their times. ``extra_runs``: a list the times of those runs are added to.
+    climbs, and with ``allow_decrease`` false, as that job runs; the daily runs keep their times. ``extra_runs``: a list the times of those runs are added to.
     """
     times, memory, cpu = trace['t'], trace['non_pod_bytes'], trace['non_pod_millicores']
     pods = trace.get('kubepods_bytes') or [0] * len(times)
@@ -269,7 +269,9 @@ def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=No
                         'kube_components_millicores': 0,
                         'cpu_weights': {'version': 'v1', 'system_slice_weight': 1024}}
             recommendation = _recommend.recommend(measured, settings, None, basis, formulas)
-            decision = _decision.decide(current, recommendation, settings, basis)
+            # The alert's job runs with reservations_allow_decrease=false (docs/monitoring.md): it only raises.
+            decision = _decision.decide(current, recommendation,
+                                        settings if scheduled else dict(settings, allow_decrease=False), basis)
             if decision['action'] != 'keep':
                 current = {'kube_reserved': decision['kube_reserved'], 'system_reserved': decision['system_reserved']}
                 reserved = _memory_total(current)

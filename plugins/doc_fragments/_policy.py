@@ -72,6 +72,13 @@ options:
         held through it (the recommendation never goes below the peak of this window).
     type: str
     default: 24h
+  allow_decrease:
+    description:
+      - V(false) keeps, per resource, what is reserved where the recommendation is lower (the reason says so); increases
+        act as ever. For a run started to raise the reservation, such as one the C(NodeallocNearReservation) alert
+        starts on a single node, which measures without its class's climbs and could otherwise decide lower.
+    type: bool
+    default: true
   single_reading_headroom_factor:
     description: With no history yet, the headroom is multiplied by this factor, and the explanation says so.
     type: float

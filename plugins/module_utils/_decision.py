@@ -14,7 +14,8 @@ threshold, and each one's decrease waits on its own for the stabilization
 window. The values to write (``kube_reserved`` / ``system_reserved`` in the
 result) take the recommendation only for a resource that moves; a resource that
 keeps is written back as it is now, so a CPU increase never carries an early
-memory decrease through (and vice versa).
+memory decrease through (and vice versa). With ``allow_decrease`` false a
+resource that would decrease keeps (a run started to raise the reservation).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _node_allocatable, _option_specs
 
 DEFAULTS = _option_specs.defaults(('change_threshold_percent', 'change_threshold_min_bytes',
-                                   'change_threshold_min_millicores'))
+                                   'change_threshold_min_millicores', 'allow_decrease'))
 
 
 def _total(reservations, resource, scale):
@@ -102,6 +103,14 @@ def decide(current, recommendation, settings=None, basis=None):
     cpu_action, cpu_delta, cpu_reasons = _decide_resource(
         'cpu', now_cpu, new_cpu, cpu_threshold, options['change_threshold_min_millicores'], 'm', basis,
         recommendation.get('cpu_headroom_millicores') or 0)
+    if not options['allow_decrease']:
+        # A run started to raise the reservation (the near-reservation alert, on one node) never lowers it.
+        if memory_action == 'decrease':
+            memory_action = 'keep'
+            memory_reasons.append('memory decrease not made: allow_decrease is false')
+        if cpu_action == 'decrease':
+            cpu_action = 'keep'
+            cpu_reasons.append('cpu decrease not made: allow_decrease is false')
     actions = {'memory': memory_action, 'cpu': cpu_action}
     if 'increase' in actions.values():
         action = 'increase'

@@ -81,6 +81,8 @@ OPTIONS = {
                           rule=('range', 0, False, 100, True)),
     'stabilization_window': _option('str', '24h', 'how long a lower value must hold before a decrease',
                                     'duration', rule='duration'),
+    'allow_decrease': _option('bool', True, 'decide decreases; false keeps a resource that would decrease (a run '
+                              'started to raise the reservation)'),
     'single_reading_headroom_factor': _option('float', 2.0, 'headroom factor with no history', 'factor',
                                               rule=AT_LEAST_1),
     'min_reserved': _option('str', '256Mi', 'least memory reserved in all', 'quantity', rule='quantity'),

@@ -88,3 +88,17 @@ def test_a_small_increase_acts_when_less_than_half_the_headroom_is_left():
     assert decide(current, recommendation)['memory']['action'] == 'keep'
     recommendation['memory_headroom_bytes'] = 60 * MI  # now 1000 - 980 = 20Mi left, less than half of 60Mi
     assert decide(current, recommendation)['memory']['action'] == 'increase'
+
+
+def test_a_run_that_may_not_decrease_keeps_what_would_fall_and_still_raises():
+    # The near-reservation alert's job: memory would fall by 210 MiB (beyond both thresholds), CPU rises by 100m.
+    allowed = decide(CURRENT, rec(2048 - 210, 300))
+    assert allowed['memory']['action'] == 'decrease' and allowed['cpu']['action'] == 'increase'
+    held = decide(CURRENT, rec(2048 - 210, 300), {'allow_decrease': False})
+    assert held['action'] == 'increase'
+    assert held['memory']['action'] == 'keep' and held['cpu']['action'] == 'increase'
+    assert held['kube_reserved']['memory'] == '1Gi' and held['system_reserved']['memory'] == '1Gi'
+    assert any('allow_decrease is false' in reason for reason in held['reasons'])
+    # Nothing else to do: the whole decision keeps, and a rise still acts.
+    assert decide(CURRENT, rec(2048 - 210, 200), {'allow_decrease': False})['action'] == 'keep'
+    assert decide(CURRENT, rec(2048 + 210, 200), {'allow_decrease': False})['action'] == 'increase'
