@@ -95,3 +95,24 @@ def test_apply_on_near_runs_the_role_once_the_flag_has_held_for_the_alert_s_for(
     assert 60 * 3600 + 900 <= extra[0] <= 60 * 3600 + 900 + step
     exposed = [sum(1 for used, reserved in zip(memory, series) if used > reserved) for series in (daily, near)]
     assert exposed[0] > 0 and exposed[1] < exposed[0]
+
+
+def test_a_run_the_alert_starts_never_lowers_the_reservation():
+    quality_module = _quality_module()
+    # Its class has shown a 500 MiB climb, so the daily (pooled) runs reserve far above this quiet node's 700 MiB.
+    # From 60 h it sits 60 MiB higher, inside the planned headroom: the alert starts runs on the node alone,
+    # whose own climbs call for much less. They run, and they keep.
+    times = list(range(0, 4 * 86400, 60))
+    memory = [(700 + (60 if t >= 60 * 3600 else 0)) * MIB for t in times]
+    trace = {'name': 'pooled', 'mem_total_bytes': 8 * GIB, 'cpus': 2, 'max_pods': 110, 't': times,
+             'non_pod_bytes': memory, 'non_pod_millicores': [100] * len(times)}
+    peer = {'reaction_seconds': 86400.0, 'horizon_seconds': 86400.0, 'windows': 2, 'memory_bytes': 500 * MIB,
+            'millicores': 0}
+    extra = []
+    series, restarts = quality_module.replay_measured(trace, 60, 86400, quality_module.module_defaults(),
+                                                      peers_by_run=[[peer]] * 4, near_after=900, extra_runs=extra)
+    assert extra and min(extra) >= 60 * 3600 + 900
+    assert all(restart % 86400 == 0 for restart in restarts), restarts  # only the daily runs changed anything
+    # From the step to the next daily run, whatever the alert's runs recommended, the reservation stayed.
+    window = [reserved for t, reserved in zip(times, series) if 60 * 3600 <= t < 72 * 3600]
+    assert len(set(window)) == 1

@@ -65,6 +65,14 @@ def test_climbs_are_measured_from_readings_off_the_exact_second():
     assert one_day['horizon_seconds'] < DAY
     # Half a day of a 10 MiB/h leak, scaled to the day (the last minute's growth may fall outside the window).
     assert 236 * MIB <= one_day['memory_bytes'] <= 241 * MIB and 236 <= one_day['millicores'] <= 241
+    # The sampler was down for the 5 min before the middle: the first reading after it, 30 s past, still starts
+    # a climb, its window ending up to one sampling interval past the history's end.
+    gap = [sample for sample in [{'t': 60 * minute, 'non_pod_bytes': (500 + minute // 6) * MIB,
+                                  'non_pod_millicores': 100} for minute in range(24 * 60 + 1)]
+           if not 12 * 60 * 60 - 300 <= sample['t'] <= 12 * 60 * 60]
+    gap.insert(next(i for i, sample in enumerate(gap) if sample['t'] > 12 * HOUR),
+               {'t': 12 * HOUR + 30, 'non_pod_bytes': 620 * MIB, 'non_pod_millicores': 100})
+    assert _headroom_policy.jumps(gap, DAY, 7 * DAY)['memory_bytes'] is not None
 
 
 def test_a_sparse_history_says_why_it_measures_no_climb():
