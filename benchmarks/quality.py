@@ -248,12 +248,11 @@ def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=No
                 history.popleft()
         if applying:
             near_since = None
-            if scheduled:
-                next_apply += apply_every
             samples = list(history)
             basis = _headroom_policy.basis(samples, now, float(settings['percentile']), stabilization, reaction,
                                            window)
             if scheduled:
+                next_apply += apply_every
                 run_times.append(now)
                 if jumps_by_run is not None:
                     jumps_by_run.append(basis['jumps'])

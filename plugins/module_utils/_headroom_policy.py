@@ -92,16 +92,18 @@ def start_slack(times, reaction_seconds):
     return gap if gap <= reaction_seconds / float(MIN_READINGS_PER_REACTION) else None
 
 
-def largest_jump(times, values, reaction_seconds, window_seconds):
+def largest_jump(times, values, reaction_seconds, window_seconds, slack=None):
     """The largest climb above the running peak within ``reaction_seconds``, and how many windows it rests on.
 
     Returns (jump, windows) where windows is the count of whole reaction times the history spans;
     (None, 0) when it spans fewer than two (one to establish a peak, one to climb past it); (None, windows)
-    when the readings are too sparse or none lies where a climb can start (``start_slack``).
+    when the readings are too sparse or none lies where a climb can start (``start_slack``; pass ``slack``
+    when it is already known for these times).
     """
     if len(times) < 2 or times[-1] - times[0] < 2 * reaction_seconds:
         return None, 0
-    slack = start_slack(times, reaction_seconds)
+    if slack is None:
+        slack = start_slack(times, reaction_seconds)
     if slack is None:
         return None, int((times[-1] - times[0]) // reaction_seconds)
     before = _sliding_max_before(times, values, window_seconds)
@@ -158,14 +160,17 @@ def jumps(samples, reaction_seconds, window_seconds):
               'memory_bytes': None, 'millicores': None}
     if horizon is None:
         return result
-    result['too_sparse'] = start_slack(times, horizon) is None
+    slack = start_slack(times, horizon)  # once for memory and CPU: the same readings
+    result['too_sparse'] = slack is None
+    result['windows'] = int(span // horizon)
+    if slack is None:
+        return result
     scale = reaction_seconds / float(horizon)
     for key, field in (('memory_bytes', 'non_pod_bytes'), ('millicores', 'non_pod_millicores')):
-        climb, windows = largest_jump(times, [s[field] for s in samples], horizon, window_seconds)
+        climb, _windows = largest_jump(times, [s[field] for s in samples], horizon, window_seconds, slack)
         if climb is not None and horizon < reaction_seconds:
             climb = int(math.ceil(climb * scale))
         result[key] = climb
-        result['windows'] = windows
     return result
 
 
