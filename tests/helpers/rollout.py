@@ -57,6 +57,11 @@ def run_playbook(fleet, playbook, *extra):
     return result
 
 
+def output_tail(result):
+    """The end of a playbook's stdout and stderr, for an assertion message: a run can fail outside the play's output."""
+    return result.stdout[-3000:] + '\n--- stderr ---\n' + result.stderr[-2000:]
+
+
 def log_output(fleet, stdout, stderr, start):
     test_name = os.environ.get('PYTEST_CURRENT_TEST', 'playbook').split('::')[-1].split(' ')[0]
     with open(os.path.join(fleet['state_dir'], '%s-%d.log' % (test_name, int(start))), 'a') as handle:

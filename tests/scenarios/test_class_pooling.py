@@ -21,7 +21,7 @@ import time
 
 import yaml
 
-from helpers.rollout import ROOT, run_playbook
+from helpers.rollout import ROOT, output_tail, run_playbook
 from nodes import nodeio
 
 GIB = 1 << 30
@@ -62,7 +62,7 @@ def test_a_class_pools_its_climbs_and_gives_a_new_node_its_largest_reservation(f
     result = run_playbook(fresh_fleet, 'playbooks/recommend.yml', '--check', '-enodealloc_report_dir=%s' % tmp_path,
                           '-ereservations_memory_headroom_min_bytes=%d' % SHIPPED_HEADROOM_MIN,
                           '-ereservations_max_reserved_fraction=0.9')
-    assert result.returncode == 0, result.stdout[-3000:]
+    assert result.returncode == 0, output_tail(result)
     with open(tmp_path / 'reservations.json', encoding='utf-8') as handle:
         nodes = {node['host']: node for node in json.load(handle)['nodes']}
     climbing, flat, new = nodes[climbing['name']], nodes[flat['name']], nodes[new['name']]

@@ -16,7 +16,7 @@ import time
 
 import yaml
 
-from helpers.rollout import changed_tasks, recap_changed_counts
+from helpers.rollout import changed_tasks, output_tail, recap_changed_counts
 from nodes import nodeio, testnodes
 from test_safety import WATCHED, differences, run_playbook, snapshot
 
@@ -111,15 +111,15 @@ def test_kubeadm_nodes_get_config_dir_node_by_node_check_mode_and_second_run_cha
         before = {node['name']: snapshot(node, TREES) for node in nodes}
         mark = time.time()
         check = run_playbook(fresh_fleet, 'playbooks/apply.yml', '--check', hosts, ENABLE)
-        assert check.returncode == 0, check.stdout[-3000:]
+        assert check.returncode == 0, output_tail(check)
         assert {n['name']: differences(before[n['name']], snapshot(n, TREES)) for n in nodes} == {n['name']: [] for n in nodes}
         assert all(not events_since(node, mark, 'start') for node in nodes)
         output = ' '.join(check.stdout.split())
-        assert 'Add --config-dir to KUBELET_EXTRA_ARGS] *' in output, check.stdout[-3000:]
+        assert 'Add --config-dir to KUBELET_EXTRA_ARGS] *' in output, output_tail(check)
 
         mark = time.time()
         result = run_playbook(fresh_fleet, 'playbooks/apply.yml', hosts, ENABLE)
-        assert result.returncode == 0, result.stdout[-3000:]
+        assert result.returncode == 0, output_tail(result)
         for node in nodes:
             flags = [a for a in extra_args(node) if a.startswith('--config-dir=')]
             assert len(flags) == 1, extra_args(node)
@@ -146,7 +146,7 @@ def test_kubeadm_nodes_get_config_dir_node_by_node_check_mode_and_second_run_cha
         before = {node['name']: config_snapshot(node) for node in nodes}
         mark = time.time()
         again = run_playbook(fresh_fleet, 'playbooks/apply.yml', hosts, ENABLE)
-        assert again.returncode == 0, again.stdout[-3000:]
+        assert again.returncode == 0, output_tail(again)
         assert set(recap_changed_counts(again.stdout)) == {0}, changed_tasks(again.stdout)
         assert {n['name']: differences(before[n['name']], config_snapshot(n)) for n in nodes} == {
             n['name']: [] for n in nodes}
@@ -172,7 +172,7 @@ def test_a_kubelet_that_will_not_start_with_config_dir_gets_its_old_command_line
                               '-ereservations_health_timeout_seconds=10')
         assert result.returncode != 0
         assert 'put the file back as it was and restarted the kubelet' in ' '.join(result.stdout.split()), \
-            result.stdout[-3000:]
+            output_tail(result)
         assert events_since(node, mark, 'refused')  # it did refuse with the flag
         assert differences(before, snapshot(node, ('/var/lib/kubelet', '/etc/default'))) == []
         deadline = time.monotonic() + 30
@@ -209,7 +209,7 @@ def test_a_kubespray_node_is_stopped_before_anything_is_written(fresh_fleet):
     assert result.returncode != 0
     output = ' '.join(result.stdout.split())
     assert 'is managed by kubespray (kubespray: %s): add kubelet_custom_flags:' % KUBESPRAY_ENV in output, \
-        result.stdout[-3000:]
+        output_tail(result)
     assert '--config-dir=%s' % NODE_CONFIG_DIR in output
     assert differences(before, after) == []
     assert not starts

@@ -24,8 +24,8 @@ import yaml
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._quantity import parse_quantity
 
-from helpers.rollout import (BIN, ROOT, api_node_status, apply, changed_tasks, config_digest, recap_changed_counts,
-                             restart_windows, running_config, starts_since)
+from helpers.rollout import (BIN, ROOT, api_node_status, apply, changed_tasks, config_digest, output_tail,
+                             recap_changed_counts, restart_windows, running_config, starts_since)
 from nodes import nodeio, testnodes
 
 MIB = 1024 * 1024
@@ -45,7 +45,7 @@ def test_happy_path_changes_every_node_once_in_order_and_a_second_run_changes_no
     nodes = fleet['nodes']
     mark = time.time()
     result = apply(fleet)
-    assert result.returncode == 0, result.stdout[-3000:]
+    assert result.returncode == 0, output_tail(result)
     for node in nodes:
         starts = starts_since(node, mark)
         assert len(starts) == 1, (node['name'], starts)  # one restart each
@@ -81,7 +81,7 @@ def test_happy_path_changes_every_node_once_in_order_and_a_second_run_changes_no
     second_mark = time.time()
     # With a pause between batches: a batch whose nodes all keep their reservations has nothing to wait for.
     again = apply(fleet, '-e', 'reservations_pause_seconds=20')
-    assert again.returncode == 0, again.stdout[-3000:]
+    assert again.returncode == 0, output_tail(again)
     # Both resources' lines and what follows each (a wrapped line ends the figure): which one moved, and by which rule.
     lines = again.stdout.splitlines()
     decisions = [' '.join(lines[i:i + 2]) for i, line in enumerate(lines)
@@ -170,7 +170,7 @@ def test_refused_config_is_rolled_back_byte_for_byte_and_the_rollout_halts(rollo
     mark = time.time()
     result = apply(fleet, '-e', 'reservations_health_timeout_seconds=20')
     assert result.returncode != 0
-    assert 'Restored /var/lib/kubelet/config.yaml from' in result.stdout, result.stdout[-3000:]
+    assert 'Restored /var/lib/kubelet/config.yaml from' in result.stdout, output_tail(result)
     assert config_digest(first) != before[first['name']]  # the node before it was changed
     assert config_digest(bad) == before[bad['name']]  # rolled back byte for byte
     bad_log = [e for e in nodeio.events(bad) if e['time'] >= mark]
@@ -187,7 +187,7 @@ def test_check_mode_touches_nothing(fresh_fleet):
     digests = [config_digest(n) for n in fresh_fleet['nodes']]
     mark = time.time()
     result = apply(fresh_fleet, check=True)
-    assert result.returncode == 0, result.stdout[-3000:]
+    assert result.returncode == 0, output_tail(result)
     assert [config_digest(n) for n in fresh_fleet['nodes']] == digests
     assert all(not starts_since(n, mark) for n in fresh_fleet['nodes'])
     for node in fresh_fleet['nodes']:
@@ -224,7 +224,7 @@ def test_slow_but_within_timeout_passes(fresh_fleet):
     nodeio.set_faults(slow, {'healthy_after_seconds': 6})
     mark = time.time()
     result = apply(fresh_fleet, '-e', 'reservations_health_timeout_seconds=30')
-    assert result.returncode == 0, result.stdout[-3000:]
+    assert result.returncode == 0, output_tail(result)
     log = [e for e in nodeio.events(slow) if e['time'] >= mark]
     start = [e['time'] for e in log if e['event'] == 'start'][-1]
     healthy = [e['time'] for e in log if e['event'] == 'healthy' and e['time'] >= start][0]
@@ -240,7 +240,7 @@ def test_rollback_playbook_restores_the_last_backup(fresh_fleet):
     assert config_digest(node) != original
     assert nodeio.read_bytes(node, '/var/lib/nodealloc/reservation.json') is not None
     result = apply(fresh_fleet, '-e', 'nodealloc_hosts=%s' % node['name'], playbook='playbooks/rollback.yml')
-    assert result.returncode == 0, result.stdout[-3000:]
+    assert result.returncode == 0, output_tail(result)
     assert config_digest(node) == original
     # The applied reservation is gone with it: the sampler's near-reservation flag no longer compares with it.
     assert nodeio.read_bytes(node, '/var/lib/nodealloc/reservation.json') is None
@@ -249,7 +249,7 @@ def test_rollback_playbook_restores_the_last_backup(fresh_fleet):
     # Rolling back onto the config already in force changes nothing and restarts nothing.
     mark = time.time()
     result = apply(fresh_fleet, '-e', 'nodealloc_hosts=%s' % node['name'], playbook='playbooks/rollback.yml')
-    assert result.returncode == 0 and not any(recap_changed_counts(result.stdout)), result.stdout[-3000:]
+    assert result.returncode == 0 and not any(recap_changed_counts(result.stdout)), output_tail(result)
     assert not starts_since(node, mark)
     # The role's variables apply to a rollback as to the rollout: with a change to undo again, a /healthz URL
     # nothing answers on fails the rollback, naming it; the node keeps the restored backup.
@@ -258,7 +258,7 @@ def test_rollback_playbook_restores_the_last_backup(fresh_fleet):
     unanswered = 'http://127.0.0.1:9/healthz'
     result = apply(fresh_fleet, '-e', 'nodealloc_hosts=%s' % node['name'], '-e', 'reservations_healthz_url=%s' % unanswered,
                    '-e', 'reservations_health_timeout_seconds=4', playbook='playbooks/rollback.yml')
-    assert result.returncode != 0 and unanswered in result.stdout, result.stdout[-3000:]
+    assert result.returncode != 0 and unanswered in result.stdout, output_tail(result)
     assert config_digest(node) == original
 
 

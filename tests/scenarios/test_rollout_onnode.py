@@ -10,7 +10,7 @@ import subprocess
 import time
 
 from helpers.rollout import (ROOT, STEP_DIR, apply, changed_tasks, command_for, config_digest, healthy_on_last_start,
-                             leftovers, log_output, running_config, starts_since, wait_for)
+                             leftovers, log_output, output_tail, running_config, starts_since, wait_for)
 from nodes import nodeio
 from test_rollout import INITIAL_SYSTEM_RESERVED
 
@@ -23,7 +23,7 @@ def test_kubelet_dying_after_looking_healthy_is_caught_by_the_soak_and_halts(rol
     mark = time.time()
     result = apply(fleet, '-e', 'reservations_health_soak_seconds=30')  # the shipped soak
     assert result.returncode != 0
-    assert 'did not stay healthy for the 30 s soak' in result.stdout, result.stdout[-3000:]
+    assert 'did not stay healthy for the 30 s soak' in result.stdout, output_tail(result)
     assert 'Restored /var/lib/kubelet/config.yaml from' in result.stdout
     assert config_digest(first) != before[first['name']]
     assert config_digest(dying) == before[dying['name']]  # rolled back byte for byte
@@ -59,7 +59,7 @@ def test_controller_killed_between_write_and_health_leaves_a_verified_node(rollo
     assert last is not None and last['system_reserved'] == running_config(node)['systemReserved']
     second_mark = time.time()
     again = apply(fleet, '-e', 'nodealloc_hosts=%s' % node['name'])
-    assert again.returncode == 0, again.stdout[-3000:]
+    assert again.returncode == 0, output_tail(again)
     assert not starts_since(node, second_mark), changed_tasks(again.stdout)  # converged: nothing changed
     assert not leftovers(node)
 

@@ -13,7 +13,7 @@ import hashlib
 import os
 import time
 
-from helpers.rollout import run_playbook, starts_since
+from helpers.rollout import output_tail, run_playbook, starts_since
 from nodes import nodeio, testnodes
 
 WATCHED = ('/var/lib/kubelet', '/etc/kubernetes', '/var/lib/nodealloc', '/etc/systemd')
@@ -64,17 +64,17 @@ def test_check_mode_of_every_playbook_leaves_every_file_byte_identical(fresh_fle
     after = {node['name']: snapshot(node) for node in nodes}
     assert {name: differences(before[name], after[name]) for name in before} == {name: [] for name in before}
     assert all(not starts_since(node, mark) for node in nodes)
-    assert recommend.returncode == 0, recommend.stdout[-3000:]
-    assert apply.returncode == 0, apply.stdout[-3000:]
+    assert recommend.returncode == 0, output_tail(recommend)
+    assert apply.returncode == 0, output_tail(apply)
     # Every node would change (the first run's change is far above the thresholds), so check mode was
     # exercised on the write path, towards the drop-in directory the kubelets read.
     output = ' '.join(apply.stdout.split())  # the YAML callback wraps long lines
     assert output.count('increase (unit kubelet.service, config /var/lib/kubelet/config.yaml, drop-in dir '
-                        '/etc/kubernetes/kubelet.conf.d)') == len(nodes), apply.stdout[-3000:]
+                        '/etc/kubernetes/kubelet.conf.d)') == len(nodes), output_tail(apply)
     # The restore is one on-node step; check mode ran it on the node (it reports the change it would make).
     output = ' '.join(rollback.stdout.split())
-    assert 'TASK [Restore the newest backup, restart and verify on the node] *' in output, rollback.stdout[-3000:]
-    assert 'changed: [%s]' % first['name'] in output, rollback.stdout[-3000:]
+    assert 'TASK [Restore the newest backup, restart and verify on the node] *' in output, output_tail(rollback)
+    assert 'changed: [%s]' % first['name'] in output, output_tail(rollback)
 
 
 def test_a_reservation_flag_on_the_command_line_is_refused_before_any_write(fresh_fleet):
@@ -105,6 +105,6 @@ def test_a_reservation_flag_on_the_command_line_is_refused_before_any_write(fres
     assert result.returncode != 0
     assert 'refused before writing anything' in result.stdout
     assert '--kube-reserved=cpu=100m,memory=100Mi (from ExecStart in %s)' % FLAG_DROP_IN in result.stdout, \
-        result.stdout[-3000:]
+        output_tail(result)
     assert differences(before, after) == []
     assert not starts_since(node, mark)
