@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/quality.py [--json|--markdown] [--days D] [--seed S[,S...]] [--traces DIR]
                                     [--sampler-every SECONDS] [--apply-every DURATION] [--apply-on-near DURATION]
-                                    [--[no-]pool-class] [--write-traces DIR]
+                                    [--[no-]pool-class] [--option NAME=VALUE ...] [--write-traces DIR]
 
 Traces (docs/benchmarks.md, "Quality"):
   generated (default): one node per size in CONFIGS, a point every 5 s over --days days, seeded by --seed.
@@ -15,7 +15,8 @@ Traces (docs/benchmarks.md, "Quality"):
 
 Policies:
   measured: the collection's own code (_headroom_policy.basis, _recommend.recommend, _decision.decide, with
-      the module's default options); the sampler records a reading every --sampler-every seconds (60), and
+      the module's default options, or those --option sets, as -e reservations_NAME=VALUE would on a role run);
+      the sampler records a reading every --sampler-every seconds (60), and
       what the role decides takes effect only at each run, every --apply-every (24h), starting at t = 0
       with one reading and no history;
   measured with --apply-on-near D: the same, and a run as soon as the sampler has flagged the node's memory
@@ -46,6 +47,8 @@ import random
 import sys
 import time
 
+import yaml
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, '.build'))
 
@@ -68,7 +71,7 @@ def _pareto(rng, scale, alpha, cap):
 
 
 def generated_trace(size_gib, cpus, pods_mean, days, rng):
-    """One node's non-pod memory and CPU, a point every 5 s."""
+    """One node's non-pod memory and CPU, a point every 5 s (and the log bursts' share of the memory)."""
     step = GENERATED_STEP_SECONDS
     points = days * DAY // step
     capacity = size_gib * GIB
@@ -83,7 +86,7 @@ def generated_trace(size_gib, cpus, pods_mean, days, rng):
     leak = cache = 0.0
     next_runtime_restart = rng.uniform(1, 4) * DAY
     burst_left = burst = 0.0
-    memory, cpu = [], []
+    memory, cpu, bursts = [], [], []
     for index in range(points):
         now = index * step
         # Pod churn: about one start or stop a minute, drifting towards a daily-varying target.
@@ -108,10 +111,13 @@ def generated_trace(size_gib, cpus, pods_mean, days, rng):
         burst_left -= step
         value = base + pods * per_pod + held + leak + cache + extra + rng.gauss(0, 4 * MIB)
         memory.append(int(max(0, value)))
+        bursts.append(int(extra))
         cpu.append(int(max(0, 40 + pods * 3 + (250 if extra else 0) + rng.gauss(0, 15))))
     return {'name': 'generated %dGiB %dcpu %dpods' % (size_gib, cpus, pods_mean),
             'mem_total_bytes': capacity, 'cpus': cpus, 'max_pods': max(110, pods_mean),
-            't': [index * step for index in range(points)], 'non_pod_bytes': memory, 'non_pod_millicores': cpu}
+            't': [index * step for index in range(points)], 'non_pod_bytes': memory, 'non_pod_millicores': cpu,
+            # What no node knows, for benchmarks/quality_bounds.py: the log-burst part of each point, and its cap.
+            'log_burst_bytes': bursts, 'log_burst_cap_bytes': int(burst_cap)}
 
 
 def generated_traces(days, seeds):
@@ -201,6 +207,20 @@ def module_defaults():
     """The module's own defaults, as the role passes them."""
     return {name: option['default'] for name, option in _option_specs.OPTIONS.items()
             if _option_specs.FACTS in option['modules']}
+
+
+def parse_option(text):
+    """(name, value) of a facts module option from NAME=VALUE, the value read as YAML (as -e reads it); or ValueError."""
+    name, equals, raw = text.partition('=')
+    defaults = module_defaults()
+    if not equals or name not in defaults:
+        raise ValueError('%r: expected NAME=VALUE, NAME one of the facts module options: %s'
+                         % (text, ', '.join(sorted(defaults))))
+    value = raw if _option_specs.OPTIONS[name]['type'] == 'str' else yaml.safe_load(raw)
+    reason = _option_specs.problem(name, value)
+    if reason:
+        raise ValueError('%s: %r %s' % (name, value, reason))
+    return name, value
 
 
 def _memory_total(reserved):
@@ -341,8 +361,8 @@ def class_peers(traces, sampler_every, apply_every, settings):
     return result
 
 
-def run(traces, sampler_every, apply_every, pool_class=True, near_after=None):
-    settings = module_defaults()
+def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, options=None):
+    settings = dict(module_defaults(), **(options or {}))
     names = ['measured', 'poc'] + list(_formulas.FORMULAS)
     policies = collections.OrderedDict((name, None) for name in names)
     per_trace = []
@@ -380,6 +400,7 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None):
     return {'traces': len(traces), 'points': sum(len(t['t']) for t in traces),
             'trace_names': [t['name'] for t in traces], 'sampler_every_seconds': sampler_every,
             'apply_every_seconds': apply_every, 'apply_on_near_seconds': near_after, 'pool_class': pool_class,
+            'options': dict(options or {}),
             'policies': policies, 'per_trace': per_trace}
 
 
@@ -411,6 +432,9 @@ def main(argv):
     parser.add_argument('--pool-class', action=argparse.BooleanOptionalAction, default=True,
                         help='pool the climbs of the traces of one node class (memory size, CPUs), as the role does '
                              'over an inventory by default (reservations_pool_class); --no-pool-class: each node alone')
+    parser.add_argument('--option', action='append', default=[], metavar='NAME=VALUE',
+                        help='replay the measured policy with this facts module option set (repeatable), e.g. '
+                             'jump_headroom_factor=1.0; the defaults otherwise')
     parser.add_argument('--live-seconds', type=int, default=0,
                         help='ignored: a trace recorded by the collection itself is no longer scored')
     args = parser.parse_args(argv)
@@ -430,7 +454,12 @@ def main(argv):
             print('%s: %d line(s) skipped, not replayed: %s'
                   % (trace['name'], skipped['lines'], '; '.join(skipped['first'])), file=sys.stderr)
     near_after = _history.parse_window(args.apply_on_near) if args.apply_on_near else None
-    result = run(traces, args.sampler_every, _history.parse_window(args.apply_every), args.pool_class, near_after)
+    try:
+        options = dict(parse_option(text) for text in args.option)
+    except ValueError as exc:
+        parser.error(str(exc))
+    result = run(traces, args.sampler_every, _history.parse_window(args.apply_every), args.pool_class, near_after,
+                 options)
     result['seconds'] = round(time.monotonic() - started, 1)
     if args.json:
         print(json.dumps(result, indent=2))

@@ -116,3 +116,20 @@ def test_a_run_the_alert_starts_never_lowers_the_reservation():
     # From the step to the next daily run, whatever the alert's runs recommended, the reservation stayed.
     window = [reserved for t, reserved in zip(times, series) if 60 * 3600 <= t < 72 * 3600]
     assert len(set(window)) == 1
+
+
+def test_an_option_set_on_the_command_line_reaches_the_measured_policy_and_a_bad_one_is_refused():
+    def measured(*extra):
+        result = quality('--json', '--days', '3', '--seed', '1', *extra)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    shipped, smaller = measured(), measured('--option', 'jump_headroom_factor=1.0')
+    assert smaller['options'] == {'jump_headroom_factor': 1.0} and shipped['options'] == {}
+    # A smaller factor on the climbs leaves less headroom from day 2 on; the vendor formulas do not move.
+    assert smaller['policies']['measured']['waste_gib_hours'] < shipped['policies']['measured']['waste_gib_hours']
+    assert smaller['policies']['gke'] == shipped['policies']['gke']
+    for bad, reason in (('jump_headroom_factor=0.5', 'must be >= 1'), ('no_such_option=1', 'expected NAME=VALUE'),
+                        ('cold_start_prior', 'expected NAME=VALUE')):
+        refused = quality('--json', '--days', '2', '--option', bad)
+        assert refused.returncode == 2 and not refused.stdout and reason in refused.stderr, refused.stderr
