@@ -28,7 +28,7 @@ def test_the_burst_covering_bound_holds_every_burst_and_reserves_at_least_each_d
     # generator's recorded burst share is what it added at that point, and no larger than the cap it drew them under.
     assert result['burst-covering']['exposure_after_warmup'] == 0, result
     assert result['burst-covering-from-day-0']['exposure_samples'] == 0, result
-    # Each day it reserves at least that day's peak, so never less than the clairvoyant reservation (both GKE's on day 0).
+    # Each day it reserves at least that day's peak: never less than the clairvoyant reservation (both GKE's on day 0).
     assert result['burst-covering']['waste_gib_hours'] >= result['clairvoyant']['waste_gib_hours']
     # The only difference between the two is day 0, where GKE's reservation is replaced by the bound's own.
     assert result['burst-covering-from-day-0']['waste_gib_hours'] != result['burst-covering']['waste_gib_hours']
