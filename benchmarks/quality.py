@@ -209,14 +209,57 @@ def module_defaults():
             if _option_specs.FACTS in option['modules']}
 
 
+# The node's own business, not the policy's: where its files are, how long its CPU sample lasts, whether it records.
+NODE_OPTIONS = ('sample_seconds', 'kubelet_config_path', 'history_path', 'record')
+
+
+def replayed_options():
+    """What --option may set: the options roles/reservations/tasks/measure.yml passes the facts module, but the node's."""
+    with open(os.path.join(ROOT, 'roles', 'reservations', 'tasks', 'measure.yml'), encoding='utf-8') as handle:
+        tasks = yaml.safe_load(handle)
+    passed = next(task['nodealloc.kubelet.node_reservation_facts'] for task in tasks
+                  if 'nodealloc.kubelet.node_reservation_facts' in task)
+    return tuple(name for name in passed if name not in NODE_OPTIONS)
+
+
+REPLAYED_OPTIONS = replayed_options()
+
+
+def _option_value(name, raw):
+    """The value of option ``name`` from its text as -e would read it (YAML), of the option's type, or ValueError."""
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise ValueError('%s: %r is not a value (%s)' % (name, raw, getattr(exc, 'problem', None) or exc)) from exc
+    if value is None or value == '':
+        raise ValueError('%s: a value is needed' % name)
+    kind = _option_specs.OPTIONS[name]['type']
+    if kind == 'bool':
+        if not isinstance(value, bool):
+            raise ValueError('%s: %r must be true or false' % (name, raw))
+        return value
+    if kind in ('int', 'float'):
+        try:
+            number = float(value) if not isinstance(value, bool) else None
+        except (TypeError, ValueError):
+            number = None
+        if number is None or number != number or number in (float('inf'), float('-inf')):
+            raise ValueError('%s: %r must be a number (%s)' % (name, raw, kind))
+        if kind == 'int' and not number.is_integer():
+            raise ValueError('%s: %r must be a whole number' % (name, raw))
+        return int(number) if kind == 'int' else number
+    if isinstance(value, (dict, list)):
+        raise ValueError('%s: %r must be a single value' % (name, raw))
+    return str(value)
+
+
 def parse_option(text):
-    """(name, value) of a facts module option from NAME=VALUE, the value read as YAML (as -e reads it); or ValueError."""
+    """(name, value) of a replayed facts module option from NAME=VALUE (``REPLAYED_OPTIONS``), or ValueError."""
     name, equals, raw = text.partition('=')
-    defaults = module_defaults()
-    if not equals or name not in defaults:
-        raise ValueError('%r: expected NAME=VALUE, NAME one of the facts module options: %s'
-                         % (text, ', '.join(sorted(defaults))))
-    value = raw if _option_specs.OPTIONS[name]['type'] == 'str' else yaml.safe_load(raw)
+    if not equals or name not in REPLAYED_OPTIONS:
+        raise ValueError('%r: expected NAME=VALUE, NAME one of the options the replay uses: %s'
+                         % (text, ', '.join(sorted(REPLAYED_OPTIONS))))
+    value = _option_value(name, raw)
     reason = _option_specs.problem(name, value)
     if reason:
         raise ValueError('%s: %r %s' % (name, value, reason))
@@ -245,7 +288,8 @@ def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=No
     window = _history.parse_window(settings['history_window'])
     stabilization = _history.parse_window(settings['stabilization_window'])
     reaction = _history.parse_window(settings['reaction_time'])
-    formulas = _formulas.all_formulas(trace['mem_total_bytes'], trace['cpus'], trace['max_pods'])
+    formulas = _formulas.all_formulas(trace['mem_total_bytes'], trace['cpus'], trace['max_pods'],
+                                      settings['openshift_sizing_version'])
     history = collections.deque()
     current = {'kube_reserved': {}, 'system_reserved': {}}
     reserved, series, restarts, run_times = 0, [], [], []
@@ -434,7 +478,8 @@ def main(argv):
                              'over an inventory by default (reservations_pool_class); --no-pool-class: each node alone')
     parser.add_argument('--option', action='append', default=[], metavar='NAME=VALUE',
                         help='replay the measured policy with this facts module option set (repeatable), e.g. '
-                             'jump_headroom_factor=1.0; the defaults otherwise')
+                             'jump_headroom_factor=1.0; the defaults otherwise. NAME: one of '
+                             + ', '.join(REPLAYED_OPTIONS))
     parser.add_argument('--live-seconds', type=int, default=0,
                         help='ignored: a trace recorded by the collection itself is no longer scored')
     args = parser.parse_args(argv)

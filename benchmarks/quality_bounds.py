@@ -17,8 +17,10 @@ benchmarks/quality.py's own score():
       a burst of any size the generator makes, whenever it comes;
   burst-covering-from-day-0: the same on day 0 too, with no cold-start prior at all.
 
-If burst-covering wastes more than 0.5x GKE's, no policy applied daily that holds every burst the
-generator can make meets the waste target on these traces, whatever it knows of the days ahead.
+If burst-covering wastes more than 0.5x GKE's, no policy applied daily that starts from GKE's reservation
+on day 0 (the measured policy's prior) and holds every burst the generator can make, whenever it comes,
+meets the waste target on these traces, whatever it knows of the days ahead. It bounds nothing for a
+policy that holds only the bursts that do come (the clairvoyant one).
 """
 
 from __future__ import annotations
