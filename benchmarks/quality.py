@@ -42,6 +42,7 @@ import argparse
 import collections
 import glob
 import json
+import math
 import os
 import random
 import sys
@@ -243,7 +244,7 @@ def _option_value(name, raw):
             number = float(value) if not isinstance(value, bool) else None
         except (TypeError, ValueError):
             number = None
-        if number is None or number != number or number in (float('inf'), float('-inf')):
+        if number is None or not math.isfinite(number):
             raise ValueError('%s: %r must be a number (%s)' % (name, raw, kind))
         if kind == 'int' and not number.is_integer():
             raise ValueError('%s: %r must be a whole number' % (name, raw))
