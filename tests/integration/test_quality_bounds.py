@@ -11,7 +11,6 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BOUNDS = os.path.join(ROOT, 'benchmarks', 'quality_bounds.py')
-QUALITY = os.path.join(ROOT, 'benchmarks', 'quality.py')
 
 
 def bounds(*args):
@@ -30,17 +29,14 @@ def test_the_burst_covering_bounds_run_and_are_never_exposed():
     assert result['burst-covering-from-day-0']['exposure_samples'] == 0, result
 
 
-def _module(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _quality_bounds():
+    """benchmarks/quality_bounds.py as a module; its ``quality`` attribute is benchmarks/quality.py (the generator)."""
     saved = list(sys.path)
     try:
-        return _module('quality_bounds_under_test', BOUNDS)  # it puts benchmarks/ on sys.path to import quality
+        spec = importlib.util.spec_from_file_location('quality_bounds_under_test', BOUNDS)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # it puts benchmarks/ on sys.path to import quality
+        return module
     finally:
         sys.path[:] = saved
 
@@ -70,7 +66,7 @@ def test_the_burst_covering_reservation_lies_between_the_day_s_peak_and_the_peak
 def test_the_generator_records_a_burst_only_where_it_adds_one():
     # The bound subtracts the recorded burst share from each point: recorded where there is none, or larger than the
     # burst, it would lower the level and flatter the bound; recorded nowhere, it would count bursts twice.
-    quality = _module('quality_for_bounds', QUALITY)
+    quality = _quality_bounds().quality
     trace = quality.generated_trace(16, 4, 40, 2, random.Random(7))
     bursts, cap = trace['log_burst_bytes'], trace['log_burst_cap_bytes']
     assert len(bursts) == len(trace['non_pod_bytes'])
