@@ -6,7 +6,8 @@ and the runtime stand-in run as kubelet.service and containerd.service in the sy
 guest's systemd made. On the guest, one script reads /proc/meminfo and the kubepods cgroup files,
 runs the module's measuring code (_facts.gather, as the module does), and reads them again; the
 module's figures must lie between the two reads (MemAvailable: within the range of reads taken every
-millisecond throughout, as it moves both ways), and its derived figures must follow from them exactly. Nothing the test asserts was written by the test into the code under test.
+millisecond throughout, as it moves both ways), and its derived figures must follow from them exactly.
+Nothing the test asserts was written by the test into the code under test.
 """
 
 from __future__ import annotations
