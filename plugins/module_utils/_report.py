@@ -138,8 +138,8 @@ def _node(host, result):
         'capacity_millicores': capacity_millicores,
         'capacity_memory_bytes': capacity_memory_bytes,
         # No kubelet, or one run by flags alone: apply refuses, so there is no diff to show.
-        'config_diff': [] if no_kubelet or not kubelet_config else _apply_diff(current, recommendation, decision,
-                                                                                kubelet_config),
+        'config_diff': ([] if no_kubelet or not kubelet_config
+                        else _apply_diff(current, recommendation, decision, kubelet_config)),
         'capacity': result['capacity'],
         'current': None if not current else {
             'kube_reserved': current.get('kube_reserved') or {},

@@ -127,9 +127,12 @@ def _bar_chart(name, bars, capacity, step, tick, axis_label):
     top = max(top, step)
     plot = BAR_WIDTH - (0 if on_scale or not capacity else 40)
     height = len(bars) * BAR_STEP + 44
-    x_of = lambda value: LABEL_WIDTH + plot * min(value, top) / float(top)  # noqa: E731
-    parts = ['<svg width="%d" height="%d" role="img" aria-label="%s">' % (LABEL_WIDTH + BAR_WIDTH + VALUE_WIDTH,
-                                                                         height, _e(name))]
+
+    def x_of(value):
+        return LABEL_WIDTH + plot * min(value, top) / float(top)
+
+    parts = ['<svg width="%d" height="%d" role="img" aria-label="%s">'
+             % (LABEL_WIDTH + BAR_WIDTH + VALUE_WIDTH, height, _e(name))]
     axis_y = len(bars) * BAR_STEP + 4
     ticks = []
     value = 0
@@ -224,8 +227,13 @@ def _history_chart(node):
     while top < max([peak] + [v for _l, v, _c in lines]) * 1.02:
         top += step
     left, bottom = PLOT_LEFT, PLOT_TOP + PLOT_HEIGHT
-    x_of = lambda t: left + (PLOT_WIDTH * (t - t0) / span if span else PLOT_WIDTH / 2.0)  # noqa: E731
-    y_of = lambda v: bottom - PLOT_HEIGHT * v / float(top)  # noqa: E731
+
+    def x_of(moment):
+        return left + (PLOT_WIDTH * (moment - t0) / span if span else PLOT_WIDTH / 2.0)
+
+    def y_of(value):
+        return bottom - PLOT_HEIGHT * value / float(top)
+
     legend_x = left + PLOT_WIDTH + 20
     height = max(bottom + PLOT_BOTTOM, PLOT_TOP + 16 * (len(lines) + 2))
     parts = ['<svg width="%d" height="%d" role="img" aria-label="history">' % (legend_x + LEGEND_WIDTH, height)]
@@ -396,7 +404,10 @@ def _fleet_view(nodes):
         # The axis runs from whole ticks below the lowest to above the highest, zero always on it.
         low, high = -((-low + step - 1) // step) * step, ((high + step - 1) // step) * step
         width = float(max(high - low, step))
-        x_of = lambda v: FLEET_LEFT + FLEET_WIDTH * (v - low) / width  # noqa: E731
+
+        def x_of(value):
+            return FLEET_LEFT + FLEET_WIDTH * (value - low) / width
+
         axis_y = FLEET_BAND * len(measured_classes) + 4
         parts = ['<svg width="%d" height="%d" role="img" aria-label="fleet">'
                  % (FLEET_LEFT + FLEET_WIDTH + 170, axis_y + 50)]
@@ -419,9 +430,8 @@ def _fleet_view(nodes):
                 parts.append('<circle class="%s" r="3.5" cx="%.1f" cy="%d"><title>%s</title></circle>'
                              % (node_risk, x_of(position), y0 + 6 + jitter, _t(host)))
         parts.append('<path class="ax" d="M%d %dH%d"/><g class="m">' % (FLEET_LEFT, axis_y, FLEET_LEFT + FLEET_WIDTH))
-        parts.extend('<text x="%d" y="%d">%s</text>' % (x_of(v), axis_y + 13, _t(_memory_tick(v) if v >= 0 else
-                                                                                '-' + _memory_tick(-v)))
-                     for v in ticks)
+        parts.extend('<text x="%d" y="%d">%s</text>'
+                     % (x_of(v), axis_y + 13, _t(_memory_tick(v) if v >= 0 else '-' + _memory_tick(-v))) for v in ticks)
         parts.append('<text x="%d" y="%d" class="t">\u2190 risk: reserved below the recommendation | waste: '
                      'reserved beyond it \u2192</text></g>' % (FLEET_LEFT + FLEET_WIDTH / 2, axis_y + 30))
         parts.append('<text x="%d" y="%d" class="t m">memory reserved now minus recommended</text>'
