@@ -270,6 +270,10 @@ def _total_formula_rows(node):
             for index, (name, formula) in enumerate(sorted((node.get('formulas') or {}).items()))]
 
 
+POC_ROW = ('PoC non-pod memory', '-', 'the proof of concept\'s figure, before the page-cache correction; '
+           'for comparison')
+
+
 def rows(node):
     """The figures of one measured node as (label, memory, cpu, what it is), in the report's units.
 
@@ -287,7 +291,7 @@ def rows(node):
     if node['status'] == 'no_kubelet':
         out.append(measured_row)
         if poc is not None:
-            out.append(('PoC non-pod memory', units.memory(poc), '-', dict(units.GLOSSARY)['PoC non-pod memory']))
+            out.append(POC_ROW[:1] + (units.memory(poc),) + POC_ROW[1:])
         out.append(('reservation a kubelet would need', units.memory(node['recommended_reserved_memory_bytes']),
                     units.cpu(node['recommended_reserved_millicores']),
                     'kubeReserved + systemReserved if a kubelet ran here; %s' % NO_KUBELET))
@@ -305,8 +309,7 @@ def rows(node):
         measured_row,
     ]
     if poc is not None:
-        out.append(('PoC non-pod memory', units.memory(poc), '-', 'the proof of concept\'s figure, '
-                    'before the page-cache correction; for comparison'))
+        out.append(POC_ROW[:1] + (units.memory(poc),) + POC_ROW[1:])
     out += [
         ('margin now', units.memory(node['margin_bytes']), '-',
          'reserved now minus non-pod usage; below zero a spike ends in a kernel OOM kill'),
