@@ -362,7 +362,11 @@ def render_text_lines(report):
             out.append('  ' + NO_KUBELET)
         table = [('', 'memory', 'cpu', 'what it is')] + rows(node)
         out.extend('  ' + line for line in units.aligned(table))
-        out.append('  decision: %s' % decision_line(node))
+        if node['status'] == 'no_kubelet':
+            out.append('  decision: none, ' + NO_KUBELET)
+        else:
+            out.append('  decision: %s' % node.get('decision'))
+            out.extend('    %s' % units.humanize(reason) for reason in node.get('decision_reasons') or [])
         out.extend('  %s' % line for line in node.get('pressure') or [])
         overcommit = _overcommit_line(node.get('overcommit'))
         if overcommit:
@@ -394,9 +398,7 @@ def render_markdown(report):
             continue
         if node['status'] == 'no_kubelet':
             out.extend(['**%s.**' % NO_KUBELET.capitalize(), ''])
-        out.extend(['| | memory | cpu | what it is |', '|---|---:|---:|---|'])
-        for label, memory, cpu, meaning in rows(node):
-            out.append('| %s | %s | %s | %s |' % (label, memory, cpu, meaning))
+        out.extend(units.markdown_table(('', 'memory', 'cpu', 'what it is'), rows(node)))
         out.append('')
         if node['status'] == 'ok':
             out.append('**Decision: %s**' % decision_line(node))

@@ -37,7 +37,7 @@ STYLE = (
     'details{border-top:1px solid #ddd;padding:.3em 0}summary{cursor:pointer}'
     'pre{background:#f7f7f7;padding:.5em;font-size:85%;white-space:pre-wrap}'
     'ins{color:#1e8449;text-decoration:none}del{color:#c0392b;text-decoration:none}'
-    'ol.ex{font-family:monospace;font-size:85%}ol.ex div{font-family:sans-serif;color:#555;margin:0 0 .2em 1em}'
+    'ol.ex{font-family:monospace;font-size:95%;line-height:1.35}ol.ex div{font-family:sans-serif;font-size:95%;color:#555;margin:0 0 .3em 1.5em}'
     'figure{margin:.6em 0}figcaption{color:#555;font-size:90%;max-width:900px}'
     'svg{display:block}svg text{font-size:11px;fill:#222}rect{height:14px}.ax{stroke:#666;fill:none}'
     '.n{fill:#666}.gr{stroke:#e4e4e4}.m{text-anchor:middle}.e{text-anchor:end}.t{font-weight:bold}'

@@ -125,3 +125,15 @@ def aligned(rows, right=(1, 2)):
         cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row)]
         lines.append('  '.join(cells).rstrip())
     return lines
+
+
+def markdown_table(header, rows, right=(1, 2)):
+    """A Markdown table whose source lines up too (read as plain text in a terminal or a diff)."""
+    table = [header] + [tuple(row) for row in rows]
+    widths = [max(3, max(len(row[i]) for row in table)) for i in range(len(header))]
+    rule = tuple(('-' * (widths[i] - 1) + ':') if i in right else '-' * widths[i] for i in range(len(header)))
+    lines = []
+    for row in [table[0], rule] + table[1:]:
+        cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row)]
+        lines.append('| %s |' % ' | '.join(cells))
+    return lines

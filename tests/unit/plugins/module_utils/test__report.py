@@ -173,6 +173,17 @@ def test_text_columns_line_up():
             assert line[meaning_start - 1] == ' ' and line[meaning_start] != ' ', line
 
 
+def test_markdown_table_source_lines_up():
+    """The Markdown source is read as plain text too (a terminal, a diff): its cell borders line up."""
+    for section in _report.render_markdown(_reports()).split('\n## ')[1:]:
+        table = [line for line in section.splitlines() if line.startswith('|')]
+        if not table:
+            continue
+        assert len(table) > 8 and '---:' in table[1]
+        borders = [[i for i, char in enumerate(line) if char == '|'] for line in table]
+        assert all(positions == borders[0] for positions in borders), table
+
+
 def test_every_term_is_explained_next_to_the_line_that_first_uses_it():
     text = _report.render_text_lines(_reports())
     poc = [i for i, line in enumerate(text) if line.strip().startswith('PoC non-pod memory =')][0]
