@@ -156,21 +156,25 @@ def test_the_json_keeps_exact_machine_values_in_unit_suffixed_names():
 
 def test_text_columns_line_up():
     """Every row of a node's figure table ends its memory and CPU cells at the same column (right-aligned)."""
+    tables = 0
     for node_lines in _report.render_text(_reports()).split('== ')[1:]:
         lines = node_lines.splitlines()
-        header = [i for i, line in enumerate(lines) if line.rstrip().endswith('what it is')]
+        header = [i for i, line in enumerate(lines) if line.split()[:2] == ['memory', 'cpu']]
         if not header:
             continue
+        tables += 1
         table = lines[header[0]:]
         table = table[:[i for i, line in enumerate(table) if line.startswith('  decision:')][0]]
         assert len(table) > 8  # the formulas' rows are in it
         memory_end = table[0].index('memory') + len('memory')
         cpu_end = table[0].index('cpu') + len('cpu')
-        meaning_start = table[0].index('what it is')
         for line in table[1:]:
             assert line[memory_end - 1] != ' ' and line[memory_end] == ' ', line
-            assert line[cpu_end - 1] != ' ' and line[cpu_end] == ' ', line
-            assert line[meaning_start - 1] == ' ' and line[meaning_start] != ' ', line
+            assert line[cpu_end - 1] != ' ' and line[cpu_end:cpu_end + 1] in (' ', ''), line
+        if 'what it is' in table[0]:
+            meaning_start = table[0].index('what it is')
+            assert all(line[meaning_start - 1] == ' ' and line[meaning_start] != ' ' for line in table[1:])
+    assert tables == 3  # tight, roomy, bare
 
 
 def test_markdown_table_source_lines_up():
@@ -182,6 +186,29 @@ def test_markdown_table_source_lines_up():
         assert len(table) > 8 and '---:' in table[1]
         borders = [[i for i, char in enumerate(line) if char == '|'] for line in table]
         assert all(positions == borders[0] for positions in borders), table
+
+
+def test_html_charts_have_axes_units_capacity_and_a_legend():
+    """The same properties the Chromium test reads from the DOM, on the page as rendered (no browser needed)."""
+    page = _report.render_html(_reports())
+    measured = 3  # tight, roomy, bare; the failed node has no charts
+    memory_charts = re.findall(r'<svg[^>]*aria-label="memory">(.*?)</svg>', page, re.S)
+    cpu_charts = re.findall(r'<svg[^>]*aria-label="CPU">(.*?)</svg>', page, re.S)
+    history_charts = re.findall(r'<svg[^>]*aria-label="history">(.*?)</svg>', page, re.S)
+    assert len(memory_charts) == len(cpu_charts) == len(history_charts) == measured
+    for chart in memory_charts + cpu_charts:
+        assert 'class="capl"' in chart and '>capacity ' in chart  # a capacity line, labelled with its value
+        assert re.search(r'class="t">(memory \(MiB / GiB\)|CPU \(millicores)', chart)  # the axis names its unit
+        assert len(re.findall(r'>(\d+(\.\d+)? (MiB|GiB)|\d+m|0)</text>', chart)) >= 4  # ticks and values in units
+    for chart in history_charts:
+        legend = re.search(r'<g class="legend">(.*?)</g>', chart, re.S).group(1)
+        for name in ('aks', 'aks-legacy', 'eks', 'gke', 'openshift'):
+            assert re.search(r'>%s formula \d+(\.\d+)? (MiB|GiB)</text>' % name, legend)
+        assert re.search(r'>(recommended|a kubelet would need) \d', legend) and '>non-pod memory, peak ' in legend
+        assert '>non-pod memory</text>' in chart  # the value axis
+    assert page.count('>reserved now ') >= 2 * 2  # the two nodes with a kubelet: bar and history line
+    fleet = re.search(r'<svg[^>]*aria-label="fleet">(.*?)</svg>', page, re.S).group(1)
+    assert '>8 GiB, 2 CPUs</text>' in fleet and '>24 GiB, 2 CPUs</text>' in fleet and '>risk high</text>' in fleet
 
 
 def test_every_term_is_explained_next_to_the_line_that_first_uses_it():
