@@ -267,7 +267,7 @@ def _history_chart(node):
     parts.append('<text class="t m" transform="translate(12 %d) rotate(-90)">non-pod memory</text>'
                  % (PLOT_TOP + PLOT_HEIGHT / 2))
     # The legend carries each line's value: lines of equal value (two vendors' formulas) overlap on the plot.
-    legend = [('non-pod memory, peak %s' % units.memory(peak), 'hl', None)] + [
+    legend = [('non-pod memory, %s %s' % ('peak' if len(series) > 1 else 'now', units.memory(peak)), 'hl', None)] + [
         ('%s %s' % (label, units.memory(value)), css, value) for label, value, css in lines]
     parts.append('<g class="legend">')
     for index, (label, css, _value) in enumerate(legend):
@@ -286,7 +286,7 @@ def _history_chart(node):
 def _diff(node):
     """The unified diff without its two file-name lines (the path is said once above it)."""
     if node['status'] == 'no_kubelet':
-        return '<p><b>%s.</b></p>' % _t(node['status_reason'].capitalize())
+        return ''  # said first in the node's section
     if not node.get('kubelet_config'):
         return '<p>No kubelet config file was found: apply refuses (the kubelet would ignore a config it does ' \
                'not load).</p>'
@@ -344,7 +344,10 @@ def _detail(index, node, rows, decision_line, explanation):
     else:
         head = '%s: %s, risk %s' % (_e(node['host']), _e(node.get('decision')), node['risk'])
     out = ['<details id="n%d"><summary>%s</summary>' % (index, head)]
-    if node['status'] == 'ok':
+    if node['status'] == 'no_kubelet':
+        out.append('<p><b>%s.</b> The figures below are what this machine uses and what a kubelet here would '
+                   'need.</p>' % _t(node['status_reason'].capitalize()))
+    else:
         out.append('<p><b>Decision: %s</b></p><p class="muted">Margin now %s: memory reserved now minus non-pod '
                    'memory measured now (risk high below zero, medium below 10 %% of what is reserved).</p>'
                    % (_t(decision_line(node)), units.memory(node['margin_bytes'])))

@@ -87,7 +87,7 @@ def _assert_readable(dom, report):
         assert 'class="capl"' in chart and '>capacity ' in chart
     for chart, node in zip(history_charts, measured):
         legend = re.search(r'<g class="legend">(.*?)</g>', chart, re.S).group(1)
-        assert '>non-pod memory, peak ' in legend and ('>recommended ' in legend or '>a kubelet would need ' in legend)
+        assert re.search(r'>non-pod memory, (peak|now) ', legend) and ('>recommended ' in legend or '>a kubelet would need ' in legend)
         if node['status'] == 'ok':
             assert '>reserved now ' in legend
         for name in FORMULAS:
