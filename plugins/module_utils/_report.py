@@ -78,7 +78,10 @@ def _apply_diff(current, recommendation, decision, path):
 
 
 def _not_measured(host, result):
-    if isinstance(result, dict) and result.get('unreachable'):
+    # A row a playbook made itself for a host it could not measure: any status word, with its reason.
+    if isinstance(result, dict) and isinstance(result.get('status'), str) and result['status'] not in ('ok', 'no_kubelet'):
+        status, message = result['status'], result.get('status_reason') or result.get('msg')
+    elif isinstance(result, dict) and result.get('unreachable'):
         status, message = 'unreachable', result.get('msg')
     elif isinstance(result, dict) and result.get('failed'):
         status, message = 'failed', result.get('msg')

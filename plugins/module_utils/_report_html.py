@@ -303,7 +303,9 @@ def _diff(node):
 
 def _row(index, node):
     status = node['status']
-    cells = ['<td><a href="#n%d">%s</a></td>' % (index, _e(node['host'])), '<td>%s</td>' % _e(status)]
+    # Any status but ok and no_kubelet is a node someone must look at (failed, unreachable, or a playbook's own).
+    cells = ['<td><a href="#n%d">%s</a></td>' % (index, _e(node['host'])),
+             '<td%s>%s</td>' % ('' if 'measured' in node else ' class="failed"', _e(status))]
     if status == 'ok':
         reserved = (node.get('current') or {}).get('reserved_memory_bytes')
         now_cpu = node.get('reserved_now_millicores')

@@ -66,6 +66,19 @@ def test_unmeasured_nodes_first_then_closest_to_oom():
     json.loads(_report.render_json(report))
 
 
+def test_any_status_with_a_reason_is_a_row_of_its_own():
+    # A playbook may hand over a row for a host it could not measure, with a status word of its own.
+    report = _report.build_report({'node': result(GI, current_memory='1Gi', kubelet_pid=1),
+                                   'odd': {'status': 'unmeasured', 'status_reason': 'no python3 on the node'}})
+    assert [(n['host'], n['status'], n['status_reason']) for n in report['nodes']][0] == (
+        'odd', 'unmeasured', 'no python3 on the node')
+    assert '  UNMEASURED: no python3 on the node' in _report.render_text_lines(report)
+    assert '**Unmeasured:** no python3 on the node' in _report.render_markdown(report)
+    page = _report.render_html(report)
+    assert '<tr class="unmeasured">' in page and 'no python3 on the node</p>' in page
+    assert report['summary']['status'] == {'unmeasured': 1, 'ok': 1}
+
+
 def test_config_diff_is_what_the_kubelet_config_merge_writes():
     # kubeReserved keeps its ephemeral-storage key (map keys merge one by one) and an equal quantity keeps its text.
     current = {'kube_reserved': {'memory': '1Gi', 'ephemeral-storage': '1Gi'}, 'system_reserved': {'cpu': '0.5'}}
