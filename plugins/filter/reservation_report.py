@@ -24,7 +24,8 @@ options:
   _input:
     description:
       - Mapping of host name to registered module result. A failed result is reported as V(failed), an unreachable
-        or missing one as V(unreachable).
+        or missing one as V(unreachable), a dictionary with C(status) (a word other than V(ok)) and C(status_reason)
+        (a sentence) with that status and reason.
     type: dict
     required: true
 '''
