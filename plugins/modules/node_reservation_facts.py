@@ -302,7 +302,7 @@ overcommit:
   type: dict
   version_added: 0.2.0
 formulas:
-  description: What each vendor formula (gke, aks, aks-legacy, eks, openshift) would reserve on this node, in bytes and millicores.
+  description: What each vendor formula (gke, aks, aks-legacy, aks-hardened, eks, openshift) would reserve on this node, in bytes and millicores.
   returned: always
   type: dict
 class_record:
