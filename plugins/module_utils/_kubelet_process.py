@@ -120,6 +120,41 @@ def config_from_flags(argv):
     return fields
 
 
+def version_command(argv, pid=None, proc_root='/proc', which=None):
+    """The command that asks this kubelet's binary its version (``[binary, '--version']``), or None.
+
+    The binary on disk, not the running process's image: the next start, after a write, runs what is on disk now
+    (after a package upgrade the running kubelet may still be the old one). A stand-in run through an interpreter
+    (``python3 /usr/bin/kubelet``) is asked through the same interpreter. Without a running kubelet (or with a
+    relative argv[0]), the binary is the one ``/proc/<pid>/exe`` names, else ``kubelet`` on the PATH.
+    """
+    if argv:
+        first = os.path.basename(argv[0])
+        if first.rstrip('0123456789.') in _INTERPRETERS and len(argv) > 1:
+            return [argv[0], argv[1], '--version']
+        if os.path.isabs(argv[0]):
+            return [argv[0], '--version']
+        if pid is not None:
+            try:
+                exe = os.readlink(os.path.join(proc_root, str(pid), 'exe'))
+            except OSError:
+                exe = None
+            if exe:
+                return [exe[:-len(' (deleted)')] if exe.endswith(' (deleted)') else exe, '--version']
+    found = which('kubelet') if which else None
+    return [found, '--version'] if found else None
+
+
+def environment_names(pid, proc_root='/proc'):
+    """The names (not the values) in a process's environment, or None where it cannot be read."""
+    try:
+        with open(os.path.join(proc_root, str(pid), 'environ'), 'rb') as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    return sorted({item.split(b'=', 1)[0].decode('utf-8', 'replace') for item in raw.split(b'\0') if item})
+
+
 def config_paths(argv):
     """(--config, --config-dir) of a kubelet command line; either may be None."""
     flags = flag_values(argv)
