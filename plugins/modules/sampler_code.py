@@ -52,7 +52,7 @@ options:
     description:
       - The sampler's settings. Given, the module renders C(nodealloc-sampler.service) and C(nodealloc-sampler.timer)
         under O(unit_dir) and the script's options file O(path)C(/sampler.json), and creates the textfile's directory.
-      - The unit runs C(nodealloc-sampler.py --config) O(path)C(/sampler.json): no option value is part of its command
+      - The unit runs C(nodealloc-sampler.py --config) O(path)C(/sampler.json), so no option value is part of its command
         line. The sampler's directory, the directories it writes in (those of O(settings.history_path),
         O(settings.state_path) and O(settings.textfile_path)) and the resource settings must have a form that needs no
         quoting in a unit file (absolute paths of letters, digits and C(. _ + @ / -)); the module fails otherwise.
