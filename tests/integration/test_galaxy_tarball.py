@@ -50,17 +50,20 @@ def test_the_tarball_holds_what_an_installed_collection_needs_and_nothing_else(t
 
 def test_recommend_runs_from_the_installed_tarball_in_an_empty_directory(tarball, tmp_path):
     collections = tmp_path / 'collections'
-    # --no-deps: kubernetes.core (the role's API server check) comes from the ansible package here; no registry.
-    installed = subprocess.run([os.path.join(BIN, 'ansible-galaxy'), 'collection', 'install', '--no-deps', '-p',
-                                str(collections), str(tarball)], capture_output=True, text=True, check=False)
-    assert installed.returncode == 0, installed.stdout + installed.stderr
     empty = tmp_path / 'empty'
     empty.mkdir()
-    # Nothing of the source tree: no PYTHONPATH to the staged copy, no project ansible.cfg; only the installed copy.
+    # Nothing of the source tree: no PYTHONPATH to the staged copy, no project ansible.cfg, no collections path that
+    # holds it (ansible-galaxy would find it there and install nothing); only the installed copy.
     env = {name: value for name, value in os.environ.items()
            if not name.startswith('ANSIBLE_') and name not in ('PYTHONPATH', 'PWD')}
     env.update(ANSIBLE_COLLECTIONS_PATH=str(collections), PWD=str(empty), ANSIBLE_LOCAL_TEMP=str(tmp_path / 'tmp'),
                ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    # --no-deps: kubernetes.core (the role's API server check) comes from the ansible package here; no registry.
+    installed = subprocess.run([os.path.join(BIN, 'ansible-galaxy'), 'collection', 'install', '--no-deps', '-p',
+                                str(collections), str(tarball)], cwd=str(empty), env=env, capture_output=True, text=True,
+                               check=False)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert (collections / 'ansible_collections' / 'nodealloc' / 'kubelet' / 'MANIFEST.json').is_file(), installed.stdout
     listed = subprocess.run([os.path.join(BIN, 'ansible-galaxy'), 'collection', 'list', 'nodealloc.kubelet', '--format', 'json'],
                             cwd=str(empty), env=env, capture_output=True, text=True, check=False)
     assert list(json.loads(listed.stdout)) == [str(collections / 'ansible_collections')], listed.stdout + listed.stderr
