@@ -40,6 +40,10 @@ TIMER_NAME = 'nodealloc-sampler.timer'
 SCRIPT_NAME = 'nodealloc-sampler.py'
 OPTIONS_NAME = 'sampler.json'
 PYTHON = '/usr/bin/python3'
+# The code's directory is read-only in the sandbox: the bytecode the interpreter would write beside it goes to a
+# cache directory systemd creates and makes writable (CacheDirectory=), or every run would compile it again.
+PYCACHE_NAME = 'nodealloc-sampler'
+PYCACHE_DIR = '/var/cache/' + PYCACHE_NAME
 
 # Absolute paths of these characters only: nothing systemd unquotes, expands (``$``, ``%``) or splits on.
 _PATH = re.compile(r'^/[A-Za-z0-9._+@/-]*$')
@@ -95,7 +99,11 @@ def options_json(settings):
 
 
 def service(settings, sampler_dir):
-    """nodealloc-sampler.service: one run of the script, sandboxed (see the module docstring)."""
+    """nodealloc-sampler.service: one run of the script, sandboxed (see the module docstring).
+
+    ``-I``: no PYTHON* variables, no user site, not the working directory; ``-S``: no site module (stdlib only), a
+    third of the interpreter's start-up, which is most of a run's CPU (docs/benchmarks.md).
+    """
     sampler_dir = _unit_path('sampler_dir', sampler_dir)
     lines = [
         '# Written by nodealloc.kubelet (sampler_code); options in %s.' % os.path.join(sampler_dir, OPTIONS_NAME),
@@ -103,14 +111,14 @@ def service(settings, sampler_dir):
         'Description=nodealloc: record one measurement of non-pod usage and write its metrics',
         '',
         '[Service]',
-        # -I: no PYTHON* variables, no user site, not the working directory; -S: no site module (stdlib only),
-        # a third of the interpreter's start-up, which is most of a run's CPU (docs/benchmarks.md).
         'Type=oneshot',
         'Nice=%d' % _nice(settings['nice']),
         'IOSchedulingClass=idle',
         'MemoryMax=%s' % _checked('memory_max', settings['memory_max'], _MEMORY_MAX, 'bytes with K, M, G or T, a percentage or infinity'),
         'CPUQuota=%s' % _checked('cpu_quota', settings['cpu_quota'], _CPU_QUOTA, 'a percentage such as 20%'),
-        'ExecStart=%s -I -S %s --config %s' % (PYTHON, os.path.join(sampler_dir, SCRIPT_NAME), os.path.join(sampler_dir, OPTIONS_NAME)),
+        'CacheDirectory=%s' % PYCACHE_NAME,
+        'ExecStart=%s -I -S -X pycache_prefix=%s %s --config %s' % (
+            PYTHON, PYCACHE_DIR, os.path.join(sampler_dir, SCRIPT_NAME), os.path.join(sampler_dir, OPTIONS_NAME)),
         'UMask=0022',  # node_exporter (another user) reads the textfile
         'User=root',
         'CapabilityBoundingSet=',

@@ -47,12 +47,15 @@ def settings(**overrides):
 def exec_start_argv(**overrides):
     """The unit's ExecStart split into argv, its ``--config`` replaced by the options file's values as flags.
 
-    The script reads the same options either way; callers swap paths and durations in the flags.
+    The script reads the same options either way; callers swap paths and durations in the flags. With the sampler's
+    directory overridden (a scratch install), its bytecode cache goes under it too, not to the node's cache directory.
     """
     values, sampler_dir = settings(**overrides)
     unit = _sampler_unit.service(values, sampler_dir)
     argv = shlex.split([line for line in unit.splitlines() if line.startswith('ExecStart=')][0][len('ExecStart='):])
     options = json.loads(_sampler_unit.options_json(values))
+    if 'reservations_sampler_dir' in overrides:
+        argv = [arg.replace(_sampler_unit.PYCACHE_DIR, os.path.join(sampler_dir, 'pycache')) for arg in argv]
     config = argv.index('--config')
     flags = []
     for key, value in sorted(options.items()):

@@ -91,7 +91,8 @@ def test_settings_render_the_sandboxed_units_and_the_options_file(run, tmp_path)
     installed = run(args)
     assert installed['units_written'] == ['nodealloc-sampler.service', 'nodealloc-sampler.timer'] and installed['options_written']
     service = (tmp_path / 'units' / 'nodealloc-sampler.service').read_text()
-    assert 'ExecStart=/usr/bin/python3 -I -S %s/nodealloc-sampler.py --config %s/sampler.json\n' % (args['path'], args['path']) in service
+    assert ('ExecStart=/usr/bin/python3 -I -S -X pycache_prefix=/var/cache/nodealloc-sampler %s/nodealloc-sampler.py --config '
+            '%s/sampler.json\n' % (args['path'], args['path'])) in service
     assert hostile not in service and "'" not in service
     assert json.loads((tmp_path / 'lib' / 'sampler.json').read_text())['textfile'] == hostile
     # ReadWritePaths= leaves out a directory missing at start: the module creates the textfile's.
