@@ -74,3 +74,11 @@ def test_recommend_runs_from_the_installed_tarball_in_an_empty_directory(tarball
     report = json.loads((empty / 'reports' / 'reservations.json').read_text())
     assert 'localhost' in json.dumps(report)
     assert sorted(os.listdir(empty)) == ['reports']
+    # The AWX project layout the README gives: a file per playbook importing the installed collection's.
+    project = tmp_path / 'project'
+    project.mkdir()
+    for name in ('recommend', 'apply', 'rollback', 'report_merge'):
+        (project / (name + '.yml')).write_text('- ansible.builtin.import_playbook: nodealloc.kubelet.%s\n' % name)
+        checked = subprocess.run([os.path.join(BIN, 'ansible-playbook'), '--syntax-check', '-i', 'localhost,', name + '.yml'],
+                                 cwd=str(project), env=dict(env, PWD=str(project)), capture_output=True, text=True, check=False)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
