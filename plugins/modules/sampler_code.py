@@ -132,7 +132,7 @@ EXAMPLES = r'''
       history_path: /var/lib/nodealloc/history.jsonl
       state_path: /var/lib/nodealloc/sampler-state.json
       decision_path: /var/lib/nodealloc/decision.json
-      textfile_path: /var/lib/node_exporter/textfile_collector/nodealloc-sampler.prom
+      textfile_path: /var/lib/node_exporter/textfile_collector/nodealloc.prom
       percentile: 100
       history_window: 7d
       sample_seconds: 10
