@@ -71,8 +71,13 @@ options:
   textfile_path:
     description:
       - Also write the figures as Prometheus metrics (C(nodealloc_*)) to this file, for node_exporter's textfile
-        collector (for example C(/var/lib/node_exporter/textfile_collector/nodealloc.prom)). Written atomically,
+        collector (for example C(/var/lib/node_exporter/textfile_collector/nodealloc-facts.prom)). Written atomically,
         so the collector never reads half a file; not written in check mode.
+      - The families are the sampler's, with the same names and meanings (one schema, C(docs/monitoring.md)), plus the
+        configured and recommended C(kubeReserved)/C(systemReserved) (C(nodealloc_kubelet_reserved_memory_bytes),
+        C(nodealloc_kubelet_reserved_cpu_cores)).
+      - Never the sampler's file (C(reservations_sampler_textfile_path)); each writer needs a file of its own, and
+        node_exporter fails a scrape that finds one series in two files. For nodes without the sampler.
     type: path
     version_added: 0.1.0
 notes:

@@ -33,7 +33,7 @@ systemctl stop nodealloc-sampler.service >/dev/null 2>&1 || true
 systemctl reset-failed nodealloc-sampler.service >/dev/null 2>&1 || true
 rm -f /etc/systemd/system/nodealloc-sampler.service /etc/systemd/system/nodealloc-sampler.timer
 systemctl daemon-reload
-rm -rf /var/lib/nodealloc /usr/local/lib/nodealloc /var/lib/node_exporter
+rm -rf /var/lib/nodealloc /usr/local/lib/nodealloc /var/cache/nodealloc-sampler /var/lib/node_exporter
 : > {log}
 systemctl restart kubelet.service
 """.format(faults=STANDIN_FAULTS, log=STANDIN_LOG, version=STANDIN_VERSION)
