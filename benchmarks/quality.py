@@ -531,8 +531,6 @@ def replay_simple(trace, fraction, window_days, readings, apply_every, prior_byt
         if now >= next_apply:
             if not seen or seen[-1][0] != now:
                 seen.append((now, memory[index]))  # the run's own reading
-            while seen[0][0] <= now - window:
-                seen.popleft()
             peak = max(value for _t, value in seen)
             wanted = _recommend.ceil_to(peak + max(minimum_bytes, fraction * peak), MIB)
             if now == times[0]:
