@@ -490,7 +490,7 @@ def replay_clairvoyant_daily(trace):
     """
     start, peaks = trace['t'][0], _daily_peaks(trace)
     series = [peaks[int((now - start) // DAY)] for now in trace['t']]
-    restarts = [start + day * DAY for day in sorted(peaks) if day == 0 or peaks[day] != peaks[day - 1]]
+    restarts = [start + day * DAY for day in sorted(peaks) if peaks[day] != peaks.get(day - 1)]
     return series, restarts
 
 
@@ -531,6 +531,8 @@ def replay_simple(trace, fraction, window_days, readings, apply_every, prior_byt
         if now >= next_apply:
             if not seen or seen[-1][0] != now:
                 seen.append((now, memory[index]))  # the run's own reading
+            while seen[0][0] <= now - window:
+                seen.popleft()
             peak = max(value for _t, value in seen)
             wanted = _recommend.ceil_to(peak + max(minimum_bytes, fraction * peak), MIB)
             if now == times[0]:

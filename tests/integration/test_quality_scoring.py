@@ -160,3 +160,13 @@ def test_quality_bounds_replays_a_directory_of_traces_with_the_bounds_that_need_
     assert set(bounds) == {'clairvoyant', 'clairvoyant-daily', 'best-constant', 'gke'}
     assert bounds['clairvoyant-daily']['exposure_samples'] == 0
     assert bounds['clairvoyant-daily']['waste_gib_hours'] <= bounds['best-constant']['waste_gib_hours']
+
+
+def test_the_clairvoyant_daily_bound_replays_a_history_with_a_day_missing():
+    # A node's own history can miss a whole day (the sampler stopped): the day after is still a day of its own.
+    trace = _trace([300, 400], step=60)
+    trace['t'] += [2 * DAY, 2 * DAY + 60]
+    trace['non_pod_bytes'] += [500 * MIB, 600 * MIB]
+    trace['non_pod_millicores'] += [100, 100]
+    series, restarts = quality.replay_clairvoyant_daily(trace)
+    assert series == [400 * MIB, 400 * MIB, 600 * MIB, 600 * MIB] and restarts == [0, 2 * DAY]
