@@ -1,17 +1,21 @@
 """Replay node traces through every reservation policy: exposure to a global OOM, waste, kubelet restarts.
 
-Usage: python benchmarks/quality.py [--json|--markdown] [--days D] [--seed S[,S...]] [--traces DIR]
+Usage: python benchmarks/quality.py [--json|--markdown] [--days D] [--seed S[,S...]] [--family F | --traces DIR]
                                     [--sampler-every SECONDS] [--apply-every DURATION] [--apply-on-near DURATION]
                                     [--[no-]pool-class] [--option NAME=VALUE ...] [--write-traces DIR]
+                                    [--write-decisions DIR] [--[no-]simple]
 
 Traces (docs/benchmarks.md, "Quality"):
   generated (default): one node per size in CONFIGS, a point every 5 s over --days days, seeded by --seed.
       Non-pod memory = base + pods' runtime memory (pods start and stop; each pod's runtime memory is
       released some minutes after the pod goes) + a slow runtime leak reset when the runtime restarts
       + log bursts of Pareto-distributed size + page cache and slab that grow and are reclaimed + noise.
+  --family shapes|incidents: benchmarks/trace_families.py, 8 nodes of 4-256 GiB, a point every 10 s over
+      --days (10) days, written apart from this generator (issue 29's first family and its held-out second).
   --traces DIR: every *.jsonl in DIR, a node's own history: a first line
-      {"node": {"mem_total_bytes": N, "cpus": N, "max_pods": N}}, then one sample a line in the history
-      file's format: {"t": unix seconds, "non_pod_bytes": N, "non_pod_millicores": N[, "kubepods_bytes": N]}.
+      {"node": {"mem_total_bytes": N, "cpus": N, "max_pods": N[, "eviction_hard_bytes": N]}}, then one sample a
+      line in the history file's format: {"t": unix seconds, "non_pod_bytes": N, "non_pod_millicores": N[,
+      "kubepods_bytes": N]}.
 
 Policies:
   measured: the collection's own code (_headroom_policy.basis, _recommend.recommend, _decision.decide, with
@@ -26,14 +30,23 @@ Policies:
       pool their largest climbs at each run (_headroom_policy.pool_jumps), as the role does by default;
   poc: the PoC as published: every 5 s reserve the reading + 100Mi, restarting the kubelet when that
       differs from what is reserved by more than 100Mi;
-  every vendor formula (docs/formulas.md), fixed for the trace.
+  every vendor formula (docs/formulas.md), fixed for the trace;
+  clairvoyant-daily: each day exactly that day's realised peak (the least waste of any once-a-day policy with
+      no exposure), best-constant: the trace's peak all along (the best constant per node in hindsight);
+  simple f=F W=Wd (unless --no-simple): each run reserve P_W + max(100Mi, F x P_W), P_W the largest sampler
+      reading of the last W days, at the measured policy's run times, GKE's formula the floor of the first run
+      (the measured policy's cold-start prior); F in SIMPLE_FRACTIONS, W in SIMPLE_WINDOW_DAYS.
 
 Scored on every point of the trace (5 s for generated traces): a point is exposed when non-pod memory
 is above kubeReserved + systemReserved memory (pods filling their cgroup limit would then push the node
-into a global OOM). Per policy: exposure_samples, exposure_after_warmup (after the trace's first 24 h),
-exposure_events (runs of exposed points), worst_shortfall_bytes, shortfall_mib_minutes, waste_gib_hours
-(reserved but unused), changes (kubelet restarts, the first application included), max_changes_per_day;
-with --apply-on-near also alert_runs (runs the alert started, whether they restarted the kubelet or not).
+into a global OOM), dangerous when it is above that by more than the node's hard memory.available
+threshold (100Mi unless the node line gives eviction_hard_bytes). Per policy: exposed and dangerous, each
+with warmup (the trace's first 24 h) and after_warmup: points, events, mib_minutes, worst_mib; and
+exposure_samples, exposure_after_warmup, exposure_events, worst_shortfall_bytes, shortfall_mib_minutes (the
+exposed tier over the whole trace), waste_gib_hours and waste_after_warmup_gib_hours (reserved but unused),
+changes (kubelet restarts, the first application included), max_changes_per_day; with --apply-on-near also
+alert_runs (runs the alert started, whether they restarted the kubelet or not). ``versus`` in the JSON: the
+measured policy against the simple-rule curve, the clairvoyant bound and GKE (quality.versus).
 """
 
 from __future__ import annotations
@@ -54,7 +67,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, '.build'))
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (  # noqa: E402
-    _decision, _formulas, _headroom_policy, _history, _option_specs, _quantity, _recommend)
+    _decision, _eviction, _formulas, _headroom_policy, _history, _node_allocatable, _option_specs, _quantity,
+    _recommend)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import trace_families  # noqa: E402  (benchmarks/trace_families.py: the two families written apart from this generator)
 
 MIB, GIB = 1 << 20, 1 << 30
 DAY = 86400
@@ -63,6 +80,14 @@ POC_PERIOD_SECONDS = 5
 POC_MARGIN_BYTES = 100 * MIB
 POC_RESTART_THRESHOLD_BYTES = 100 * MIB
 GENERATED_STEP_SECONDS = 5
+# The kubelet's hard memory.available threshold when the node sets none (pkg/kubelet/eviction/defaults_linux.go):
+# non-pod memory past the reservation by more than this is past what eviction can still give back.
+DEFAULT_EVICTION_HARD_BYTES = _eviction.hard_eviction_memory_bytes(_eviction.DEFAULT_EVICTION_HARD, 0)
+# The simple-rule baseline (issue 29): each run reserve P_W + max(m, f x P_W), P_W the largest sampler reading
+# of the last W days; swept over f and W, m fixed at the kubelet's default eviction margin.
+SIMPLE_FRACTIONS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
+SIMPLE_WINDOW_DAYS = (1, 3, 7)
+SIMPLE_MIN_BYTES = 100 * MIB
 # (memory GiB, CPUs, pods running on average)
 CONFIGS = ((4, 2, 10), (8, 2, 20), (16, 4, 40), (32, 8, 60), (64, 16, 110), (128, 32, 110))
 
@@ -141,11 +166,16 @@ def _node_line(path, line):
         node = json.loads(line)['node']
         described = {'mem_total_bytes': int(node['mem_total_bytes']), 'cpus': int(node['cpus']),
                      'max_pods': int(node.get('max_pods') or 110)}
+        margin = node.get('eviction_hard_bytes')
     except (ValueError, TypeError, KeyError) as exc:
         raise TraceError('%s: the first line must be {"node": {"mem_total_bytes": N, "cpus": N, "max_pods": N}} (%s)'
                          % (path, exc)) from exc
     if min(described.values()) <= 0:
         raise TraceError('%s: mem_total_bytes, cpus and max_pods must be positive: %s' % (path, described))
+    if margin is not None:
+        if isinstance(margin, bool) or not isinstance(margin, int) or margin < 0:
+            raise TraceError('%s: eviction_hard_bytes must be a whole number of bytes, 0 or more: %r' % (path, margin))
+        described['eviction_hard_bytes'] = margin
     return described
 
 
@@ -198,8 +228,9 @@ def write_traces(traces, directory):
     for trace in traces:
         path = os.path.join(directory, trace['name'].replace(' ', '-') + '.jsonl')
         with open(path, 'w', encoding='utf-8') as handle:
-            handle.write(json.dumps({'node': {'mem_total_bytes': trace['mem_total_bytes'], 'cpus': trace['cpus'],
-                                              'max_pods': trace['max_pods']}}) + '\n')
+            node = {key: trace[key] for key in ('mem_total_bytes', 'cpus', 'max_pods', 'eviction_hard_bytes')
+                    if key in trace}
+            handle.write(json.dumps({'node': node}) + '\n')
             for t, memory, cpu in zip(trace['t'], trace['non_pod_bytes'], trace['non_pod_millicores']):
                 handle.write(json.dumps({'t': t, 'non_pod_bytes': memory, 'non_pod_millicores': cpu}) + '\n')
 
@@ -273,7 +304,7 @@ def _memory_total(reserved):
 
 
 def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=None, jumps_by_run=None,
-                    near_after=None, extra_runs=None):
+                    near_after=None, extra_runs=None, decisions=None):
     """Reserved memory at every point, and the times of kubelet restarts, as the role and sampler run it.
 
     ``peers_by_run``: for the n-th run, the jumps its class's other nodes measured at their n-th run, pooled
@@ -281,7 +312,9 @@ def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=No
     ``near_after`` (seconds, ``--apply-on-near``): an extra run when every sampler reading for that long set the
     sampler's near-reservation flag (the ``NodeallocNearReservation`` alert's ``for``), as a job the alert
     starts would: on that node alone (``nodealloc_hosts=<node>``, docs/monitoring.md), so without its class's
-    climbs, and with ``allow_decrease`` false, as that job runs; the daily runs keep their times. ``extra_runs``: a list the times of those runs are added to.
+    climbs, and with ``allow_decrease`` false, as that job runs; the daily runs keep their times. ``extra_runs``: a
+    list the times of those runs are added to. ``decisions``: a list every run that changes what is in force adds
+    {t, reserved_memory_bytes, reserved_millicores} to (kube + system reserved, as ``--write-decisions`` writes).
     """
     times, memory, cpu = trace['t'], trace['non_pod_bytes'], trace['non_pod_millicores']
     pods = trace.get('kubepods_bytes') or [0] * len(times)
@@ -341,6 +374,10 @@ def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=No
                 reserved = _memory_total(current)
                 planned_headroom = recommendation.get('memory_headroom_bytes') or 0
                 restarts.append(now)
+                if decisions is not None:
+                    decisions.append({'t': now, 'reserved_memory_bytes': reserved,
+                                      'reserved_millicores': sum(_node_allocatable.reserved_amount(part, 'cpu', -3)
+                                                                 for part in current.values())})
         series.append(reserved)
     return series, restarts
 
@@ -365,30 +402,151 @@ def replay_formula(trace, name):
     return [result['reserved_memory_bytes']] * len(trace['t']), []
 
 
+def _tier():
+    return {'points': 0, 'events': 0, 'mib_minutes': 0.0, 'worst_mib': 0.0}
+
+
 def score(trace, series, restarts):
+    """What a reservation ``series`` (kube + system reserved memory at every point) did on ``trace``.
+
+    Two tiers per point: exposed (non-pod memory above the reservation: pods filling their limit would push
+    the node into a global OOM) and dangerous (more than the node's hard ``memory.available`` threshold above
+    it, ``eviction_hard_bytes``, 100Mi by default: past what eviction can still give back). Each counted in
+    its points, events (runs of such points; one still running when warm-up ends counts in both), shortfall MiB·min and worst shortfall,
+    during warm-up (the trace's first 24 h) and after it, apart. Waste: reserved but unused, GiB·h.
+    """
     times, memory = trace['t'], trace['non_pod_bytes']
+    margin = trace.get('eviction_hard_bytes', DEFAULT_EVICTION_HARD_BYTES)
     steps = [b - a for a, b in zip(times, times[1:])]
     typical = sorted(steps)[len(steps) // 2] if steps else GENERATED_STEP_SECONDS
     result = {'exposure_samples': 0, 'exposure_after_warmup': 0, 'exposure_events': 0, 'worst_shortfall_bytes': 0,
-              'shortfall_mib_minutes': 0.0, 'waste_gib_hours': 0.0}
-    exposed_before = False
+              'shortfall_mib_minutes': 0.0, 'waste_gib_hours': 0.0, 'waste_after_warmup_gib_hours': 0.0}
+    tiers = {tier: {'warmup': _tier(), 'after_warmup': _tier()} for tier in ('exposed', 'dangerous')}
+    before, last_phase = {'exposed': False, 'dangerous': False}, 'warmup'
     for index, now in enumerate(times):
         seconds = steps[index] if index < len(steps) else typical
         shortfall = memory[index] - series[index]
+        phase = 'after_warmup' if now - times[0] >= WARMUP_SECONDS else 'warmup'
         exposed = shortfall > 0
         if exposed:
             result['exposure_samples'] += 1
-            result['exposure_after_warmup'] += now - times[0] >= WARMUP_SECONDS
-            result['exposure_events'] += not exposed_before
+            result['exposure_after_warmup'] += phase == 'after_warmup'
+            result['exposure_events'] += not before['exposed']
             result['worst_shortfall_bytes'] = max(result['worst_shortfall_bytes'], shortfall)
             result['shortfall_mib_minutes'] += shortfall / MIB * seconds / 60.0
         else:
             result['waste_gib_hours'] += -shortfall / GIB * seconds / 3600.0
-        exposed_before = exposed
+            if phase == 'after_warmup':
+                result['waste_after_warmup_gib_hours'] += -shortfall / GIB * seconds / 3600.0
+        for tier, over in (('exposed', exposed), ('dangerous', shortfall > margin)):
+            if over:
+                counts = tiers[tier][phase]
+                counts['points'] += 1
+                counts['events'] += not before[tier] or phase != last_phase  # a run across the boundary: in both
+                counts['mib_minutes'] += shortfall / MIB * seconds / 60.0
+                counts['worst_mib'] = max(counts['worst_mib'], shortfall / MIB)
+            before[tier] = over
+        last_phase = phase
+    result.update(tiers)
     per_day = collections.Counter(int((t - times[0]) // DAY) for t in restarts)
     result['changes'] = len(restarts)
     result['max_changes_per_day'] = max(per_day.values()) if per_day else 0
     return result
+
+
+def _accumulate(total, scored):
+    """Add ``scored`` into ``total``: counts and sums add up, worst and max figures take the largest."""
+    for key, value in scored.items():
+        if isinstance(value, dict):
+            _accumulate(total.setdefault(key, {}), value)
+        elif key not in total:
+            total[key] = value
+        elif key.startswith(('worst', 'max_')):
+            total[key] = max(total[key], value)
+        else:
+            total[key] += value
+
+
+def _rounded(entry):
+    for key, value in entry.items():
+        if isinstance(value, dict):
+            _rounded(value)
+        elif isinstance(value, float):
+            entry[key] = round(value, 1)
+
+
+def _daily_peaks(trace):
+    start, peaks = trace['t'][0], {}
+    for now, value in zip(trace['t'], trace['non_pod_bytes']):
+        day = int((now - start) // DAY)
+        peaks[day] = max(peaks.get(day, 0), value)
+    return peaks
+
+
+def replay_clairvoyant_daily(trace):
+    """The clairvoyant daily bound: each day (day 0 too) exactly that day's realised peak, known in advance.
+
+    The least waste any policy that changes once a day can have with no exposed point on this trace.
+    """
+    start, peaks = trace['t'][0], _daily_peaks(trace)
+    series = [peaks[int((now - start) // DAY)] for now in trace['t']]
+    restarts = [start + day * DAY for day in sorted(peaks) if peaks[day] != peaks.get(day - 1)]
+    return series, restarts
+
+
+def replay_best_constant(trace):
+    """The best constant in hindsight: the trace's own peak all along (the least constant with no exposure)."""
+    return [max(trace['non_pod_bytes'])] * len(trace['t']), [trace['t'][0]]
+
+
+def sampler_readings(trace, sampler_every):
+    """Indexes of the points the sampler reads: the first point, then one every ``sampler_every`` s."""
+    chosen, next_sample = [], trace['t'][0]
+    for index, now in enumerate(trace['t']):
+        if now >= next_sample:
+            chosen.append(index)
+            next_sample = now + sampler_every
+    return chosen
+
+
+def replay_simple(trace, fraction, window_days, readings, apply_every, prior_bytes, minimum_bytes=SIMPLE_MIN_BYTES):
+    """The simple rule: at each run, P_W + max(m, f x P_W), P_W the largest reading of the last W days.
+
+    Runs at the measured policy's times (every ``apply_every`` from the first point), on the sampler's
+    ``readings`` (indexes) and the run's own reading. Day 0 as the measured policy: the first run has one
+    reading, and the cold-start prior (``prior_bytes``, GKE's formula as the module's default) is its floor.
+    A run changes what is in force whenever its figure differs (whole MiB).
+    """
+    times, memory = trace['t'], trace['non_pod_bytes']
+    window = window_days * DAY
+    series, restarts, reserved = [], [], 0
+    seen = collections.deque()           # (t, bytes) of the readings within the window
+    reading_at = iter(readings + [len(times)])
+    next_reading = next(reading_at)
+    next_apply = times[0]
+    for index, now in enumerate(times):
+        if index == next_reading:
+            seen.append((now, memory[index]))
+            next_reading = next(reading_at)
+        if now >= next_apply:
+            if not seen or seen[-1][0] != now:
+                seen.append((now, memory[index]))  # the run's own reading
+            while seen[0][0] <= now - window:
+                seen.popleft()
+            peak = max(value for _t, value in seen)
+            wanted = _recommend.ceil_to(peak + max(minimum_bytes, fraction * peak), MIB)
+            if now == times[0]:
+                wanted = max(wanted, _recommend.ceil_to(prior_bytes, MIB))
+            if wanted != reserved:
+                reserved = wanted
+                restarts.append(now)
+            next_apply += apply_every
+        series.append(reserved)
+    return series, restarts
+
+
+def simple_name(fraction, window_days):
+    return 'simple f=%g W=%dd' % (fraction, window_days)
 
 
 def class_peers(traces, sampler_every, apply_every, settings):
@@ -406,9 +564,59 @@ def class_peers(traces, sampler_every, apply_every, settings):
     return result
 
 
-def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, options=None):
+BOUNDS = ('clairvoyant-daily', 'best-constant')
+
+
+def _simple_points(policies):
+    return [dict(name=name, risk=entry['exposed']['after_warmup']['mib_minutes'],
+                 waste=entry['waste_after_warmup_gib_hours'],
+                 dangerous=entry['dangerous']['after_warmup']['points'])
+            for name, entry in policies.items() if name.startswith('simple ')]
+
+
+def versus(policies, node_days):
+    """The measured policy against the simple-rule curve, the clairvoyant bound and GKE (issue 29's targets).
+
+    Risk is the exposed shortfall after warm-up (MiB·min); waste is after warm-up too (the warm-up day is
+    scored apart, the same for every policy that starts from the same prior).
+    ``simple_waste_at_measured_risk``: the least waste of a simple rule at no more risk than the measured
+    policy's (the curve at its risk; None when every simple rule takes more risk); the target is a ratio to the
+    measured waste of at least 1.1. ``simple_dangerous_at_measured_waste``: the fewest dangerous points after
+    warm-up of a simple rule with no more waste than the measured policy's (None when all waste more).
+    """
+    measured = policies['measured']
+    risk, waste = measured['exposed']['after_warmup']['mib_minutes'], measured['waste_after_warmup_gib_hours']
+    points = _simple_points(policies)
+    at_risk = [point for point in points if point['risk'] <= risk]
+    at_waste = [point for point in points if point['waste'] <= waste]
+    best_at_risk = min(at_risk, key=lambda point: point['waste']) if at_risk else None
+    best_at_waste = min(at_waste, key=lambda point: (point['dangerous'], point['waste'])) if at_waste else None
+    clairvoyant = policies['clairvoyant-daily']
+    gke_warmup = policies['gke']['dangerous']['warmup']['points']
+    return {
+        'measured_risk_mib_minutes': round(risk, 1), 'measured_waste_after_warmup_gib_hours': round(waste, 1),
+        'simple_waste_at_measured_risk': best_at_risk and dict(best_at_risk, ratio=round(
+            best_at_risk['waste'] / waste, 3) if waste else None),
+        'simple_dangerous_at_measured_waste': best_at_waste,
+        'measured_dangerous_after_warmup': measured['dangerous']['after_warmup']['points'],
+        'measured_dangerous_warmup': measured['dangerous']['warmup']['points'],
+        'gke_dangerous_warmup': gke_warmup,
+        'dangerous_warmup_vs_gke': round(measured['dangerous']['warmup']['points'] / gke_warmup, 3) if gke_warmup else None,
+        'waste_vs_clairvoyant': round(measured['waste_gib_hours'] / clairvoyant['waste_gib_hours'], 3)
+        if clairvoyant['waste_gib_hours'] else None,
+        'waste_after_warmup_vs_clairvoyant': round(waste / clairvoyant['waste_after_warmup_gib_hours'], 3)
+        if clairvoyant['waste_after_warmup_gib_hours'] else None,
+        'changes_per_node_day': round(measured['changes'] / node_days, 3) if node_days else None,
+        'node_days': round(node_days, 2)}
+
+
+def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, options=None, simple=True,
+        decisions=None):
+    """Replay every policy on every trace; ``decisions`` (a dict) gets the measured policy's changes per trace name."""
     settings = dict(module_defaults(), **(options or {}))
-    names = ['measured', 'poc'] + list(_formulas.FORMULAS)
+    names = ['measured', 'poc'] + list(_formulas.FORMULAS) + list(BOUNDS)
+    sweep = [(fraction, days) for days in SIMPLE_WINDOW_DAYS for fraction in SIMPLE_FRACTIONS] if simple else []
+    names += [simple_name(fraction, days) for fraction, days in sweep]
     policies = collections.OrderedDict((name, None) for name in names)
     per_trace = []
     peers = class_peers(traces, sampler_every, apply_every, settings) if pool_class else [None] * len(traces)
@@ -416,59 +624,108 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, op
         row = {'trace': trace['name']}
         if trace.get('skipped', {}).get('lines'):
             row['skipped'] = trace['skipped']
+        readings = sampler_readings(trace, sampler_every) if sweep else None
+        prior = _headroom_policy.cold_start_floor(
+            _formulas.all_formulas(trace['mem_total_bytes'], trace['cpus'], trace['max_pods'],
+                                   settings['openshift_sizing_version']), settings['cold_start_prior'])
+        simple_rules = dict(zip(names[-len(sweep):], sweep)) if sweep else {}
         for name in names:
-            extra = []
+            extra, changes = [], []
             if name == 'measured':
                 series, restarts = replay_measured(trace, sampler_every, apply_every, settings, trace_peers,
-                                                   near_after=near_after, extra_runs=extra)
+                                                   near_after=near_after, extra_runs=extra, decisions=changes)
+                if decisions is not None:
+                    decisions[trace['name']] = changes
             elif name == 'poc':
                 series, restarts = replay_poc(trace)
+            elif name == 'clairvoyant-daily':
+                series, restarts = replay_clairvoyant_daily(trace)
+            elif name == 'best-constant':
+                series, restarts = replay_best_constant(trace)
+            elif name in simple_rules:
+                fraction, days = simple_rules[name]
+                series, restarts = replay_simple(trace, fraction, days, readings, apply_every, prior[0] if prior else 0)
             else:
                 series, restarts = replay_formula(trace, name)
             scored = score(trace, series, restarts)
             if near_after is not None and name == 'measured':
                 scored['alert_runs'] = len(extra)  # role runs the alert started, a restart or not
-            row[name] = scored
-            total = policies[name]
-            if total is None:
-                policies[name] = dict(scored)
-                continue
-            for key, value in scored.items():
-                if key in ('worst_shortfall_bytes', 'max_changes_per_day'):
-                    total[key] = max(total[key], value)
-                else:
-                    total[key] += value
+            if name == 'measured' or not name.startswith('simple '):
+                row[name] = scored
+            if policies[name] is None:
+                policies[name] = {}
+            _accumulate(policies[name], scored)
         per_trace.append(row)
     for entry in policies.values():
-        entry['waste_gib_hours'] = round(entry['waste_gib_hours'], 1)
-        entry['shortfall_mib_minutes'] = round(entry['shortfall_mib_minutes'], 1)
-    return {'traces': len(traces), 'points': sum(len(t['t']) for t in traces),
-            'trace_names': [t['name'] for t in traces], 'sampler_every_seconds': sampler_every,
-            'apply_every_seconds': apply_every, 'apply_on_near_seconds': near_after, 'pool_class': pool_class,
-            'options': dict(options or {}),
-            'policies': policies, 'per_trace': per_trace}
+        _rounded(entry)
+    node_days = sum((t['t'][-1] - t['t'][0]) / float(DAY) for t in traces if t['t'])
+    result = {'traces': len(traces), 'points': sum(len(t['t']) for t in traces),
+              'trace_names': [t['name'] for t in traces], 'sampler_every_seconds': sampler_every,
+              'apply_every_seconds': apply_every, 'apply_on_near_seconds': near_after, 'pool_class': pool_class,
+              'options': dict(options or {}),
+              'policies': policies, 'per_trace': per_trace}
+    if sweep:
+        result['versus'] = versus(policies, node_days)
+    return result
+
+
+def write_decisions(decisions, directory):
+    """DIR/<trace name>.jsonl: one line per run that changed what is in force, from then to the next line."""
+    os.makedirs(directory, exist_ok=True)
+    for name, lines in decisions.items():
+        stem = name[:-len('.jsonl')] if name.endswith('.jsonl') else name.replace(' ', '-')
+        with open(os.path.join(directory, stem + '.jsonl'), 'w', encoding='utf-8') as handle:
+            for line in lines:
+                handle.write(json.dumps(line, sort_keys=True) + '\n')
 
 
 def markdown(result):
-    lines = ['| policy | exposure points | after warm-up | events | worst shortfall (MiB) | shortfall (MiB·min) '
-             '| waste (GiB·h) | changes | max changes/day |',
+    lines = ['| policy | exposed after warm-up: points / events / MiB·min / worst MiB | dangerous after warm-up: points / '
+             'events / MiB·min / worst MiB | exposed during warm-up: points / worst MiB | dangerous during warm-up: '
+             'points / worst MiB | waste (GiB·h) | after warm-up | changes | max changes/day |',
              '|---|---:|---:|---:|---:|---:|---:|---:|---:|']
     for name, entry in result['policies'].items():
-        lines.append('| %s | %d | %d | %d | %.0f | %.1f | %.1f | %d | %d |'
-                     % (name, entry['exposure_samples'], entry['exposure_after_warmup'], entry['exposure_events'],
-                        entry['worst_shortfall_bytes'] / MIB, entry['shortfall_mib_minutes'],
-                        entry['waste_gib_hours'], entry['changes'], entry['max_changes_per_day']))
+        after = [entry[tier]['after_warmup'] for tier in ('exposed', 'dangerous')]
+        during = [entry[tier]['warmup'] for tier in ('exposed', 'dangerous')]
+        tiers = tuple('%d / %d / %.1f / %.0f' % (t['points'], t['events'], t['mib_minutes'], t['worst_mib'])
+                      for t in after)
+        lines.append('| %s | %s | %s | %d / %.0f | %d / %.0f | %.1f | %.1f | %d | %d |'
+                     % ((name,) + tiers
+                        + (during[0]['points'], during[0]['worst_mib'], during[1]['points'], during[1]['worst_mib'],
+                           entry['waste_gib_hours'], entry['waste_after_warmup_gib_hours'], entry['changes'],
+                           entry['max_changes_per_day'])))
+    if result.get('versus'):
+        lines += ['', 'measured against the simple-rule curve and the bounds: '
+                  + json.dumps(result['versus'], sort_keys=True)]
     return '\n'.join(lines)
+
+
+def load_traces(args):
+    """The traces ``args`` name: a directory of node histories, or a generated family at its seeds."""
+    if args.traces:
+        return read_traces(args.traces)
+    seeds = [int(seed) for seed in args.seed.split(',')]
+    if args.family == 'quality':
+        return generated_traces(args.days or 7, seeds)
+    return trace_families.family_traces(args.family, seeds, args.days or trace_families.DAYS)
 
 
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--json', action='store_true')
     parser.add_argument('--markdown', action='store_true')
-    parser.add_argument('--days', type=int, default=7, help='length of generated traces')
+    parser.add_argument('--days', type=int, help='length of generated traces (7 for quality, 10 for the others)')
+    parser.add_argument('--family', choices=('quality',) + tuple(trace_families.FAMILIES), default='quality',
+                        help='generated traces: this file\'s own generator (quality), or one of '
+                             'benchmarks/trace_families.py (shapes, incidents: 8 nodes, 10 s points)')
     parser.add_argument('--seed', default='1', help='seed(s) of the generated traces, comma-separated: 1 or 5,6,7,8')
     parser.add_argument('--traces', help='replay every *.jsonl in this directory instead of generated traces')
     parser.add_argument('--write-traces', help='write the generated traces here as *.jsonl and exit')
+    parser.add_argument('--write-decisions', metavar='DIR',
+                        help='write DIR/<trace name>.jsonl: one line per run of the measured policy that changed what '
+                             'is in force, {"t", "reserved_memory_bytes", "reserved_millicores"}')
+    parser.add_argument('--simple', action=argparse.BooleanOptionalAction, default=True,
+                        help='replay the simple-rule baseline sweep (P_W + max(100Mi, f x P_W)); --no-simple: skip it')
     parser.add_argument('--sampler-every', type=int, default=60, help='seconds between sampler readings')
     parser.add_argument('--apply-every', default='24h', help='how often the role runs (a duration: 1h, 24h, 7d)')
     parser.add_argument('--apply-on-near', metavar='DURATION',
@@ -486,7 +743,7 @@ def main(argv):
     args = parser.parse_args(argv)
     started = time.monotonic()
     try:
-        traces = read_traces(args.traces) if args.traces else generated_traces(args.days, [int(seed) for seed in args.seed.split(',')])
+        traces = load_traces(args)
     except TraceError as exc:
         parser.error(str(exc))
     if args.write_traces:
@@ -504,8 +761,11 @@ def main(argv):
         options = dict(parse_option(text) for text in args.option)
     except ValueError as exc:
         parser.error(str(exc))
+    decisions = {} if args.write_decisions else None
     result = run(traces, args.sampler_every, _history.parse_window(args.apply_every), args.pool_class, near_after,
-                 options)
+                 options, args.simple, decisions)
+    if decisions is not None:
+        write_decisions(decisions, args.write_decisions)
     result['seconds'] = round(time.monotonic() - started, 1)
     if args.json:
         print(json.dumps(result, indent=2))

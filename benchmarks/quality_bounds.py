@@ -1,6 +1,6 @@
 """What the generated traces allow a daily-applied policy at best: reference policies no node could run.
 
-Usage: python benchmarks/quality_bounds.py [--json] [--days D] [--seed S[,S...]]
+Usage: python benchmarks/quality_bounds.py [--json] [--days D] [--seed S[,S...]] [--traces DIR | --family F]
 
 They reserve the GKE formula on day 0 (as the measured policy's cold-start prior does), but for the one that
 says otherwise, and change once a day, at the same times as the measured policy's runs; all are scored by
@@ -16,6 +16,11 @@ benchmarks/quality.py's own score():
       components, known in advance) + the log-burst cap: the least a daily reservation can be and still hold
       a burst of any size the generator makes, whenever it comes;
   burst-covering-from-day-0: the same on day 0 too, with no cold-start prior at all.
+  clairvoyant-daily (quality.py's own, as it scores every run): each day, day 0 too, exactly that day's peak;
+  best-constant (quality.py's own): the trace's peak all along, the best constant per node in hindsight.
+
+--traces DIR (nodes' own histories, as quality.py --traces reads them) and --family (benchmarks/
+trace_families.py) know nothing of the bursts: only clairvoyant, clairvoyant-daily, best-constant and gke run.
 
 If burst-covering wastes more than 0.5x GKE's, no policy applied daily that starts from GKE's reservation
 on day 0 (the measured policy's prior) and holds every burst the generator can make, whenever it comes,
@@ -94,12 +99,19 @@ def burst_covering(trace, prior_on_day_0=True):
 
 
 POLICIES = (('clairvoyant', clairvoyant), ('cap-known', cap_known), ('burst-covering', burst_covering),
-            ('burst-covering-from-day-0', lambda trace: burst_covering(trace, prior_on_day_0=False)), ('gke', None))
+            ('burst-covering-from-day-0', lambda trace: burst_covering(trace, prior_on_day_0=False)),
+            ('clairvoyant-daily', quality.replay_clairvoyant_daily), ('best-constant', quality.replay_best_constant),
+            ('gke', None))
+# What needs the generator's own record of its log bursts (quality.py's generated traces only).
+NEEDS_BURSTS = ('cap-known', 'burst-covering', 'burst-covering-from-day-0')
 
 
 def run(traces):
     result = {}
+    known_bursts = all('log_burst_bytes' in trace for trace in traces)
     for name, policy in POLICIES:
+        if name in NEEDS_BURSTS and not known_bursts:
+            continue
         total = {'exposure_samples': 0, 'exposure_after_warmup': 0, 'waste_gib_hours': 0.0, 'changes': 0}
         for trace in traces:
             series, restarts = policy(trace) if policy else quality.replay_formula(trace, 'gke')
@@ -116,10 +128,18 @@ def run(traces):
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--json', action='store_true')
-    parser.add_argument('--days', type=int, default=7)
+    parser.add_argument('--days', type=int, help='length of generated traces (7 for quality, 10 for the others)')
     parser.add_argument('--seed', default='1')
+    parser.add_argument('--family', choices=('quality',) + tuple(quality.trace_families.FAMILIES), default='quality')
+    parser.add_argument('--traces', help='every *.jsonl in this directory, as quality.py --traces reads them')
     args = parser.parse_args(argv)
-    result = run(quality.generated_traces(args.days, [int(seed) for seed in args.seed.split(',')]))
+    try:
+        traces = quality.load_traces(args)
+    except quality.TraceError as exc:
+        parser.error(str(exc))
+    if not traces:
+        parser.error('no *.jsonl traces in %s' % args.traces)
+    result = run(traces)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

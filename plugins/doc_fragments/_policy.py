@@ -97,12 +97,12 @@ options:
         (see C(docs/formulas.md)); the formulas are always returned in RV(formulas) for comparison.
     type: str
     default: measured
-    choices: [measured, gke, aks, aks-legacy, eks, openshift]
+    choices: [measured, gke, aks, aks-legacy, aks-hardened, eks, openshift]
   floor_policy:
     description: Recommend from the measurement, but never below what this vendor formula reserves.
     type: str
     default: none
-    choices: [none, gke, aks, aks-legacy, eks, openshift]
+    choices: [none, gke, aks, aks-legacy, aks-hardened, eks, openshift]
   max_pods:
     description: Maximum pods per node for the formulas that use it (AKS, EKS); by default the kubelet's C(maxPods), else 110.
     type: int
@@ -136,7 +136,7 @@ options:
         O(single_reading_headroom_factor) as before.
     type: str
     default: gke
-    choices: [none, gke, aks, aks-legacy, eks, openshift]
+    choices: [none, gke, aks, aks-legacy, aks-hardened, eks, openshift]
   cpu_guarantee:
     description:
       - V(reserve) raises the reserved CPU until the CPU C(system.slice) is guaranteed under contention (its own

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import time
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
     _cgroup, _cpu_guarantee, _decision, _formulas, _headroom_policy, _history, _kubelet_config_file,
     _kubelet_process, _measure, _option_specs, _overcommit, _procfs, _quantity, _recommend)
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_ownership
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_ownership, _kubelet_version
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
@@ -17,8 +19,50 @@ DEFAULT_KUBELET_CONFIG_PATH = _option_specs.DEFAULT_KUBELET_CONFIG_PATH
 _DEFAULT = {name: option['default'] for name, option in _option_specs.OPTIONS.items()}
 
 
+VERSION_TIMEOUT_SECONDS = 30  # a kubelet under emulation (the VM tests) takes seconds just to start
+
+
+def run_version_command(command):
+    """What ``command`` (``[kubelet, '--version']``) prints, or raises OSError/ValueError."""
+    try:
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False,
+                              timeout=VERSION_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        raise ValueError('no answer within %d s' % VERSION_TIMEOUT_SECONDS)
+    if done.returncode != 0:
+        raise ValueError('exit status %d' % done.returncode)
+    return done.stdout.decode('utf-8', 'replace')
+
+
+def kubelet_version(kubelet, config, cgroup_version, not_found, proc_root='/proc'):
+    """The kubelet binary's version, and what it refuses with this config on this node (_kubelet_version)."""
+    command = _kubelet_process.version_command(kubelet['argv'], kubelet['pid'], proc_root, shutil.which)
+    result = {'command': command, 'text': None, 'version': None, 'git_version': None}
+    parsed = None
+    if command is None:
+        not_found.append('no kubelet binary to ask its version (no running kubelet, no kubelet on the PATH)')
+    else:
+        try:
+            result['text'] = run_version_command(command).strip()
+            parsed = _kubelet_version.parse(result['text'])
+        except (OSError, ValueError) as exc:
+            not_found.append('%s failed: %s' % (' '.join(command), exc))
+        if result['text'] is not None and parsed is None:
+            not_found.append('%s named no version: %r' % (' '.join(command), result['text'][:200]))
+    if parsed:
+        result.update(version=parsed['version'], git_version=parsed['git_version'])
+    environment = _kubelet_process.environment_names(kubelet['pid'], proc_root) if kubelet['pid'] else None
+    config_dir_in_use = bool(kubelet['argv'] and _kubelet_process.config_paths(kubelet['argv'])[1])
+    verdict = _kubelet_version.check(parsed, cgroup_version, config, config_dir_in_use,
+                                     dict.fromkeys(environment or ()))
+    result.update(features=_kubelet_version.features(parsed),
+                  fail_cgroup_v1=_kubelet_version.fail_cgroup_v1(parsed, config),
+                  refusals=verdict['refusals'], warnings=verdict['warnings'])
+    return result
+
+
 def _kubelet_settings(options, proc_root, not_found, found):
-    """Locate the kubelet and read its effective settings; returns (kubelet dict, current or None)."""
+    """Locate the kubelet and read its effective settings; returns (kubelet dict, current or None, config)."""
     kubelet_names = options.get('kubelet_process_names') or _kubelet_process.DEFAULT_KUBELET_NAMES
     processes = [p for p in found if _kubelet_process.program_name(p.argv) in kubelet_names]
     kubelet = {'pid': None, 'argv': None, 'config_path': None, 'config_dir': None, 'config_found_by': None,
@@ -47,7 +91,7 @@ def _kubelet_settings(options, proc_root, not_found, found):
         kubelet['config_dir'] = options['kubelet_config_dir']
 
     if not kubelet['config_path'] and not kubelet['config_dir'] and not flag_fields:
-        return kubelet, None
+        return kubelet, None, {}
     config, sources = _kubelet_config_file.load_effective_config(kubelet['config_path'], kubelet['config_dir'])
     config.update(flag_fields)
     if flag_fields:
@@ -71,7 +115,7 @@ def _kubelet_settings(options, proc_root, not_found, found):
         'max_pods': config.get('maxPods'),
         'sources': sources,
     }
-    return kubelet, current
+    return kubelet, current, config
 
 
 # Kept under its old name: callers and tests measure CPU through the facts module.
@@ -175,8 +219,9 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
     names = tuple(options.get('kubelet_process_names') or _kubelet_process.DEFAULT_KUBELET_NAMES) \
         + tuple(options.get('runtime_process_names') or _kubelet_process.DEFAULT_RUNTIME_NAMES)
     found = _kubelet_process.find_processes(names, proc_root)
-    kubelet, current = _kubelet_settings(options, proc_root, not_found, found)
+    kubelet, current, config = _kubelet_settings(options, proc_root, not_found, found)
     kubelet['ownership'] = _kubelet_ownership.detect(kubelet['argv'], kubelet['unit'])
+    kubelet['version'] = kubelet_version(kubelet, config, layout.version, not_found, proc_root)
     driver_hint = (current or {}).get('cgroup_driver')
     driver, kubepods = _cgroup.find_kubepods(layout, options.get('kubepods_cgroup'), driver_hint)
     if kubepods is None:
@@ -204,6 +249,7 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
             'kubepods_limit_file': _cgroup.memory_limit_path(layout, kubepods) if kubepods else None,
             'memory_root': layout.memory_root,
             'cpu_root': layout.cpu_root,
+            'end_of_life': _kubelet_version.END_OF_LIFE if layout.version == 'v1' else None,
         },
         'overcommit': _overcommit.audit(layout, kubepods) if kubepods else None,
         'kubelet': kubelet,

@@ -117,7 +117,10 @@ def write_atomic(path, content, mode=None, owner=None, group=None):
                 written = os.write(fd, view)
                 view = view[written:]
             os.fchmod(fd, mode)
-            if uid != -1 or gid != -1:
+            # Only a real change of owner: fchown is outside the sandboxed sampler's system calls (@privileged),
+            # and the temporary file usually has the owner already.
+            created = os.fstat(fd)
+            if uid not in (-1, created.st_uid) or gid not in (-1, created.st_gid):
                 os.fchown(fd, uid, gid)
             os.fsync(fd)
         finally:

@@ -56,20 +56,40 @@ def _mount_namespace(pid, proc_root):
         return None
 
 
+def _pid_namespace_depth(pid, proc_root):
+    """How many pid namespaces deep ``pid`` is, seen from ours: the ids on its ``NSpid:`` line (Linux >= 4.1)."""
+    try:
+        with open(os.path.join(proc_root, str(pid), 'status'), 'r', encoding='utf-8', errors='replace') as handle:
+            for line in handle:
+                if line.startswith('NSpid:'):
+                    return len(line.split()) - 1
+    except OSError:
+        pass
+    return None
+
+
 def find_processes(names, proc_root='/proc'):
     """Processes whose program name is one of ``names``, lowest pid first.
 
-    Only processes in our own mount namespace count: a kubelet inside a container on this
-    machine (kind, nspawn) names paths that mean something else here, and is not this node's.
+    Only processes of this node count: a kubelet inside a container on this machine (kind, nspawn)
+    names paths that mean something else here, and is not this node's. Told apart by its mount
+    namespace where we may read it; ``/proc/<pid>/ns/mnt`` of a process with more capabilities than
+    ours is not readable (kernel/ptrace.c ``__ptrace_may_access``, as for the sandboxed sampler, which
+    has none, in a mount namespace of its own), so also by its pid namespace: a container's processes
+    have more ids on their ``NSpid:`` line (``status`` is world-readable) than ours.
     """
     wanted = set(names)
     own_namespace = _mount_namespace('self', proc_root)
+    own_depth = _pid_namespace_depth('self', proc_root)
     found = []
     for pid in _procfs.list_pids(proc_root):
         argv = _procfs.read_cmdline(pid, proc_root)
         if argv and program_name(argv) in wanted:
             namespace = _mount_namespace(pid, proc_root)
             if own_namespace and namespace and namespace != own_namespace:
+                continue
+            depth = _pid_namespace_depth(pid, proc_root)
+            if own_depth and depth and depth > own_depth:
                 continue
             found.append(Process(pid, argv))
     return found
@@ -118,6 +138,41 @@ def config_from_flags(argv):
         if flag in flags:
             fields[field] = flags[flag]
     return fields
+
+
+def version_command(argv, pid=None, proc_root='/proc', which=None):
+    """The command that asks this kubelet's binary its version (``[binary, '--version']``), or None.
+
+    The binary on disk, not the running process's image: the next start, after a write, runs what is on disk now
+    (after a package upgrade the running kubelet may still be the old one). A stand-in run through an interpreter
+    (``python3 /usr/bin/kubelet``) is asked through the same interpreter. Without a running kubelet (or with a
+    relative argv[0]), the binary is the one ``/proc/<pid>/exe`` names, else ``kubelet`` on the PATH.
+    """
+    if argv:
+        first = os.path.basename(argv[0])
+        if first.rstrip('0123456789.') in _INTERPRETERS and len(argv) > 1:
+            return [argv[0], argv[1], '--version']
+        if os.path.isabs(argv[0]):
+            return [argv[0], '--version']
+        if pid is not None:
+            try:
+                exe = os.readlink(os.path.join(proc_root, str(pid), 'exe'))
+            except OSError:
+                exe = None
+            if exe:
+                return [exe[:-len(' (deleted)')] if exe.endswith(' (deleted)') else exe, '--version']
+    found = which('kubelet') if which else None
+    return [found, '--version'] if found else None
+
+
+def environment_names(pid, proc_root='/proc'):
+    """The names (not the values) in a process's environment, or None where it cannot be read."""
+    try:
+        with open(os.path.join(proc_root, str(pid), 'environ'), 'rb') as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    return sorted({item.split(b'=', 1)[0].decode('utf-8', 'replace') for item in raw.split(b'\0') if item})
 
 
 def config_paths(argv):

@@ -71,8 +71,13 @@ options:
   textfile_path:
     description:
       - Also write the figures as Prometheus metrics (C(nodealloc_*)) to this file, for node_exporter's textfile
-        collector (for example C(/var/lib/node_exporter/textfile_collector/nodealloc.prom)). Written atomically,
+        collector (for example C(/var/lib/node_exporter/textfile_collector/nodealloc-facts.prom)). Written atomically,
         so the collector never reads half a file; not written in check mode.
+      - The families are the sampler's, with the same names and meanings (one schema, C(docs/monitoring.md)), plus the
+        configured and recommended C(kubeReserved)/C(systemReserved) (C(nodealloc_kubelet_reserved_memory_bytes),
+        C(nodealloc_kubelet_reserved_cpu_cores)).
+      - Never the sampler's file (C(reservations_sampler_textfile_path)); each writer needs a file of its own, and
+        node_exporter fails a scrape that finds one series in two files. For nodes without the sampler.
     type: path
     version_added: 0.1.0
 notes:
@@ -204,6 +209,12 @@ cgroup:
       type: str
       sample: /sys/fs/cgroup/kubepods.slice/memory.max
       version_added: 0.1.0
+    end_of_life:
+      description:
+        - On a cgroup v1 node (legacy or hybrid), why cgroup v1 is at the end of its life in Kubernetes (maintenance
+          mode from 1.31, refused by default from 1.35); null on cgroup v2. Also one of the module's warnings.
+      type: str
+      version_added: 0.2.0
 kubelet:
   description: The running kubelet (pid, argv) and the config file and drop-in directory read.
   returned: always
@@ -220,6 +231,29 @@ kubelet:
           C(unit) (C(fragment_path), C(drop_in_paths), C(environment_files), C(exec_start_source)).
       type: dict
       version_added: 0.1.0
+    version:
+      description:
+        - The kubelet binary's version, as C(kubelet --version) answers (the binary on disk, which the next start
+          runs), and what that version refuses with the effective configuration on this node.
+        - C(command), C(text) (what it printed), C(version) (V(1.35.0)) and C(git_version) (V(v1.35.0)), both null
+          where no version was learnt (then C(not_found) says why).
+        - C(fail_cgroup_v1), the C(failCgroupV1) the kubelet runs with (the config's value, else V(true) from 1.35,
+          V(false) before), null where that cannot be told.
+        - C(features), what this version knows (C(fail_cgroup_v1_field) 1.31, C(fail_cgroup_v1_default_true) 1.35,
+          C(compressible_enforcement) 1.32, C(memory_reservation_policy) 1.36, C(config_dir) 1.28,
+          C(config_dir_without_environment) 1.30), each null where the version is unknown.
+        - C(refusals), what would stop this kubelet at its next start (a C(failCgroupV1) that is true on a cgroup v1
+          node, an enforcement key it does not know, a C(--config-dir) it cannot read); the role refuses to write
+          while any is listed. C(warnings), what it would ignore, and cgroup v1's end of life.
+      type: dict
+      sample:
+        command: [/usr/bin/kubelet, --version]
+        text: Kubernetes v1.35.0
+        version: 1.35.0
+        git_version: v1.35.0
+        fail_cgroup_v1: true
+        refusals: ['kubelet v1.35.0 on a cgroup v1 node would not start: failCgroupV1 defaults to true from 1.35 ...']
+      version_added: 0.2.0
 current:
   description:
     - Reservations and eviction settings in force, from the config file, its drop-ins and the command line,
@@ -302,7 +336,7 @@ overcommit:
   type: dict
   version_added: 0.2.0
 formulas:
-  description: What each vendor formula (gke, aks, aks-legacy, eks, openshift) would reserve on this node, in bytes and millicores.
+  description: What each vendor formula (gke, aks, aks-legacy, aks-hardened, eks, openshift) would reserve on this node, in bytes and millicores.
   returned: always
   type: dict
 class_record:
@@ -349,6 +383,8 @@ def main():
         module.fail_json(msg=missing_required_lib(exc.library, reason=exc.reason))
     except (NodeallocError, ValueError) as exc:
         module.fail_json(msg=str(exc))
+    for warning in facts['kubelet']['version']['warnings']:
+        module.warn(warning)
     changed = facts['history']['recorded']
     if module.params['textfile_path'] and not module.check_mode:
         try:

@@ -45,8 +45,65 @@ options:
   units:
     description:
       - systemd unit file names and their contents, written under O(unit_dir) (mode 0644) where they differ.
+      - For units of your own; the sampler's come from O(settings).
     type: dict
     default: {}
+  settings:
+    description:
+      - The sampler's settings. Given, the module renders C(nodealloc-sampler.service) and C(nodealloc-sampler.timer)
+        under O(unit_dir) and the script's options file O(path)C(/sampler.json), and creates the textfile's directory.
+      - The unit runs C(nodealloc-sampler.py --config) O(path)C(/sampler.json), so no option value is part of its command
+        line. The sampler's directory, the directories it writes in (those of O(settings.history_path),
+        O(settings.state_path) and O(settings.textfile_path)) and the resource settings must have a form that needs no
+        quoting in a unit file (absolute paths of letters, digits and C(. _ + @ / -)); the module fails otherwise.
+      - The service is sandboxed (no capabilities, read-only file system but those directories, no network); see
+        C(docs/monitoring.md).
+    type: dict
+    suboptions:
+      history_path:
+        description: The node's history (C(reservations_history_path)).
+        type: path
+        required: true
+      state_path:
+        description: The sampler's state file.
+        type: path
+        required: true
+      decision_path:
+        description: The role's last decision, read for the metrics.
+        type: path
+        required: true
+      textfile_path:
+        description: The metrics file for node_exporter's textfile collector; an empty string writes none.
+        type: str
+        required: true
+      percentile:
+        description: The policy percentile of the window figures.
+        type: float
+        required: true
+      history_window:
+        description: The history window, a Go duration such as C(7d).
+        type: str
+        required: true
+      sample_seconds:
+        description: The CPU sample when no previous run is known.
+        type: float
+        required: true
+      nice:
+        description: The service's C(Nice=).
+        type: int
+        required: true
+      memory_max:
+        description: The service's C(MemoryMax=).
+        type: str
+        required: true
+      cpu_quota:
+        description: The service's C(CPUQuota=).
+        type: str
+        required: true
+      interval:
+        description: The timer's C(OnUnitActiveSec=).
+        type: str
+        required: true
   unit_dir:
     description: Where O(units) are written.
     type: path
@@ -71,9 +128,18 @@ EXAMPLES = r'''
     path: /usr/local/lib/nodealloc
     state_dir: /var/lib/nodealloc
     script: "{{ lookup('ansible.builtin.file', 'nodealloc-sampler.py', rstrip=false) }}"
-    units:
-      nodealloc-sampler.service: "{{ lookup('ansible.builtin.template', 'nodealloc-sampler.service.j2') }}"
-      nodealloc-sampler.timer: "{{ lookup('ansible.builtin.template', 'nodealloc-sampler.timer.j2') }}"
+    settings:
+      history_path: /var/lib/nodealloc/history.jsonl
+      state_path: /var/lib/nodealloc/sampler-state.json
+      decision_path: /var/lib/nodealloc/decision.json
+      textfile_path: /var/lib/node_exporter/textfile_collector/nodealloc.prom
+      percentile: 100
+      history_window: 7d
+      sample_seconds: 10
+      nice: 15
+      memory_max: 64M
+      cpu_quota: 20%
+      interval: 1min
   register: sampler
 
 - name: Start the sampler's timer, reloading systemd when a unit changed
@@ -116,6 +182,10 @@ units_written:
   type: list
   elements: str
   sample: [nodealloc-sampler.service]
+options_written:
+  description: Whether O(path)C(/sampler.json) was written (or, in check mode, would be).
+  returned: always
+  type: bool
 state_dir_created:
   description: Whether O(state_dir) was created (or, in check mode, would be).
   returned: always
@@ -126,7 +196,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _sampler_code
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _sampler_code, _sampler_unit
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 # Imported so that Ansible packs the sampler's code into this module's payload; _sampler_code reads it back.
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _sampler  # noqa: F401 pylint: disable=unused-import
@@ -143,11 +213,21 @@ def _text(path):
         return ''
 
 
+SETTINGS_SPEC = dict(
+    history_path=dict(type='path', required=True), state_path=dict(type='path', required=True),
+    decision_path=dict(type='path', required=True), textfile_path=dict(type='str', required=True),
+    percentile=dict(type='float', required=True), history_window=dict(type='str', required=True),
+    sample_seconds=dict(type='float', required=True), nice=dict(type='int', required=True),
+    memory_max=dict(type='str', required=True), cpu_quota=dict(type='str', required=True),
+    interval=dict(type='str', required=True))
+
+
 def main():
     module = AnsibleModule(argument_spec=dict(path=dict(type='path', required=True), script=dict(type='str'),
                                               units=dict(type='dict', default={}),
                                               unit_dir=dict(type='path', default='/etc/systemd/system'),
-                                              state_dir=dict(type='path')),
+                                              state_dir=dict(type='path'),
+                                              settings=dict(type='dict', options=SETTINGS_SPEC)),
                            supports_check_mode=True)
     params = module.params
     path = params['path']
@@ -156,7 +236,17 @@ def main():
     wanted = {target: (content, 0o644) for target, content in units.items()}
     if params['script'] is not None:
         wanted[script_path] = (params['script'], 0o755)
+    settings = params['settings']
+    options_path = os.path.join(path, _sampler_unit.OPTIONS_NAME)
+    textfile_dir_created = False
     try:
+        if settings:
+            rendered = _sampler_unit.files(settings, path, params['unit_dir'])
+            units.update({target: content for target, (content, _mode) in rendered.items() if target != options_path})
+            wanted.update(rendered)
+            # ReadWritePaths= leaves a missing directory out of the sandbox: the textfile's must exist before a run.
+            if settings['textfile_path']:
+                textfile_dir_created = _sampler_code.ensure_directory(os.path.dirname(settings['textfile_path']), module.check_mode)
         state_dir_created = bool(params['state_dir']) and _sampler_code.ensure_directory(params['state_dir'], module.check_mode)
         files = _sampler_code.sources()
         before = {target: _text(target) for target in wanted} if module._diff else {}  # read before the write
@@ -164,11 +254,11 @@ def main():
         written, removed = _sampler_code.install(path, files, check_mode=module.check_mode)
     except NodeallocError as exc:
         module.fail_json(msg=str(exc))
-    result = dict(changed=bool(written or removed or written_paths or state_dir_created), files=sorted(files),
+    result = dict(changed=bool(written or removed or written_paths or state_dir_created or textfile_dir_created), files=sorted(files),
                   written=written, removed=removed, directory=os.path.join(path, _sampler_code.RELATIVE_DIR),
                   script_written=script_path in written_paths,
                   units_written=sorted(os.path.basename(target) for target in written_paths if target in units),
-                  state_dir_created=state_dir_created)
+                  options_written=options_path in written_paths and bool(settings), state_dir_created=state_dir_created)
     if module._diff:
         result['diff'] = [{'before_header': target, 'after_header': target, 'before': before[target],
                            'after': wanted[target][0]} for target in written_paths]

@@ -32,7 +32,7 @@ def test_textfile_metrics_pass_promtool(tmp_path):
     check = subprocess.run(['promtool', 'check', 'metrics'], input=text, capture_output=True, text=True, check=False)
     assert check.returncode == 0, check.stdout + check.stderr
     assert 'nodealloc_memory_non_pod_bytes %d' % result['memory']['non_pod_bytes'] in text
-    assert '# TYPE nodealloc_reserved_memory_bytes gauge' in text
+    assert '# TYPE nodealloc_kubelet_reserved_memory_bytes gauge' in text
 
 
 def test_check_mode_writes_no_textfile(tmp_path):

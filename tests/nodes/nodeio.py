@@ -16,13 +16,14 @@ from nodes import testnodes, vmnodes
 
 STANDIN_LOG = '/var/log/kubelet-standin.log'
 STANDIN_FAULTS = '/etc/kubelet-standin/faults.json'
+STANDIN_VERSION = '/etc/kubelet-standin/version'  # the stand-in's "installed" kubelet version
 HEALTHZ = ('python3 -c "import urllib.request as u; '
            'print(u.urlopen(\'http://127.0.0.1:10248/healthz\', timeout=5).read().decode())"')
 # What reset() puts back: the first config and nothing the role or a scenario left (backups, drop-ins, faults,
 # the sampler with its history and state, the on-node step's journal, the stand-in's log).
 RESET_SCRIPT = """set -e
 cat > /var/lib/kubelet/config.yaml
-rm -f /var/lib/kubelet/*.nodealloc.bak /etc/kubernetes/kubelet.conf.d/*.conf {faults}
+rm -f /var/lib/kubelet/*.nodealloc.bak /etc/kubernetes/kubelet.conf.d/*.conf {faults} {version}
 systemctl disable --now nodealloc-sampler.timer >/dev/null 2>&1 || true
 # A run the timer started may still be sampling: it would write history and state after the rm below. Let it
 # finish (one CPU sample, 10 s at most) before stopping it: after a run was killed mid-way by this reset, the next
@@ -32,10 +33,10 @@ systemctl stop nodealloc-sampler.service >/dev/null 2>&1 || true
 systemctl reset-failed nodealloc-sampler.service >/dev/null 2>&1 || true
 rm -f /etc/systemd/system/nodealloc-sampler.service /etc/systemd/system/nodealloc-sampler.timer
 systemctl daemon-reload
-rm -rf /var/lib/nodealloc /usr/local/lib/nodealloc /var/lib/node_exporter
+rm -rf /var/lib/nodealloc /usr/local/lib/nodealloc /var/cache/nodealloc-sampler /var/lib/node_exporter
 : > {log}
 systemctl restart kubelet.service
-""".format(faults=STANDIN_FAULTS, log=STANDIN_LOG)
+""".format(faults=STANDIN_FAULTS, log=STANDIN_LOG, version=STANDIN_VERSION)
 
 
 def is_vm(node):

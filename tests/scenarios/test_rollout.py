@@ -130,6 +130,14 @@ def check_the_sampler_runs_and_writes_metrics_promtool_accepts(node):
     start()
     shown = nodeio.ssh(node, 'systemctl show -p Result -p ExecMainStatus nodealloc-sampler.service').stdout.split()
     assert sorted(shown) == ['ExecMainStatus=0', 'Result=success'], (node['name'], shown)
+    # The sandbox as systemd loaded it (module_utils/_sampler_unit.py), and the run's bytecode in the cache directory
+    # it may write: the code's own directory is read-only to it, so nothing lands there.
+    sandbox = nodeio.ssh(node, 'systemctl show -p ProtectSystem -p NoNewPrivileges -p PrivateNetwork '
+                               'nodealloc-sampler.service').stdout.split()
+    assert sorted(sandbox) == ['NoNewPrivileges=yes', 'PrivateNetwork=yes', 'ProtectSystem=strict'], sandbox
+    cached = nodeio.ssh(node, 'find /var/cache/nodealloc-sampler -name "*.pyc" | wc -l; '
+                              'find /usr/local/lib/nodealloc -name __pycache__ | wc -l').stdout.split()
+    assert int(cached[0]) > 0 and cached[1] == '0', cached
     with open(os.path.join(ROOT, 'roles', 'reservations', 'defaults', 'main.yml')) as handle:
         textfile = yaml.safe_load(handle)['reservations_sampler_textfile_path']
     text = nodeio.read_bytes(node, textfile).decode()

@@ -10,7 +10,11 @@ collection; tests/unit/test_standin_parity.py feeds the same upstream test rows 
 collection's module_utils. Each module cites what it mirrors:
 
 * Command line: ``--config``, ``--config-dir`` and ``--kubeconfig`` (cmd/kubelet/app/options/options.go);
-  other flags are accepted and ignored.
+  other flags are accepted and ignored. ``--version`` prints "Kubernetes <git version>" and exits, as
+  component-base's verflag does; the version is the first line of /etc/kubelet-standin/version (a node's
+  "installed kubelet": change it and the next start is that version), else kubelet_logic/version.py's default.
+* kubelet_logic/version.py, what depends on that version: the failCgroupV1 default (true from 1.35, KEP-5573)
+  and validation_linux.go's refusal of it on a cgroup v1 host, and the compressible enforcement keys (1.32).
 * kubelet_logic/config.py, config decoding and drop-ins (pkg/kubelet/kubeletconfig/util/codec/codec.go
   ``DecodeKubeletConfiguration``; cmd/kubelet/app/server.go ``mergeKubeletConfigurations``): YAML or
   JSON; ``apiVersion: kubelet.config.k8s.io/v1beta1`` and ``kind: KubeletConfiguration`` required; an
@@ -81,9 +85,11 @@ import yaml
 # node (/usr/bin/kubelet_logic/). It shares no code with the collection.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kubelet_logic import allocatable, config as kubelet_config, eviction, machine, validation  # noqa: E402
+from kubelet_logic import version as kubelet_version  # noqa: E402
 
 LOG_PATH = os.environ.get('STANDIN_LOG', '/var/log/kubelet-standin.log')
 FAULTS_PATH = os.environ.get('STANDIN_FAULTS', '/etc/kubelet-standin/faults.json')
+VERSION_PATH = os.environ.get('STANDIN_VERSION', '/etc/kubelet-standin/version')
 FIELDS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'kubelet_config_v1beta1_fields.txt')
 RETRY_SECONDS = 5.0
 
@@ -103,6 +109,16 @@ class StartupError(Exception):
 def known_fields():
     with open(FIELDS_PATH, encoding='utf-8') as handle:
         return {line.strip() for line in handle if line.strip() and not line.startswith('#')}
+
+
+def git_version():
+    """The version this stand-in is: the node's version file, else the default."""
+    try:
+        with open(VERSION_PATH, encoding='utf-8') as handle:
+            text = handle.readline().strip()
+    except OSError:
+        text = ''
+    return text or kubelet_version.DEFAULT_GIT_VERSION
 
 
 def flag_value(argv, name):
@@ -126,14 +142,17 @@ def load(argv):
         raise StartupError(str(exc))
 
 
-def start_up(config):
+def start_up(config, version=None, cgroup_v1=False):
     """The kubelet's start-up checks, in its order; returns what it derives, or raises StartupError.
 
-    ValidateKubeletConfiguration (validation.go), then in server.go run(): parseResourceList of
-    kubeReserved/systemReserved and ParseThresholdConfig, then NewContainerManager's
-    validateNodeAllocatable.
+    Defaulting (the version's failCgroupV1), ValidateKubeletConfiguration (validation.go, with
+    validateKubeletOSConfiguration of validation_linux.go at its end), then in server.go run(): parseResourceList
+    of kubeReserved/systemReserved and ParseThresholdConfig, then NewContainerManager's validateNodeAllocatable.
     """
-    errors = validation.validate_configuration(config)
+    version = version or kubelet_version.parse(kubelet_version.DEFAULT_GIT_VERSION)
+    config = kubelet_version.defaults(config, version)
+    errors = validation.validate_configuration(config) + kubelet_version.legacy_enforcement_errors(config, version)
+    errors += kubelet_version.os_errors(config, cgroup_v1)
     if errors:
         # server.go: "failed to validate kubelet configuration, error: <aggregate>"
         raise StartupError('failed to validate kubelet configuration, error: [%s]' % ', '.join(errors))
@@ -296,6 +315,9 @@ def report_node_status(server, node_name, derived, ready):
 
 
 def main(argv):
+    if '--version' in argv:
+        print('Kubernetes %s' % git_version(), flush=True)
+        return 0
     faults = {}
     if os.path.exists(FAULTS_PATH):
         with open(FAULTS_PATH, encoding='utf-8') as handle:
@@ -325,7 +347,11 @@ def main(argv):
             layout = machine.cgroup_layout()
         except (OSError, ValueError) as exc:
             raise StartupError('failed to find the cgroup hierarchies: %s' % exc)
-        derived, kube_reserved, system_reserved = start_up(config)
+        try:
+            version = kubelet_version.parse(git_version())
+        except kubelet_version.VersionError as exc:
+            raise StartupError(str(exc))
+        derived, kube_reserved, system_reserved = start_up(config, version, layout.version == 'v1')
         move_self_into(layout, 'system.slice/kubelet.service')
         enforce_reserved(config, layout, kube_reserved, system_reserved)
     except StartupError as exc:
@@ -336,7 +362,7 @@ def main(argv):
     memory_limit, cpu_shares = derived['kubepods_memory_limit_bytes'], derived['kubepods_cpu_shares']
     api_url = api_server(argv)
     reported_ready = None
-    log('start', sources=sources, kube_reserved=config.get('kubeReserved') or {},
+    log('start', version=git_version(), sources=sources, kube_reserved=config.get('kubeReserved') or {},
         system_reserved=config.get('systemReserved') or {}, kubepods=kubepods,
         kubepods_memory_limit_bytes=memory_limit, kubepods_cpu_shares=cpu_shares)
 

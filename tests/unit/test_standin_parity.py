@@ -29,10 +29,12 @@ from fractions import Fraction
 import pytest
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _eviction, _json_merge_patch, _node_allocatable, _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_version
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet_config_rules import ValidationError, validate
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'standin'))
 from kubelet_logic import allocatable, config as kubelet_config, eviction, quantity, validation  # noqa: E402
+from kubelet_logic import version as standin_version  # noqa: E402
 
 GI, MI = 1 << 30, 1 << 20
 
@@ -347,3 +349,35 @@ RFC7386_ROWS = [
 def test_merge_patch_examples_with_both(target, patch, expected):
     assert kubelet_config.merge_patch(target, patch) == expected
     assert _json_merge_patch.merge_patch(target, patch) == expected
+
+
+# --- kubelet version: the failCgroupV1 default and refusal, the compressible keys ----------------------
+# Rows built from defaults.go (FailCgroupV1 nil -> true from 1.35, KEP-5573), validation_linux.go
+# (validateKubeletOSConfiguration) and the 1.32 enforcement keys (kubernetes/kubernetes#125982): no upstream table.
+VERSION_ROWS = [
+    ('v1.35.0', True, {}, True),
+    ('v1.35.0', True, {'failCgroupV1': False}, False),
+    ('v1.35.0', False, {}, False),
+    ('v1.34.2', True, {}, False),
+    ('v1.33.0', True, {'failCgroupV1': True}, True),
+    ('v1.31.4', False, {'enforceNodeAllocatable': ['pods', 'system-reserved-compressible'],
+                        'systemReservedCgroup': '/system.slice', 'systemReserved': {'cpu': '100m'}}, True),
+    ('v1.32.0', False, {'enforceNodeAllocatable': ['pods', 'system-reserved-compressible'],
+                        'systemReservedCgroup': '/system.slice', 'systemReserved': {'cpu': '100m'}}, False),
+]
+
+
+@pytest.mark.parametrize('git_version,cgroup_v1,change,refused', VERSION_ROWS)
+def test_version_rows_standin(git_version, cgroup_v1, change, refused):
+    version = standin_version.parse(git_version)
+    config = standin_version.defaults(dict(BASE, **change), version)
+    errors = (validation.validate_configuration(config) + standin_version.legacy_enforcement_errors(config, version)
+              + standin_version.os_errors(config, cgroup_v1))
+    assert bool(errors) == refused, errors
+
+
+@pytest.mark.parametrize('git_version,cgroup_v1,change,refused', VERSION_ROWS)
+def test_version_rows_collection(git_version, cgroup_v1, change, refused):
+    verdict = _kubelet_version.check(_kubelet_version.parse('Kubernetes ' + git_version), 'v1' if cgroup_v1 else 'v2',
+                                     dict(BASE, **change))
+    assert bool(verdict['refusals']) == refused, verdict

@@ -3,7 +3,10 @@
 Installed by the nodealloc.kubelet.reservations role (reservations_install_sampler, on by default)
 with the collection's module_utils beside it, and run by nodealloc-sampler.timer. It only measures
 and records (no policy, no kubelet config): see plugins/module_utils/_sampler.py. Needs python3 only.
-Usage: nodealloc-sampler.py [--history PATH] [--state PATH] [--textfile PATH|''] [--decision PATH]
+The unit runs it with ``--config PATH``: its options as a JSON object (``sampler.json``, written by the
+sampler_code module), so that no option value is ever part of the unit's command line; a flag given
+after it wins over the file's value.
+Usage: nodealloc-sampler.py [--config PATH] [--history PATH] [--state PATH] [--textfile PATH|''] [--decision PATH]
                             [--percentile P] [--window 7d] [--sample-seconds S] [--step-dir DIR]
 """
 
@@ -18,6 +21,8 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._file_io import 
 
 # (flag, default, type, help)
 OPTIONS = (
+    ('--config', '', str, "a JSON object of these options (keys: history, state, textfile, decision, percentile, window, "
+                          "sample_seconds, step_dir); the flags win"),
     ('--history', _history.DEFAULT_PATH, str, None),
     ('--state', _sampler.DEFAULT_STATE_PATH, str, None),
     ('--textfile', _sampler.DEFAULT_TEXTFILE_PATH, str, "'' to write no metrics"),
@@ -63,8 +68,31 @@ def _parse_with_argparse(argv):
     return vars(parser.parse_args(argv))
 
 
+def with_config(args, argv):
+    """``args`` with the values of ``--config``'s file for the options not given as flags."""
+    if not args['config']:
+        return args
+    import json
+
+    with open(args['config'], 'r', encoding='utf-8') as handle:
+        config = json.load(handle)
+    if not isinstance(config, dict):
+        raise ValueError('%s: not a JSON object' % args['config'])
+    given = {arg.partition('=')[0][2:].replace('-', '_') for arg in argv if arg.startswith('--')}
+    kinds = {flag[2:].replace('-', '_'): kind for flag, _default, kind, _help in OPTIONS}
+    unknown = sorted(set(config) - set(kinds) - {'config'})
+    if unknown:
+        raise ValueError('%s: unknown options %s' % (args['config'], ', '.join(unknown)))
+    return dict(args, **{key: kinds[key](value) for key, value in config.items() if key not in given})
+
+
 def main(argv):
     args = parse_args(argv)
+    try:
+        args = with_config(args, argv)
+    except (OSError, ValueError, TypeError) as exc:
+        sys.stderr.write('nodealloc-sampler: --config: %s\n' % exc)
+        return 1
     options = {'history_path': args['history'], 'state_path': args['state'], 'textfile_path': args['textfile'],
                'decision_path': args['decision'], 'percentile': args['percentile'], 'history_window': args['window'],
                'sample_seconds': args['sample_seconds'], 'step_dir': args['step_dir']}

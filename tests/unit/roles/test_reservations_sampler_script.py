@@ -72,3 +72,22 @@ def test_help_and_mistakes_go_to_argparse(script, argv, status, capsys):
     assert exited.value.code == status
     printed = capsys.readouterr()
     assert 'usage: nodealloc-sampler' in printed.out + printed.err
+
+
+def test_the_options_file_gives_the_values_and_a_flag_wins(script, tmp_path):
+    """What the unit runs: ``--config sampler.json``; hostile text there is a value, never a flag."""
+    config = tmp_path / 'sampler.json'
+    config.write_text(json.dumps({'textfile': "/tmp/it's $HOME %n --history /etc/passwd", 'percentile': 99,
+                                  'window': '24h', 'sample_seconds': '0.5'}))
+    argv = ['--config', str(config), '--window', '1h']
+    values = script['with_config'](script['parse_args'](argv), argv)
+    assert values['textfile'] == "/tmp/it's $HOME %n --history /etc/passwd"
+    assert (values['percentile'], values['window'], values['sample_seconds']) == (99.0, '1h', 0.5)
+    assert values['history'] == script['parse_args']([])['history']
+
+
+def test_an_unknown_key_in_the_options_file_is_refused(script, tmp_path):
+    config = tmp_path / 'sampler.json'
+    config.write_text(json.dumps({'textfle': '/tmp/x.prom'}))
+    with pytest.raises(ValueError, match='textfle'):
+        script['with_config'](script['parse_args'](['--config', str(config)]), ['--config', str(config)])

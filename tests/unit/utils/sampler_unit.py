@@ -1,31 +1,63 @@
-"""The sampler unit's command line as the role renders it at its defaults, without Ansible.
+"""The sampler's units and options as the role installs them at its defaults, without Ansible.
 
-Used by the unit test of the script's options and by benchmarks/sampler_cost.py, so both run what the role installs.
+Used by the unit tests of the units and of the script's options, and by benchmarks/sampler_cost.py, so they run
+what the role installs: the role's defaults and vars/main.yml give the settings its sampler task passes to
+sampler_code, and module_utils/_sampler_unit renders them as that module does.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 
 import jinja2
 import yaml
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _sampler_unit
+
 ROLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
                     'roles', 'reservations')
 
 
-def exec_start_argv(**overrides):
-    """ExecStart of nodealloc-sampler.service split into argv: the role's defaults, then its vars/main.yml, then overrides."""
+def role_context(**overrides):
+    """The role's defaults, then overrides, then its vars/main.yml rendered over them."""
     with open(os.path.join(ROLE, 'defaults', 'main.yml')) as handle:
         context = yaml.safe_load(handle)
     context.update(overrides)
     with open(os.path.join(ROLE, 'vars', 'main.yml')) as handle:
         role_vars = yaml.safe_load(handle)
-    with open(os.path.join(ROLE, 'templates', 'nodealloc-sampler.service.j2')) as handle:
-        exec_start = [line for line in handle if line.startswith('ExecStart=')][0][len('ExecStart='):]
     environment = jinja2.Environment()
     environment.filters['dirname'] = os.path.dirname
     for name, value in role_vars.items():  # each may use the defaults and the ones before it
-        context[name] = environment.from_string(value).render(context)
-    return shlex.split(environment.from_string(exec_start).render(context))
+        context[name] = environment.from_string(value).render(context) if isinstance(value, str) else value
+    return context
+
+
+def settings(**overrides):
+    """``(settings, sampler_dir)``: what tasks/sampler.yml passes to sampler_code, read from that task itself."""
+    context = role_context(**overrides)
+    with open(os.path.join(ROLE, 'tasks', 'sampler.yml')) as handle:
+        task = yaml.safe_load(handle)[0]['nodealloc.kubelet.sampler_code']
+    environment = jinja2.Environment()
+    rendered = {name: environment.from_string(value).render(context) for name, value in task['settings'].items()}
+    return rendered, environment.from_string(task['path']).render(context)
+
+
+def exec_start_argv(**overrides):
+    """The unit's ExecStart split into argv, its ``--config`` replaced by the options file's values as flags.
+
+    The script reads the same options either way; callers swap paths and durations in the flags. With the sampler's
+    directory overridden (a scratch install), its bytecode cache goes under it too, not to the node's cache directory.
+    """
+    values, sampler_dir = settings(**overrides)
+    unit = _sampler_unit.service(values, sampler_dir)
+    argv = shlex.split([line for line in unit.splitlines() if line.startswith('ExecStart=')][0][len('ExecStart='):])
+    options = json.loads(_sampler_unit.options_json(values))
+    if 'reservations_sampler_dir' in overrides:
+        argv = [arg.replace(_sampler_unit.PYCACHE_DIR, os.path.join(sampler_dir, 'pycache')) for arg in argv]
+    config = argv.index('--config')
+    flags = []
+    for key, value in sorted(options.items()):
+        flags += ['--' + key.replace('_', '-'), str(value)]
+    return argv[:config] + flags

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 
 import pytest
@@ -167,3 +169,38 @@ def test_class_peers_of_another_class_are_ignored_and_of_its_own_give_the_cold_s
                for line in pooled['recommendation']['explanation'])
     assert not any('what the gke formula reserves' in line for line in pooled['recommendation']['explanation'])
     assert pooled['class_record']['cold_start']  # it still offers no reservation of its own to the class
+
+
+STANDIN = os.path.join(os.path.dirname(__file__), "..", "..", "..", "standin", "kubelet.py")
+
+
+@pytest.mark.parametrize('installed,cgroup_version,config,refused', [
+    ('v1.35.0', 'v1', {}, True),
+    ('v1.35.0', 'v1', {'failCgroupV1': False}, False),
+    ('v1.35.0', 'v2', {}, False),
+    ('v1.34.2', 'v1', {}, False),
+])
+def test_the_kubelet_binary_is_asked_its_version_and_a_1_35_kubelet_on_v1_is_refused(
+        tmp_path, monkeypatch, installed, cgroup_version, config, refused):
+    # The stand-in kubelet answers --version from its node's version file, as an upgraded package would.
+    version_file = tmp_path / 'version'
+    version_file.write_text(installed + '\n')
+    monkeypatch.setenv('STANDIN_VERSION', str(version_file))
+    kubelet = {'pid': None, 'argv': [sys.executable, STANDIN, '--config=/var/lib/kubelet/config.yaml'],
+               'config_dir': None}
+    not_found = []
+    result = _facts.kubelet_version(kubelet, config, cgroup_version, not_found)
+    assert not_found == []
+    assert result['text'] == 'Kubernetes ' + installed
+    assert result['git_version'] == installed
+    assert bool(result['refusals']) == refused
+    if refused:
+        assert 'failCgroupV1' in result['refusals'][0]
+
+
+def test_no_kubelet_binary_is_said_and_refuses_nothing(monkeypatch):
+    monkeypatch.setattr(_facts.shutil, 'which', lambda name: None)
+    not_found = []
+    result = _facts.kubelet_version({'pid': None, 'argv': None, 'config_dir': None}, {}, 'v2', not_found)
+    assert result['version'] is None and result['refusals'] == []
+    assert not_found and 'no kubelet binary' in not_found[0]

@@ -104,3 +104,12 @@ def test_held_exclusively_sees_a_real_holder(tmp_path):
     with exclusive_flock(step):
         assert _file_io.held_exclusively(str(step))
     assert not _file_io.held_exclusively(str(step))
+
+
+def test_replacing_a_file_of_the_same_owner_makes_no_chown(tmp_path, monkeypatch):
+    """The sandboxed sampler's system call filter leaves chown out (@privileged): a no-op fchown would kill its run."""
+    target = tmp_path / 'nodealloc.prom'
+    target.write_text('old\n')
+    monkeypatch.setattr(os, 'fchown', lambda *_a: pytest.fail('fchown called for an unchanged owner'))
+    _file_io.write_atomic(str(target), 'new\n', mode=0o644)
+    assert target.read_text() == 'new\n'

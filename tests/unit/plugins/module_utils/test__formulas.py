@@ -140,3 +140,37 @@ def test_gke_small_machines_reserve_255_mib():
 def test_all_formulas_passes_the_openshift_version():
     assert f.all_formulas(16 * GIB, 64, 110, openshift_version=1)['openshift']['system_reserved_millicores'] == 500
     assert f.all_formulas(16 * GIB, 64, 110)['openshift']['system_reserved_millicores'] == 820
+
+
+# AKS Node Hardening (learn.microsoft.com/en-us/azure/aks/node-hardening, read 2026-11-26), MiB as the page writes:
+# (GiB, max pods) -> (kube-reserved MiB, system-reserved MiB), worked by hand from the page's table:
+#  4 GiB, 30 pods: min(1050 + max(250, 81.92), 1024) = 1024; system 200 (no full 32 GiB).
+#  8 GiB, 30 pods: min(1050 + 250, 2048) = 1300; system 200.
+#  16 GiB, 110 pods: min(3850 + 327.68, 4096) = 4096 (the quarter caps it); system 200.
+#  32 GiB, 110 pods: min(3850 + 655.36, 8192) = 4505.36; system 300 (one full 32 GiB).
+#  64 GiB, 250 pods: min(8750 + 1310.72, 16384) = 10060.72; system 400.
+#  100 GiB, 110 pods: min(3850 + 2048, 25600) = 5898; system 500 (three full 32 GiB).
+AKS_HARDENED_ROWS = [(4, 30, 1024, 200), (8, 30, 1300, 200), (16, 110, 4096, 200), (32, 110, 4505.36, 300),
+                     (64, 250, 10060.72, 400), (100, 110, 5898, 500)]
+
+
+@pytest.mark.parametrize('gib,max_pods,kube_mib,system_mib', AKS_HARDENED_ROWS)
+def test_aks_hardened_rows(gib, max_pods, kube_mib, system_mib):
+    result = f.aks_hardened(gib * GIB, 8, max_pods=max_pods)
+    assert result['kube_reserved_memory_bytes'] == int(kube_mib * MIB)
+    assert result['system_reserved_memory_bytes'] == system_mib * MIB
+    assert result['system_reserved_millicores'] == 100
+    # CPU kube-reserved is "unchanged": the AKS table (8 cores: 180m).
+    assert result['kube_reserved_millicores'] == 180
+    assert result['reserved_memory_bytes'] == int(kube_mib * MIB) + system_mib * MIB
+
+
+def test_aks_hardened_azure_cni_adds_100_mib_and_full_32_gib_steps_only():
+    assert f.aks_hardened(32 * GIB - 1, 2)['system_reserved_memory_bytes'] == 200 * MIB
+    assert f.aks_hardened(32 * GIB, 2, azure_cni=True)['system_reserved_memory_bytes'] == 400 * MIB
+
+
+def test_aks_hardened_is_listed_and_reserves_more_than_standard_aks():
+    assert 'aks-hardened' in f.FORMULAS
+    results = f.all_formulas(16 * GIB, 8, 110)
+    assert results['aks-hardened']['reserved_memory_bytes'] > results['aks']['reserved_memory_bytes']

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 
 import pytest
 
@@ -69,3 +70,40 @@ def test_a_state_dir_that_cannot_be_created_fails_with_its_path_before_any_file(
     result = run({'path': str(tmp_path / 'lib'), 'state_dir': str(blocker / 'state'), 'script': 'x\n'})
     assert result['failed'] is True and str(blocker / 'state') in result['msg']
     assert not (tmp_path / 'lib').exists()
+
+
+def _settings(tmp_path, **overrides):
+    settings = {'history_path': str(tmp_path / 'state' / 'history.jsonl'), 'state_path': str(tmp_path / 'state' / 'sampler-state.json'),
+                'decision_path': str(tmp_path / 'state' / 'decision.json'),
+                'textfile_path': str(tmp_path / 'prom' / 'nodealloc.prom'), 'percentile': 99.5, 'history_window': '7d',
+                'sample_seconds': 10, 'nice': 15, 'memory_max': '64M', 'cpu_quota': '20%', 'interval': '1min'}
+    settings.update(overrides)
+    return settings
+
+
+def test_settings_render_the_sandboxed_units_and_the_options_file(run, tmp_path):
+    hostile = str(tmp_path / 'prom' / "it's $HOME %n.prom")
+    args = {'path': str(tmp_path / 'lib'), 'state_dir': str(tmp_path / 'state'), 'unit_dir': str(tmp_path / 'units'),
+            'settings': _settings(tmp_path, textfile_path=hostile)}
+    predicted = run(dict(args, _ansible_check_mode=True))
+    assert predicted['changed'] and predicted['units_written'] == ['nodealloc-sampler.service', 'nodealloc-sampler.timer']
+    assert predicted['options_written'] is True and sorted(p.name for p in tmp_path.iterdir()) == []
+    installed = run(args)
+    assert installed['units_written'] == ['nodealloc-sampler.service', 'nodealloc-sampler.timer'] and installed['options_written']
+    service = (tmp_path / 'units' / 'nodealloc-sampler.service').read_text()
+    assert ('ExecStart=/usr/bin/python3 -I -S -X pycache_prefix=/var/cache/nodealloc-sampler %s/nodealloc-sampler.py --config '
+            '%s/sampler.json\n' % (args['path'], args['path'])) in service
+    assert hostile not in service and "'" not in service
+    assert json.loads((tmp_path / 'lib' / 'sampler.json').read_text())['textfile'] == hostile
+    # ReadWritePaths= leaves out a directory missing at start: the module creates the textfile's.
+    assert (tmp_path / 'prom').is_dir()
+    again = run(args)
+    assert again['changed'] is False and again['units_written'] == [] and again['options_written'] is False
+
+
+def test_a_setting_that_would_need_quoting_in_a_unit_fails_before_any_file(run, tmp_path):
+    args = {'path': str(tmp_path / 'lib'), 'unit_dir': str(tmp_path / 'units'),
+            'settings': _settings(tmp_path, state_path=str(tmp_path / "it's" / 'state.json'))}
+    result = run(args)
+    assert result['failed'] is True and 'state_path' in result['msg']
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

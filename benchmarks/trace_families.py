@@ -1,0 +1,177 @@
+"""Two trace families for benchmarks/quality.py, written apart from its own generator (no code shared with it).
+
+Each family is 8 nodes (4-256 GiB), a point every 10 s over 10 days by default, deterministic by seed: the
+same seed gives the same traces on any machine (random.Random seeded with a string is seeded by its SHA-512).
+A trace is the dict quality.py replays: name, mem_total_bytes, cpus, max_pods, t, non_pod_bytes,
+non_pod_millicores.
+
+``shapes`` (issue 29's first family, rebuilt from its description; the issue author's own traces are not in
+the repository): kubelet GC sawtooth, container runtime leak reset at random restarts, a nightly batch
+window, the kernel's conntrack slab (outside every cgroup) following the day's connections, a persistent
+step after an upgrade, Pareto-sized log bursts.
+
+``incidents`` (issue 29's second, held-out family, shapes the first has not): a kernel slab leak that never
+resets, daemon restart storms (a crash-looping node daemon, each start's peak overlapping the last's),
+a DaemonSet rollout that adds a sidecar (one more runtime shim outside the pods) to every pod, a
+log-shipper's in-memory backlog during a network cut and its drain after, image-pull storms when a
+drained node fills up again.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+MIB, GIB = 1 << 20, 1 << 30
+DAY, HOUR = 86400, 3600
+STEP_SECONDS = 10
+DAYS = 10
+# (memory GiB, CPUs, pods on average)
+SHAPES_NODES = ((4, 2, 12), (8, 2, 20), (16, 4, 30), (16, 8, 45), (32, 8, 60), (64, 16, 90), (128, 32, 105),
+                (256, 64, 110))
+INCIDENTS_NODES = ((4, 2, 15), (8, 4, 25), (8, 4, 30), (16, 4, 40), (32, 16, 70), (64, 16, 100), (96, 24, 110),
+                   (256, 48, 110))
+
+
+def _pareto(rng, scale, alpha, cap):
+    return min(cap, scale * (1.0 - rng.random()) ** (-1.0 / alpha))
+
+
+def _times(days, step):
+    return list(range(0, days * DAY, step))
+
+
+def _events(rng, days, mean_gap_seconds, first_after=0.0):
+    """Start times of events a mean gap apart (exponential gaps), within the trace."""
+    result, now = [], first_after + rng.expovariate(1.0 / mean_gap_seconds)
+    while now < days * DAY:
+        result.append(now)
+        now += rng.expovariate(1.0 / mean_gap_seconds)
+    return result
+
+
+def _trace(family, seed, index, size_gib, cpus, pods_mean, times, memory, cpu):
+    return {'name': '%s seed %d node %d %dGiB' % (family, seed, index, size_gib), 'mem_total_bytes': size_gib * GIB,
+            'cpus': cpus, 'max_pods': 110, 't': times, 'non_pod_bytes': [int(max(0, value)) for value in memory],
+            'non_pod_millicores': [int(max(0, value)) for value in cpu]}
+
+
+def shapes_node(seed, index, size_gib, cpus, pods_mean, days=DAYS, step=STEP_SECONDS):
+    rng = random.Random('shapes-%d-%d' % (seed, index))
+    capacity = size_gib * GIB
+    times = _times(days, step)
+    base = 150 * MIB + rng.uniform(0.004, 0.01) * capacity
+    per_pod = rng.uniform(8, 16) * MIB
+    # kubelet's Go heap: grows until the GC's target, then falls back (a sawtooth).
+    gc_period = rng.uniform(300, 1800)
+    gc_amplitude = rng.uniform(20, 60) * MIB * (1 + pods_mean / 110.0)
+    gc_phase = rng.uniform(0, gc_period)
+    # Runtime leak, reset when the runtime restarts at random.
+    leak_per_second = rng.uniform(0.5, 6) * MIB / HOUR
+    restarts = _events(rng, days, rng.uniform(1.5, 4) * DAY)
+    # Nightly batch window: more pods, and their runtime memory.
+    batch_start = rng.uniform(0, 3) * HOUR
+    batch_length = rng.uniform(1, 3) * HOUR
+    batch_pods = int(pods_mean * rng.uniform(0.2, 0.6))
+    # Conntrack slab: follows the day's connections, outside every cgroup.
+    conntrack_peak = min(0.02 * capacity, rng.uniform(30, 250) * MIB)
+    conntrack_phase = rng.uniform(0, DAY)
+    # A persistent step after an upgrade (a bigger kubelet / runtime / agent).
+    upgrade_at = rng.uniform(2, days - 1) * DAY
+    upgrade_step = rng.uniform(40, 300) * MIB * min(2.0, (size_gib / 16.0) ** 0.3)
+    # Pareto log bursts.
+    burst_cap = min(1.5 * GIB, 0.06 * capacity)
+    bursts = [(start, rng.expovariate(1 / 60.0) + step, _pareto(rng, 20 * MIB, rng.uniform(1.3, 1.8), burst_cap))
+              for start in _events(rng, days, rng.uniform(2, 6) * HOUR)]
+    pods = float(pods_mean)
+    memory, cpu = [], []
+    restart_index, last_restart, burst_index = 0, 0.0, 0
+    for now in times:
+        while restart_index < len(restarts) and restarts[restart_index] <= now:
+            last_restart = restarts[restart_index]
+            restart_index += 1
+        hour = (now % DAY) / HOUR
+        in_batch = batch_start <= (now % DAY) < batch_start + batch_length
+        pods += (pods_mean - pods) * 0.001 + rng.gauss(0, 0.3)
+        running = max(1.0, pods) + (batch_pods if in_batch else 0)
+        sawtooth = gc_amplitude * (((now + gc_phase) % gc_period) / gc_period)
+        leak = leak_per_second * (now - last_restart)
+        conntrack = conntrack_peak * (0.55 + 0.45 * math.sin(2 * math.pi * (now - conntrack_phase) / DAY))
+        upgrade = upgrade_step if now >= upgrade_at else 0.0
+        while burst_index < len(bursts) and bursts[burst_index][0] + bursts[burst_index][1] < now:
+            burst_index += 1
+        burst = bursts[burst_index][2] if burst_index < len(bursts) and bursts[burst_index][0] <= now else 0.0
+        memory.append(base + running * per_pod + sawtooth + leak + conntrack + upgrade + burst + rng.gauss(0, 3 * MIB))
+        cpu.append(50 + running * 3 + (200 if in_batch else 0) + (150 if burst else 0) + 20 * math.sin(hour)
+                   + rng.gauss(0, 10))
+    return _trace('shapes', seed, index, size_gib, cpus, pods_mean, times, memory, cpu)
+
+
+def incidents_node(seed, index, size_gib, cpus, pods_mean, days=DAYS, step=STEP_SECONDS):
+    rng = random.Random('incidents-%d-%d' % (seed, index))
+    capacity = size_gib * GIB
+    times = _times(days, step)
+    base = 180 * MIB + rng.uniform(0.003, 0.008) * capacity
+    shim = rng.uniform(6, 14) * MIB                     # a runtime shim per pod (outside the pod's cgroup)
+    # Kernel slab leak (a driver or dentry leak): never reset within the trace, on some nodes only.
+    slab_leak_per_second = (rng.uniform(0.3, 3) * MIB / HOUR * (size_gib / 16.0) ** 0.5
+                            if rng.random() < 0.6 else 0.0)
+    # Daemon restart storms: a node daemon crash-loops for a while, each start's peak overlapping the last's.
+    storms = [(start, rng.uniform(20, 90) * 60, rng.uniform(30, 150) * MIB, rng.uniform(10, 60))
+              for start in _events(rng, days, rng.uniform(2, 5) * DAY)]
+    # DaemonSet rollout adding a sidecar to every pod: one more shim per pod, rolled over some minutes.
+    rollout_at = rng.uniform(1.5, days - 2) * DAY
+    rollout_length = rng.uniform(30, 120) * 60
+    sidecar = rng.uniform(3, 9) * MIB
+    # Log shipper's backlog: buffered in memory while the network is cut, drained after.
+    cuts = [(start, rng.uniform(10, 120) * 60, rng.uniform(0.3, 3) * MIB / 60.0)
+            for start in _events(rng, days, rng.uniform(3, 6) * DAY)]
+    backlog_cap = min(0.05 * capacity, 1 * GIB)
+    # Node drains (pods gone) and the image-pull storm when it fills up again.
+    drains = [(start, rng.uniform(10, 40) * 60, min(0.04 * capacity, rng.uniform(150, 700) * MIB))
+              for start in _events(rng, days, rng.uniform(2.5, 6) * DAY, first_after=HOUR)]
+    pods = float(pods_mean)
+    memory, cpu = [], []
+    for now in times:
+        pods += (pods_mean - pods) * 0.002 + rng.gauss(0, 0.25)
+        running = max(1.0, pods)
+        pull = 0.0
+        for start, drained_for, pull_peak in drains:
+            if start <= now < start + drained_for:
+                running = 1.0                               # drained: the node's pods are gone
+            elif start + drained_for <= now < start + drained_for + 1200:
+                # Pods come back and every image is pulled and unpacked at once: the runtime's memory climbs
+                # while they unpack, then falls as the pulls finish.
+                into = (now - start - drained_for) / 1200.0
+                running *= min(1.0, 0.2 + into)
+                pull = pull_peak * math.sin(math.pi * into) * rng.uniform(0.8, 1.0)
+        rolled = min(1.0, max(0.0, (now - rollout_at) / rollout_length))
+        per_pod = shim + sidecar * rolled
+        storm = 0.0
+        for start, length, peak, every in storms:
+            if start <= now < start + length:
+                # A new start every ``every`` s; each holds its startup peak for ~20 s while the last winds down.
+                overlap = min(3.0, 20.0 / every + 1.0)
+                storm = peak * overlap * (0.5 + 0.5 * ((now - start) % every < 20))
+        backlog = 0.0
+        for start, length, rate in cuts:
+            if start <= now < start + length:
+                backlog = max(backlog, min(backlog_cap, rate * (now - start)))
+            elif start + length <= now < start + length + length / 3.0:
+                held = min(backlog_cap, rate * length)
+                backlog = max(backlog, held * (1 - (now - start - length) / (length / 3.0)))
+        slab = slab_leak_per_second * now
+        memory.append(base + running * per_pod + slab + storm + backlog + pull + rng.gauss(0, 3 * MIB))
+        cpu.append(60 + running * 2.5 + (300 if storm else 0) + (400 if pull else 0) + (80 if backlog else 0)
+                   + rng.gauss(0, 10))
+    return _trace('incidents', seed, index, size_gib, cpus, pods_mean, times, memory, cpu)
+
+
+FAMILIES = {'shapes': (SHAPES_NODES, shapes_node), 'incidents': (INCIDENTS_NODES, incidents_node)}
+
+
+def family_traces(family, seeds, days=DAYS, step=STEP_SECONDS):
+    """Every node of ``family`` for every seed, in order."""
+    nodes, make = FAMILIES[family]
+    return [make(seed, index, size, cpus, pods, days, step)
+            for seed in seeds for index, (size, cpus, pods) in enumerate(nodes)]

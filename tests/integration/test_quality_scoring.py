@@ -1,0 +1,172 @@
+"""benchmarks/quality.py's scoring (issue 29): two tiers in and after warm-up, the bounds, the simple-rule baseline,
+--write-decisions, and the trace families of benchmarks/trace_families.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+QUALITY = os.path.join(ROOT, 'benchmarks', 'quality.py')
+MIB, GIB, DAY = 1 << 20, 1 << 30, 86400
+
+
+def _load(name, path):
+    saved = list(sys.path)
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path[:] = saved
+
+
+quality = _load('quality_scoring_under_test', QUALITY)
+families = quality.trace_families
+
+
+def _trace(memory_mib, step=60, **node):
+    return dict({'name': 'hand', 'mem_total_bytes': 8 * GIB, 'cpus': 2, 'max_pods': 110},
+                t=[index * step for index in range(len(memory_mib))], non_pod_bytes=[value * MIB for value in memory_mib],
+                non_pod_millicores=[100] * len(memory_mib), **node)
+
+
+def test_two_tiers_are_scored_apart_during_and_after_warm_up():
+    per_day = DAY // 60
+    memory = [500] * (2 * per_day)
+    memory[10] = 1050                      # 50 MiB over 1000: exposed, within the 100Mi eviction margin
+    memory[20:22] = [1150, 1160]           # 150 and 160 over: dangerous, one event of two points
+    memory[per_day - 1:per_day + 1] = [1200, 1200]  # one run across the end of warm-up: an event in both
+    memory[per_day + 100] = 1080
+    scored = quality.score(_trace(memory), [1000 * MIB] * len(memory), [])
+    warm, after = scored['exposed']['warmup'], scored['exposed']['after_warmup']
+    assert (warm['points'], warm['events'], warm['worst_mib']) == (4, 3, 200)
+    assert (after['points'], after['events'], after['worst_mib']) == (2, 2, 200)
+    danger_warm, danger_after = scored['dangerous']['warmup'], scored['dangerous']['after_warmup']
+    assert (danger_warm['points'], danger_warm['events']) == (3, 2)
+    assert (danger_after['points'], danger_after['events']) == (1, 1)
+    assert warm['mib_minutes'] == 50 + 150 + 160 + 200  # one minute a point
+    # The node's own eviction margin, when its trace gives one: 200 MiB makes none of them dangerous.
+    wide = quality.score(_trace(memory, eviction_hard_bytes=200 * MIB), [1000 * MIB] * len(memory), [])
+    assert wide['dangerous']['warmup']['points'] == 0 and wide['dangerous']['after_warmup']['points'] == 0
+    # Waste after warm-up only counts the second day.
+    assert abs(scored['waste_after_warmup_gib_hours'] - (per_day - 2) * 500 / 1024.0 / 60) < 0.01
+
+
+def test_the_clairvoyant_daily_bound_holds_each_day_s_own_peak_and_the_best_constant_the_trace_s():
+    per_day = DAY // 60
+    memory = [400] * per_day + [700] * per_day + [500] * per_day
+    memory[per_day // 2] = 900
+    trace = _trace(memory)
+    series, restarts = quality.replay_clairvoyant_daily(trace)
+    assert [series[0], series[per_day], series[2 * per_day]] == [900 * MIB, 700 * MIB, 500 * MIB]
+    assert len(restarts) == 3
+    constant, _restarts = quality.replay_best_constant(trace)
+    assert set(constant) == {900 * MIB}
+    daily, flat = quality.score(trace, series, restarts), quality.score(trace, constant, [0])
+    assert daily['exposure_samples'] == flat['exposure_samples'] == 0
+    assert daily['waste_gib_hours'] < flat['waste_gib_hours']
+
+
+def test_the_simple_rule_reserves_the_window_s_peak_plus_the_larger_of_100mi_and_its_fraction():
+    per_day = DAY // 60
+    memory = [2000] * per_day + [600] * (3 * per_day)
+    memory[5] = 3000  # day 0's peak, seen by the sampler (a reading a minute)
+    trace = _trace(memory)
+    readings = quality.sampler_readings(trace, 60)
+    one_day, _restarts = quality.replay_simple(trace, 0.1, 1, readings, DAY, prior_bytes=4000 * MIB)
+    three_days, _restarts = quality.replay_simple(trace, 0.1, 3, readings, DAY, prior_bytes=0)
+    # Day 0: one reading (2000 MiB) + 200 MiB, but the cold-start prior is the floor, as for the measured policy.
+    assert one_day[0] == 4000 * MIB and three_days[0] == 2200 * MIB
+    # Day 1: the last day's largest reading is 3000 MiB (day 0's burst): + 10 % = 3300 MiB.
+    assert one_day[per_day] == 3300 * MIB
+    # Day 2: W = 1 day sees only 600 MiB: + 100 Mi (more than 10 %); W = 3 days still holds the 3000 MiB.
+    assert one_day[2 * per_day] == 700 * MIB and three_days[2 * per_day] == 3300 * MIB
+
+
+def test_versus_reads_the_curve_at_the_measured_policy_s_risk_and_waste():
+    def entry(risk, waste, dangerous=0, total=None):
+        tier = {'points': dangerous, 'events': 0, 'mib_minutes': 0.0, 'worst_mib': 0.0}
+        return {'exposed': {'after_warmup': dict(tier, mib_minutes=risk), 'warmup': dict(tier)},
+                'dangerous': {'after_warmup': dict(tier, points=dangerous), 'warmup': dict(tier, points=dangerous)},
+                'waste_after_warmup_gib_hours': waste, 'waste_gib_hours': total or waste, 'changes': 4}
+    policies = {'measured': entry(10.0, 100.0, 1), 'gke': entry(0.0, 500.0, 20), 'clairvoyant-daily': entry(0, 50.0),
+                'simple a': entry(0.0, 150.0), 'simple b': entry(8.0, 120.0), 'simple c': entry(30.0, 80.0, 3),
+                'simple d': entry(40.0, 90.0, 2)}
+    result = quality.versus(policies, node_days=4)
+    assert result['simple_waste_at_measured_risk']['name'] == 'simple b'
+    assert result['simple_waste_at_measured_risk']['ratio'] == 1.2
+    assert result['simple_dangerous_at_measured_waste']['name'] == 'simple d'
+    assert result['dangerous_warmup_vs_gke'] == 0.05 and result['waste_vs_clairvoyant'] == 2.0
+    assert result['changes_per_node_day'] == 1.0
+
+
+def test_write_decisions_writes_each_change_in_force_from_its_run(tmp_path):
+    traces = tmp_path / 'traces'
+    traces.mkdir()
+    lines = [json.dumps({'node': {'mem_total_bytes': 8 * GIB, 'cpus': 2, 'max_pods': 110}})]
+    for minute in range(3 * 24 * 60):
+        # A node whose use steps up by 600 MiB on day 2: the daily run after it raises the reservation.
+        memory = (700 if minute < 2 * 24 * 60 + 30 else 1300) * MIB
+        lines.append(json.dumps({'t': 1700000000 + 60 * minute, 'non_pod_bytes': memory, 'non_pod_millicores': 100}))
+    (traces / 'node-a.jsonl').write_text('\n'.join(lines) + '\n', encoding='utf-8')
+    result = subprocess.run([sys.executable, QUALITY, '--json', '--no-simple', '--traces', str(traces),
+                             '--write-decisions', str(tmp_path / 'decisions')], cwd=ROOT, capture_output=True,
+                            text=True, check=False, timeout=600)
+    assert result.returncode == 0, result.stderr
+    written = [json.loads(line) for line in (tmp_path / 'decisions' / 'node-a.jsonl').read_text().splitlines()]
+    assert set(written[0]) == {'t', 'reserved_memory_bytes', 'reserved_millicores'}
+    assert written[0]['t'] == 1700000000  # the first run, at the first point
+    assert json.loads(result.stdout)['policies']['measured']['changes'] == len(written)
+    # Scored by hand from the file alone, the replay's exposure comes out the same as quality.py's.
+    by_time = iter(written[1:] + [{'t': float('inf')}])
+    upcoming, in_force, exposed = next(by_time), written[0]['reserved_memory_bytes'], 0
+    for line in lines[1:]:
+        sample = json.loads(line)
+        while sample['t'] >= upcoming['t']:
+            in_force, upcoming = upcoming['reserved_memory_bytes'], next(by_time)
+        exposed += sample['non_pod_bytes'] > in_force
+    assert exposed == json.loads(result.stdout)['policies']['measured']['exposure_samples'] > 0
+    assert any(line['t'] == 1700000000 + 2 * DAY for line in written)  # the day-2 run raised it, its own line
+
+
+def test_the_trace_families_are_deterministic_by_seed_and_eight_nodes_of_4_to_256_gib():
+    for family in ('shapes', 'incidents'):
+        first = families.family_traces(family, [3], days=1)
+        again = families.family_traces(family, [3], days=1)
+        other = families.family_traces(family, [4], days=1)
+        assert first == again
+        assert [t['non_pod_bytes'] for t in first] != [t['non_pod_bytes'] for t in other]
+        sizes = [t['mem_total_bytes'] // GIB for t in first]
+        assert len(first) == 8 and min(sizes) == 4 and max(sizes) == 256
+        assert all(t['t'][1] - t['t'][0] == 10 and len(t['t']) == DAY // 10 for t in first)
+        assert all(0 < min(t['non_pod_bytes']) and max(t['non_pod_bytes']) < t['mem_total_bytes'] for t in first)
+
+
+def test_quality_bounds_replays_a_directory_of_traces_with_the_bounds_that_need_no_burst_record(tmp_path):
+    written = subprocess.run([sys.executable, QUALITY, '--days', '2', '--seed', '6', '--write-traces', str(tmp_path)],
+                             cwd=ROOT, capture_output=True, text=True, check=False, timeout=600)
+    assert written.returncode == 0, written.stderr
+    result = subprocess.run([sys.executable, os.path.join(ROOT, 'benchmarks', 'quality_bounds.py'), '--json',
+                             '--traces', str(tmp_path)], cwd=ROOT, capture_output=True, text=True, check=False,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr
+    bounds = json.loads(result.stdout)
+    # The files carry no record of the generator's bursts: the bounds that need one are left out, not guessed.
+    assert set(bounds) == {'clairvoyant', 'clairvoyant-daily', 'best-constant', 'gke'}
+    assert bounds['clairvoyant-daily']['exposure_samples'] == 0
+    assert bounds['clairvoyant-daily']['waste_gib_hours'] <= bounds['best-constant']['waste_gib_hours']
+
+
+def test_the_clairvoyant_daily_bound_replays_a_history_with_a_day_missing():
+    # A node's own history can miss a whole day (the sampler stopped): the day after is still a day of its own.
+    trace = _trace([300, 400], step=60)
+    trace['t'] += [2 * DAY, 2 * DAY + 60]
+    trace['non_pod_bytes'] += [500 * MIB, 600 * MIB]
+    trace['non_pod_millicores'] += [100, 100]
+    series, restarts = quality.replay_clairvoyant_daily(trace)
+    assert series == [400 * MIB, 400 * MIB, 600 * MIB, 600 * MIB] and restarts == [0, 2 * DAY]

@@ -1,0 +1,55 @@
+"""Node templates from playbooks/recommend.yml on real nodes: an inventory with two node classes (the inventory's
+nodealloc_node_class, as a fleet names its pools) gets the five template forms per class under
+<report dir>/templates/<class>/, each valid against its project's schema (tests/helpers/templates.py), and each
+carrying the largest recommendation of its class's nodes as the report gives them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _quantity
+from helpers import templates
+from helpers.rollout import output_tail, run_playbook
+
+FORMS = sorted(templates.SCHEMA_OF)
+
+
+def amount(resource, text):
+    value = _quantity.parse_quantity(text)
+    return _quantity.milli_value(value) if resource == 'cpu' else _quantity.quantity_value(value)
+
+
+def test_recommend_writes_five_valid_templates_per_node_class(fresh_fleet, tmp_path):
+    nodes = fresh_fleet['nodes'][:3]
+    classes = {nodes[0]['name']: 'general', nodes[1]['name']: 'general', nodes[2]['name']: 'memory-optimized'}
+    inventory = tmp_path / 'classes.yml'
+    inventory.write_text(json.dumps({'all': {'hosts': {host: {'nodealloc_node_class': name}
+                                                       for host, name in classes.items()}}}))
+    reports = tmp_path / 'reports'
+    result = run_playbook(fresh_fleet, 'playbooks/recommend.yml', '--check', '-i', str(inventory),
+                          '-enodealloc_report_dir=%s' % reports, '-ereservations_sample_seconds=1',
+                          '-enodealloc_hosts=%s' % ','.join(classes))
+    assert result.returncode == 0, output_tail(result)
+    with open(reports / 'reservations.json', encoding='utf-8') as handle:
+        recommended = {node['host']: node['recommended'] for node in json.load(handle)['nodes']}
+    assert sorted(os.listdir(reports / 'templates')) == ['general', 'memory-optimized']
+    for class_name in ('general', 'memory-optimized'):
+        directory = reports / 'templates' / class_name
+        assert sorted(os.listdir(directory)) == FORMS
+        documents = {form: templates.validate(form, (directory / form).read_text()) for form in FORMS}
+        members = [host for host, name in classes.items() if name == class_name]
+        drop_in = documents['50-nodealloc.conf']
+        for field, key in (('kube_reserved', 'kubeReserved'), ('system_reserved', 'systemReserved')):
+            for resource in ('cpu', 'memory'):
+                values = [recommended[host][field][resource] for host in members]
+                written = drop_in[key][resource]
+                assert amount(resource, written) == max(amount(resource, value) for value in values), (field, values)
+                assert documents['karpenter-ec2nodeclass-patch.yaml']['spec']['kubelet'][key][resource] == written
+                assert documents['eks-nodeadm-nodeconfig.yaml']['spec']['kubelet']['config'][key][resource] == written
+        capi_files = documents['capi-kubeadmconfigtemplate-patch.yaml']['spec']['template']['spec']['files']
+        assert json.loads(capi_files[0]['content']) == drop_in
+        gardener = documents['gardener-worker-kubelet.yaml']['kubernetes']['kubelet']['kubeReserved']
+        assert amount('memory', gardener['memory']) == (amount('memory', drop_in['kubeReserved']['memory'])
+                                                        + amount('memory', drop_in['systemReserved']['memory']))

@@ -1,0 +1,63 @@
+"""The stand-in's version, and the start-up refusals that depend on it and on the node's cgroup version.
+
+Written from the kubelet's source, independently of the collection:
+* component-base/version/verflag: ``--version`` prints "Kubernetes " + GitVersion and exits 0.
+* pkg/kubelet/apis/config/v1beta1/defaults.go ``SetDefaults_KubeletConfiguration`` (kubernetes/kubernetes
+  1c9cf914): ``FailCgroupV1`` nil -> true. That default is the 1.35 one (KEP-5573, beta v1.35); in 1.31-1.34 the
+  field exists with default false (KEP-4569, v1.31); before 1.31 there is no such field (an unknown field is
+  dropped by lenient decoding, config.py).
+* pkg/kubelet/apis/config/validation/validation_linux.go ``validateKubeletOSConfiguration`` (0428b0fd): on a
+  host not in cgroup v2 unified mode, FailCgroupV1 true is refused, and so is singleProcessOOMKill set to false.
+* validation.go ``ValidateKubeletConfiguration``: the ``*-reserved-compressible`` enforcement keys exist from
+  1.32 (kubernetes/kubernetes#125982); before that the switch knows pods, system-reserved, kube-reserved, none.
+"""
+
+from __future__ import annotations
+
+import re
+
+DEFAULT_GIT_VERSION = 'v1.34.2'  # what the stand-in says it is when the node does not name a version
+_PATTERN = re.compile(r'^v(\d+)\.(\d+)\.(\d+)')
+
+
+class VersionError(ValueError):
+    pass
+
+
+def parse(git_version):
+    """'v1.35.0' -> (1, 35, 0)."""
+    match = _PATTERN.match(git_version.strip())
+    if not match:
+        raise VersionError('not a Kubernetes git version: %r' % git_version)
+    return tuple(int(part) for part in match.groups())
+
+
+def defaults(config, version):
+    """The version-dependent defaults SetDefaults_KubeletConfiguration fills in (a copy of ``config``)."""
+    config = dict(config)
+    if version[:2] >= (1, 31):
+        config.setdefault('failCgroupV1', version[:2] >= (1, 35))
+    else:
+        config.pop('failCgroupV1', None)  # no such field: lenient decoding dropped it
+    return config
+
+
+def legacy_enforcement_errors(config, version):
+    """Before 1.32 the compressible keys are not valid options of enforceNodeAllocatable."""
+    if version[:2] >= (1, 32):
+        return []
+    return ['invalid configuration: option "%s" specified for enforceNodeAllocatable (--enforce-node-allocatable). '
+            'Valid options are "pods", "system-reserved", "kube-reserved", or "none"' % key
+            for key in config.get('enforceNodeAllocatable') or []
+            if key in ('system-reserved-compressible', 'kube-reserved-compressible')]
+
+
+def os_errors(config, cgroup_v1):
+    """validateKubeletOSConfiguration on Linux, for the defaulted ``config``."""
+    if not cgroup_v1:
+        return []
+    if config.get('failCgroupV1'):
+        return ['kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is in maintenance mode']
+    if config.get('singleProcessOOMKill') is False:
+        return ['invalid configuration: singleProcessOOMKill must not be explicitly set to false when using cgroup v1']
+    return []
