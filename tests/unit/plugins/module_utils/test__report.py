@@ -213,9 +213,11 @@ def test_html_charts_have_axes_units_capacity_and_a_legend():
         assert 'class="capl"' in chart and '>capacity ' in chart  # a capacity line, labelled with its value
         assert re.search(r'class="t">(memory \(MiB / GiB\)|CPU \(millicores)', chart)  # the axis names its unit
         assert len(re.findall(r'>(\d+(\.\d+)? (MiB|GiB)|\d+m|0)</text>', chart)) >= 4  # ticks and values in units
+    formulas = sorted(_formulas.FORMULAS)
+    assert len(formulas) >= 5
     for chart in history_charts:
         legend = re.search(r'<g class="legend">(.*?)</g>', chart, re.S).group(1)
-        for name in ('aks', 'aks-legacy', 'eks', 'gke', 'openshift'):
+        for name in formulas:
             assert re.search(r'>%s formula \d+(\.\d+)? (MiB|GiB)</text>' % name, legend)
         assert re.search(r'>(recommended|a kubelet would need) \d', legend) and re.search(r'>non-pod memory, (peak|now) ', legend)
         assert '>non-pod memory</text>' in chart  # the value axis
