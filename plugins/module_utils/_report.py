@@ -404,7 +404,8 @@ def render_markdown(report):
         out.extend(units.markdown_table(('', 'memory', 'cpu', 'what it is'), rows(node)))
         out.append('')
         if node['status'] == 'ok':
-            out.append('**Decision: %s**' % decision_line(node))
+            action, _sep, reasons = decision_line(node).partition(': ')
+            out.append('**Decision: %s.** %s' % (action, reasons))
             out.append('')
         out.extend('- %s' % line for line in node.get('pressure') or [])
         overcommit = _overcommit_line(node.get('overcommit'))

@@ -350,9 +350,10 @@ def _detail(index, node, rows, decision_line, explanation):
         out.append('<p><b>%s.</b> The figures below are what this machine uses and what a kubelet here would '
                    'need.</p>' % _t(node['status_reason'].capitalize()))
     else:
-        out.append('<p><b>Decision: %s</b></p><p class="muted">Margin now %s: memory reserved now minus non-pod '
+        action, _sep, reasons = decision_line(node).partition(': ')
+        out.append('<p><b>Decision: %s.</b> %s</p><p class="muted">Margin now %s: memory reserved now minus non-pod '
                    'memory measured now (risk high below zero, medium below 10 %% of what is reserved).</p>'
-                   % (_t(decision_line(node)), units.memory(node['margin_bytes'])))
+                   % (_t(action), _t(reasons), units.memory(node['margin_bytes'])))
     out += [_memory_chart(node), _cpu_chart(node), _history_chart(node), _diff(node),
             '<table><tr><th><th>memory<th>cpu<th class="w">what it is']
     for label, memory, cpu, meaning in rows(node):
