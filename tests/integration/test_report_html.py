@@ -124,9 +124,9 @@ def test_500_node_report_reads_in_chromium(tmp_path):
     page.write_text(_report.render_html(_report.build_report(results)))
     size = page.stat().st_size
     print('500-node report: %d bytes (%.2f MiB)' % (size, size / 1048576.0))
-    # Measured 4.82 MiB with charts, legends, each figure's meaning and the explained arithmetic per node
-    # (2.35 MiB before those); a regression to a page per node would be far above.
-    assert size < 5.2 * 1048576
+    # Measured 4.96 MiB with charts, legends, each figure's meaning and the explained arithmetic per node
+    # (2.40 MiB before those, same fleet); a regression to a page per node would be far above.
+    assert size < 5.5 * 1048576
     not_measured = {host for host, result in results.items() if not result.get('recommendation')}
     profile = tmp_path / 'profile'
 
