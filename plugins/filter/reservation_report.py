@@ -11,10 +11,12 @@ description:
   - Takes a mapping of host name to the registered result of M(nodealloc.kubelet.node_reservation_facts)
     and returns the report as a dictionary with C(data) (the JSON document), C(json), C(markdown), C(text),
     C(text_lines) (the text as a list of lines, for M(ansible.builtin.debug)) and C(html) (a self-contained page with
-    a sortable fleet table and one folded section per node with memory, CPU and history charts and the config
-    diff apply would write).
+    a fleet view per node class, a sortable fleet table and one folded section per node with labelled memory, CPU
+    and history charts and the config diff apply would write).
+  - Memory is printed in MiB/GiB and CPU in millicores in the text, Markdown and HTML; C(data) and C(json) keep exact
+    values in unit-suffixed fields (C(*_bytes), C(*_millicores)).
   - Nodes that could not be measured (failed or unreachable) come first, then by risk, closest to a global OOM
-    first.
+    first, then nodes without a kubelet (status V(no_kubelet), nothing to apply).
   - C(data.summary) counts the nodes by status, decision and risk.
 author:
   - nodealloc.kubelet developers (@nodealloc)
@@ -22,7 +24,8 @@ options:
   _input:
     description:
       - Mapping of host name to registered module result. A failed result is reported as V(failed), an unreachable
-        or missing one as V(unreachable).
+        or missing one as V(unreachable), a dictionary with C(status) (a word other than V(ok)) and C(status_reason)
+        (a sentence) with that status and reason.
     type: dict
     required: true
 '''

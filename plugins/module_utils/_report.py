@@ -1,15 +1,19 @@
 # Private to nodealloc.kubelet: not a public API, may change without notice.
 """The fleet report: one stable JSON document, rendered as terminal lines and as Markdown.
 
-Schema (``schema_version`` 1): ``{"schema_version", "generated_at", "summary", "nodes": [node]}``.
-Nodes that could not be measured (``status`` ``failed`` or ``unreachable``) come first, then the
-rest by risk, closest to a global OOM first (smallest ``margin_bytes``: memory reserved now minus
-non-pod memory measured). A node is ``{"host", "status", "error", "risk", "capacity", "current",
-"measured", "recommended", "allocatable", "margin_bytes", "reserved_now_millicores",
-"recommended_reserved_millicores", "config_diff", "cgroup", "kubelet_config", "not_found",
-"explanation", ...}``; ``config_diff`` is the unified diff of the ``kubeReserved`` and
-``systemReserved`` fields that ``nodealloc.kubelet.kubelet_config`` would write, computed with the
-same merge (``_kubelet_config_edit.apply_changes``).
+Schema (``schema_version`` 2): ``{"schema_version", "generated_at", "summary", "nodes": [node]}``.
+Every node has ``host``, ``status``, ``status_reason`` (a sentence, None when ``ok``), ``risk`` and
+``margin_bytes``. ``status`` is ``ok`` (measured, with a kubelet), ``no_kubelet`` (measured, nothing
+to apply) or any other word for a node that was not measured (``failed``, ``unreachable``, ...), which
+carries only those five fields. Not measured nodes come first, then the measured ones closest to a
+global OOM (smallest ``margin_bytes``: memory reserved now minus non-pod memory measured), then the
+nodes without a kubelet. A measured node adds ``capacity``, ``current``, ``measured``,
+``recommended``, ``allocatable``, ``config_diff``, ``cgroup``, ``explanation``, ... with exact
+machine values in unit-suffixed names (``*_bytes``, ``*_millicores``) or Kubernetes quantity strings;
+``config_diff`` is the unified diff of the ``kubeReserved`` and ``systemReserved`` fields that
+``nodealloc.kubelet.kubelet_config`` would write, computed with the same merge
+(``_kubelet_config_edit.apply_changes``). Version 2 renamed ``error`` to ``status_reason``, added
+``no_kubelet`` and dropped the human strings from ``measured`` (the renderers format the figures).
 """
 
 from __future__ import annotations
@@ -19,16 +23,17 @@ import difflib
 import json
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cpu_guarantee, _kubelet_config_edit, _node_allocatable, _quantity, _report_html)
+    _cpu_guarantee, _headroom_policy, _kubelet_config_edit, _node_allocatable, _quantity, _report_html,
+    _report_units as units)
 
-SCHEMA_VERSION = 1
-MIB = 1024 * 1024
+SCHEMA_VERSION = 2
+NO_KUBELET = 'no kubelet found: nothing to apply'
 
 
 # Risk from the margin between memory reserved now and non-pod memory measured: below zero the
 # non-pod processes already use more than is reserved for them, so pods may take memory the system
 # needs and the next spike ends in a global OOM rather than an eviction.
-RISK_ORDER = {'unknown': 0, 'high': 1, 'medium': 2, 'low': 3}
+RISK_ORDER = {'unknown': 0, 'high': 1, 'medium': 2, 'low': 3, 'none': 4}
 MEDIUM_MARGIN_FRACTION = 0.1
 
 
@@ -73,7 +78,10 @@ def _apply_diff(current, recommendation, decision, path):
 
 
 def _not_measured(host, result):
-    if isinstance(result, dict) and result.get('unreachable'):
+    # A row a playbook made itself for a host it could not measure: any status word, with its reason.
+    if isinstance(result, dict) and isinstance(result.get('status'), str) and result['status'] not in ('ok', 'no_kubelet'):
+        status, message = result['status'], result.get('status_reason') or result.get('msg')
+    elif isinstance(result, dict) and result.get('unreachable'):
         status, message = 'unreachable', result.get('msg')
     elif isinstance(result, dict) and result.get('failed'):
         status, message = 'failed', result.get('msg')
@@ -81,8 +89,23 @@ def _not_measured(host, result):
         status, message = 'failed', 'skipped: %s' % (result.get('skip_reason') or 'no reason given')
     else:
         status, message = 'unreachable', None
-    return {'host': host, 'status': status, 'error': message or 'no result (unreachable or not run)',
+    return {'host': host, 'status': status, 'status_reason': message or 'no result (unreachable or not run)',
             'risk': 'unknown', 'margin_bytes': None}
+
+
+def _bytes(text):
+    """A memory quantity string as bytes (apimachinery's Value(), rounded up)."""
+    return _quantity.quantity_value(_quantity.parse_quantity(str(text)))
+
+
+def _millicores(text):
+    return _quantity.milli_value(_quantity.parse_quantity(str(text)))
+
+
+def _no_kubelet(result):
+    """True when neither a kubelet process nor a kubelet config was found: there is nothing to apply to."""
+    kubelet = result.get('kubelet') or {}
+    return not result.get('current') and not kubelet.get('config_path') and not kubelet.get('pid')
 
 
 def _node(host, result):
@@ -90,23 +113,36 @@ def _node(host, result):
         return _not_measured(host, result)
     memory, cpu, current = result['memory'], result['cpu'], result.get('current')
     recommendation = result['recommendation']
+    no_kubelet = _no_kubelet(result)
     reserved_now = reserved_now_millicores = None
     if current:
         reserved_now = (_node_allocatable.reserved_amount(current.get('kube_reserved'), 'memory', 0)
                         + _node_allocatable.reserved_amount(current.get('system_reserved'), 'memory', 0))
         reserved_now_millicores = (_node_allocatable.reserved_amount(current.get('kube_reserved'), 'cpu', -3)
                                    + _node_allocatable.reserved_amount(current.get('system_reserved'), 'cpu', -3))
-    margin = (reserved_now or 0) - max(0, memory['non_pod_bytes'])
+    # Without a kubelet no pod competes with the system: there is no margin to run short of.
+    margin = None if no_kubelet else (reserved_now or 0) - max(0, memory['non_pod_bytes'])
     kubelet_config = (result.get('kubelet') or {}).get('config_path')
+    capacity_memory_bytes = _bytes(result['capacity']['memory'])
+    capacity_millicores = cpu.get('capacity_millicores')
+    record = result.get('class_record') or {}
+    node_class = list(record.get('node_class') or _headroom_policy.node_class(
+        memory.get('mem_total_bytes') or capacity_memory_bytes, (capacity_millicores or 0) // 1000))
+    decision = result.get('decision') or {}
     return {
         'host': host,
-        'status': 'ok',
-        'error': None,
-        'risk': risk(margin, reserved_now),
+        'status': 'no_kubelet' if no_kubelet else 'ok',
+        # Why a node is not 'ok', as a sentence (None when it is): the one field every renderer prints for it.
+        'status_reason': NO_KUBELET if no_kubelet else None,
+        'risk': 'none' if no_kubelet else risk(margin, reserved_now),
+        'node_class': node_class,
         'reserved_now_millicores': reserved_now_millicores,
         'recommended_reserved_millicores': recommendation['reserved_millicores'],
-        'capacity_millicores': cpu.get('capacity_millicores'),
-        'config_diff': _apply_diff(current, recommendation, result.get('decision') or {}, kubelet_config),
+        'capacity_millicores': capacity_millicores,
+        'capacity_memory_bytes': capacity_memory_bytes,
+        # No kubelet, or one run by flags alone: apply refuses, so there is no diff to show.
+        'config_diff': ([] if no_kubelet or not kubelet_config
+                        else _apply_diff(current, recommendation, decision, kubelet_config)),
         'capacity': result['capacity'],
         'current': None if not current else {
             'kube_reserved': current.get('kube_reserved') or {},
@@ -117,11 +153,9 @@ def _node(host, result):
         },
         'measured': {
             'non_pod_memory_bytes': memory['non_pod_bytes'],
-            # Shown rounded up to whole MiB; the exact figure is non_pod_memory_bytes.
-            'non_pod_memory': _quantity.format_memory(-(-max(0, memory['non_pod_bytes']) // MIB) * MIB),
+            'poc_non_pod_memory_bytes': memory.get('non_pod_poc_bytes'),
             'kubepods_working_set_bytes': memory['kubepods_working_set_bytes'],
             'non_pod_millicores': cpu['non_pod_millicores'],
-            'non_pod_cpu': _quantity.format_cpu(cpu['non_pod_millicores']),
             'sample_seconds': cpu['sample_seconds'],
         },
         'recommended': {
@@ -129,13 +163,18 @@ def _node(host, result):
             'system_reserved': recommendation['system_reserved'],
         },
         'allocatable': recommendation['allocatable'],
+        'allocatable_memory_bytes': _bytes(recommendation['allocatable']['memory']),
+        'allocatable_millicores': _millicores(recommendation['allocatable']['cpu']),
+        'eviction_hard_memory_bytes': recommendation.get('eviction_hard_memory_bytes'),
         'margin_bytes': margin,
         'cgroup': result['cgroup'],
         'kubelet_config': kubelet_config,
         'not_found': result.get('not_found') or [],
         'explanation': recommendation['explanation'],
-        'decision': (result.get('decision') or {}).get('action'),
-        'decision_reasons': (result.get('decision') or {}).get('reasons') or [],
+        'decision': None if no_kubelet else decision.get('action'),
+        'decision_reasons': [] if no_kubelet else decision.get('reasons') or [],
+        'memory_delta_bytes': None if no_kubelet else decision.get('memory_delta_bytes'),
+        'cpu_delta_millicores': None if no_kubelet else decision.get('cpu_delta_millicores'),
         # Evidence of starvation (PSI); the CPU guarantee and the PoC's memory figure are in the explanation.
         'pressure': _cpu_guarantee.describe_pressure(result.get('pressure') or {}),
         'history': {k: (result.get('history') or {}).get(k) for k in ('samples', 'span_seconds', 'series')},
@@ -146,7 +185,7 @@ def _node(host, result):
         'class_peers_used': result.get('class_peers_used') or 0,
         'overcommit': _overcommit_summary(result.get('overcommit')),
         # The policy settings the module ran with: the same reservations_* variables as apply.yml.
-        'settings': dict(recommendation.get('settings') or {}, **((result.get('decision') or {}).get('settings') or {})),
+        'settings': dict(recommendation.get('settings') or {}, **(decision.get('settings') or {})),
         'formulas': {name: {'reserved_memory_bytes': f['reserved_memory_bytes'],
                             'reserved_millicores': f['reserved_millicores']}
                      for name, f in (result.get('formulas') or {}).items()},
@@ -166,7 +205,7 @@ def _overcommit_line(audit):
     if not audit or not audit['pods']:
         return None
     line = ('%d pods (%d without a memory limit); their memory limits add up to %s' % (
-        audit['pods'], audit['pods_without_memory_limit'], _quantity.format_memory(audit['memory_limits_sum_bytes'])))
+        audit['pods'], audit['pods_without_memory_limit'], units.memory(audit['memory_limits_sum_bytes'])))
     if audit['limits_to_kubepods_percent'] is not None:
         line += ': if every pod used its limit, kubepods would need %.1f %% of its limit' % audit['limits_to_kubepods_percent']
     return line
@@ -180,9 +219,15 @@ def build_report(results, now=None):
     return {'schema_version': SCHEMA_VERSION, 'generated_at': generated, 'summary': summary(nodes), 'nodes': nodes}
 
 
+def measured(node):
+    """Whether the node was measured (``ok`` or ``no_kubelet``): only those carry figures to render."""
+    return 'measured' in node
+
+
 def sort_key(node):
-    """Not measured first (someone must look at them), then closest to a global OOM."""
-    return (node['margin_bytes'] is not None, node['margin_bytes'] or 0, node['host'])
+    """Not measured first (someone must look at them), then closest to a global OOM, then no kubelet."""
+    group = 0 if not measured(node) else 2 if node['status'] == 'no_kubelet' else 1
+    return (group, node['margin_bytes'] or 0, node['host'])
 
 
 def summary(nodes):
@@ -211,32 +256,92 @@ def merge_reports(reports, now=None):
     return {'schema_version': SCHEMA_VERSION, 'generated_at': generated, 'summary': summary(merged), 'nodes': merged}
 
 
-def _pair(values, key):
-    if values is None:
-        return '-'
-    return str(values.get(key, '-') or '-')
+def _current_memory(reservation):
+    return units.quantity_memory((reservation or {}).get('memory'), _bytes)
 
 
-def _rows(node):
+def _current_cpu(reservation):
+    text = (reservation or {}).get('cpu')
+    return '-' if text in (None, '') else units.cpu(_millicores(text))
+
+
+def _total_formula_rows(node):
+    return [('%s formula (total reserved)' % name, units.memory(formula['reserved_memory_bytes']),
+             units.cpu(formula['reserved_millicores']),
+             'vendor formula, for comparison' if index else
+             'what %s\'s published formula would reserve for this node\'s size; the rows below likewise' % name)
+            for index, (name, formula) in enumerate(sorted((node.get('formulas') or {}).items()))]
+
+
+POC_ROW = ('PoC non-pod memory', '-', 'the proof of concept\'s figure, before the page-cache correction; '
+           'for comparison')
+
+
+def rows(node):
+    """The figures of one measured node as (label, memory, cpu, what it is), in the report's units.
+
+    Shared by the text, Markdown and HTML renderings, so the three say the same thing; every row carries
+    its meaning, since a figure without one is a figure nobody can act on.
+    """
+    measured_figures = node['measured']
+    sample = 'CPU over a %g s sample' % measured_figures['sample_seconds']
+    out = [('capacity', units.memory(node['capacity_memory_bytes']), units.cpu(node['capacity_millicores']),
+            'the node\'s memory (MemTotal) and CPUs')]
+    poc = measured_figures.get('poc_non_pod_memory_bytes')
+    measured_row = ('measured non-pod usage', units.memory(max(0, measured_figures['non_pod_memory_bytes'])),
+                    units.cpu(measured_figures['non_pod_millicores']),
+                    'in use outside the pods now: kubelet, runtime, system daemons, kernel (%s)' % sample)
+    if node['status'] == 'no_kubelet':
+        out.append(measured_row)
+        if poc is not None:
+            out.append(POC_ROW[:1] + (units.memory(poc),) + POC_ROW[1:])
+        out.append(('reservation a kubelet would need', units.memory(node['recommended_reserved_memory_bytes']),
+                    units.cpu(node['recommended_reserved_millicores']),
+                    'kubeReserved + systemReserved if a kubelet ran here; %s' % NO_KUBELET))
+        return out + _total_formula_rows(node)
     current = node['current']
-    rows = [
-        ('capacity', node['capacity']['memory'], node['capacity']['cpu']),
-        ('current kubeReserved', _pair(current and current['kube_reserved'], 'memory'),
-         _pair(current and current['kube_reserved'], 'cpu')),
-        ('current systemReserved', _pair(current and current['system_reserved'], 'memory'),
-         _pair(current and current['system_reserved'], 'cpu')),
-        ('measured non-pod usage', node['measured']['non_pod_memory'], node['measured']['non_pod_cpu']),
-        ('recommended kubeReserved', node['recommended']['kube_reserved']['memory'],
-         node['recommended']['kube_reserved']['cpu']),
-        ('recommended systemReserved', node['recommended']['system_reserved']['memory'],
-         node['recommended']['system_reserved']['cpu']),
-        ('allocatable (recommended)', node['allocatable']['memory'], node['allocatable']['cpu']),
+    source = 'from %s' % node['kubelet_config'] if current else 'no kubelet config found: unknown'
+    eviction = (current or {}).get('eviction_hard') or {}
+    out += [
+        ('current kubeReserved', _current_memory(current and current['kube_reserved']),
+         _current_cpu(current and current['kube_reserved']), 'set aside for Kubernetes\' daemons, ' + source),
+        ('current systemReserved', _current_memory(current and current['system_reserved']),
+         _current_cpu(current and current['system_reserved']), 'set aside for the operating system, ' + source),
+        ('current hard eviction', units.quantity_memory(eviction.get('memory.available'), _bytes), '-',
+         'pods are evicted when free memory falls below this'),
+        measured_row,
     ]
-    for name, formula in sorted((node.get('formulas') or {}).items()):
-        rows.append(('%s formula (total reserved)' % name,
-                     _quantity.format_memory(-(-formula['reserved_memory_bytes'] // MIB) * MIB),
-                     _quantity.format_cpu(formula['reserved_millicores'])))
-    return rows
+    if poc is not None:
+        out.append(POC_ROW[:1] + (units.memory(poc),) + POC_ROW[1:])
+    out += [
+        ('margin now', units.memory(node['margin_bytes']), '-',
+         'reserved now minus non-pod usage; below zero a spike ends in a kernel OOM kill'),
+        ('recommended kubeReserved', units.quantity_memory(node['recommended']['kube_reserved'].get('memory'), _bytes),
+         _current_cpu(node['recommended']['kube_reserved']), 'the measured share of the kubelet and runtime'),
+        ('recommended systemReserved',
+         units.quantity_memory(node['recommended']['system_reserved'].get('memory'), _bytes),
+         _current_cpu(node['recommended']['system_reserved']), 'the rest of the non-pod usage'),
+        ('recommended total reserved', units.memory(node['recommended_reserved_memory_bytes']),
+         units.cpu(node['recommended_reserved_millicores']),
+         'non-pod usage (history percentile) + headroom %s' % units.memory(node.get('memory_headroom_bytes'))),
+        ('allocatable (recommended)', units.memory(node['allocatable_memory_bytes']),
+         units.cpu(node['allocatable_millicores']),
+         'capacity - reserved - hard eviction: what pods may be given'),
+    ]
+    return out + _total_formula_rows(node)
+
+
+def decision_line(node):
+    """The decision and its reasons in the report's units; for a node without a kubelet, that there is none."""
+    if node['status'] == 'no_kubelet':
+        return NO_KUBELET
+    reasons = '; '.join(units.humanize(reason) for reason in node.get('decision_reasons') or [])
+    return '%s%s' % (node.get('decision'), ': ' + reasons if reasons else '')
+
+
+def explanation(node):
+    """The module's arithmetic in the report's units (the JSON keeps the exact lines)."""
+    return [units.humanize(line) for line in node['explanation']]
 
 
 def render_text(report):
@@ -248,70 +353,81 @@ def render_text_lines(report):
     out = []
     for node in report['nodes']:
         out.append('== %s ==' % node['host'])
-        if node['status'] != 'ok':
-            out.append('  %s: %s' % (node['status'].upper(), node['error']))
+        if not measured(node):
+            out.append('  %s: %s' % (node['status'].upper(), node['status_reason']))
             out.append('')
             continue
         cgroup = node['cgroup']
         out.append('  cgroup %s (%s), driver %s, kubepods %s; kubelet config: %s'
                    % (cgroup['version'], cgroup['mode'], cgroup['driver'] or 'none',
                       cgroup['kubepods'] or 'none', node['kubelet_config'] or 'none found'))
-        out.append('  %-28s %14s %10s' % ('', 'memory', 'cpu'))
-        for label, memory, cpu in _rows(node):
-            out.append('  %-28s %14s %10s' % (label, memory, cpu))
-        out.append('  decision: %s' % node.get('decision'))
-        out.extend('    %s' % reason for reason in node.get('decision_reasons') or [])
+        if node['status'] == 'no_kubelet':
+            out.append('  ' + NO_KUBELET)
+        table = [('', 'memory', 'cpu', 'what it is')] + rows(node)
+        out.extend('  ' + line for line in units.aligned(table))
+        if node['status'] == 'no_kubelet':
+            out.append('  decision: none, ' + NO_KUBELET)
+        else:
+            out.append('  decision: %s' % node.get('decision'))
+            out.extend('    %s' % units.humanize(reason) for reason in node.get('decision_reasons') or [])
         out.extend('  %s' % line for line in node.get('pressure') or [])
         overcommit = _overcommit_line(node.get('overcommit'))
         if overcommit:
             out.append('  overcommit: %s' % overcommit)
-        if node['current'] is None:
-            out.append('  no kubelet configuration found: current reservations unknown')
+        if node['current'] is None and node['status'] == 'ok':
+            out.append('  no kubelet configuration found: current reservations unknown, apply refuses')
         for line in node['not_found']:
             out.append('  not found: %s' % line)
         if node.get('config_diff'):
             out.append('  apply would write:')
             out.extend('    ' + line for line in node['config_diff'])
         out.append('  explanation:')
-        out.extend('    ' + line for line in node['explanation'])
+        for line, terms in zip(explanation(node), units.terms_in(node['explanation'])):
+            out.append('    ' + line)
+            out.extend('      (%s: %s)' % term for term in terms)
         out.append('')
     return out
 
 
 def render_markdown(report):
     out = ['# Kubelet reservation report', '',
-           'Generated %s. Nodes that could not be measured come first, then those closest to a global OOM.'
-           % report['generated_at'], '']
+           'Generated %s. Nodes that could not be measured come first, then those closest to a global OOM, '
+           'then those without a kubelet. Memory in MiB/GiB, CPU in millicores (m).' % report['generated_at'], '']
     for node in report['nodes']:
         out.append('## %s' % node['host'])
         out.append('')
-        if node['status'] != 'ok':
-            out.extend(['**%s:** %s' % (node['status'].capitalize(), node['error']), ''])
+        if not measured(node):
+            out.extend(['**%s:** %s' % (node['status'].capitalize(), node['status_reason']), ''])
             continue
-        out.extend(['| | memory | cpu |', '|---|---:|---:|'])
-        for label, memory, cpu in _rows(node):
-            out.append('| %s | %s | %s |' % (label, memory, cpu))
+        if node['status'] == 'no_kubelet':
+            out.extend(['**%s.**' % NO_KUBELET.capitalize(), ''])
+        out.extend(units.markdown_table(('', 'memory', 'cpu', 'what it is'), rows(node)))
         out.append('')
-        out.append('**Decision: %s.** %s' % (node.get('decision'), ' '.join(node.get('decision_reasons') or [])))
-        out.append('')
+        if node['status'] == 'ok':
+            action, _sep, reasons = decision_line(node).partition(': ')
+            out.append('**Decision: %s.** %s' % (action, reasons))
+            out.append('')
         out.extend('- %s' % line for line in node.get('pressure') or [])
         overcommit = _overcommit_line(node.get('overcommit'))
         if overcommit:
             out.extend(['**Overcommit:** %s.' % overcommit, ''])
-        if node['current'] is None:
-            out.extend(['No kubelet configuration was found: current reservations are unknown.', ''])
+        if node['current'] is None and node['status'] == 'ok':
+            out.extend(['No kubelet configuration was found: current reservations are unknown and apply refuses.',
+                        ''])
         for line in node['not_found']:
             out.append('- not found: %s' % line)
         if node.get('config_diff'):
             out.extend(['', 'What apply would write:', '', '```diff'] + node['config_diff'] + ['```'])
-        out.extend(['', '<details><summary>Explanation</summary>', '', '```'])
-        out.extend(node['explanation'])
-        out.extend(['```', '', '</details>', ''])
+        out.extend(['', '<details><summary>Explanation</summary>', ''])
+        for line, terms in zip(explanation(node), units.terms_in(node['explanation'])):
+            out.append('- `%s`' % line.replace('`', "'"))
+            out.extend('  - *%s*: %s' % term for term in terms)
+        out.extend(['', '</details>', ''])
     return '\n'.join(out)
 
 
 def render_html(report):
-    return _report_html.render_html(report, _rows)
+    return _report_html.render_html(report, rows=rows, decision_line=decision_line, explanation=explanation)
 
 
 def renderings(report):

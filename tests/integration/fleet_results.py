@@ -5,8 +5,11 @@ config; a KubeletConfiguration with reservations and five history readings; an u
 result). Each host gets a copy of one of them whose measured memory, CPU, current reservations and history are
 varied deterministically from its index, and whose recommendation and decision are computed again from the
 varied inputs with the module's own code (``_history.summarize``, ``_recommend.recommend``,
-``_decision.decide``), so every result keeps the module's shape and is self-consistent. One host in 50 failed
-(the recorded failure) and one in 50 is unreachable (no registered result, as ``recommend.yml`` passes it).
+``_decision.decide``, ``_formulas.all_formulas``), so every result keeps the module's shape and is
+self-consistent. Hosts come in three node classes (the recorded 24 GiB / 2 CPUs, a third of it, and 8/3 of it
+with 8 CPUs). One host in 50 failed (the recorded failure), one in 50 is unreachable (no registered result, as
+``recommend.yml`` passes it) and one in 50 runs no kubelet (the recording made without one); the other hosts
+without reservations run a kubelet whose config sets none.
 """
 
 from __future__ import annotations
@@ -15,13 +18,15 @@ import copy
 import json
 import os
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _decision, _history, _recommend
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _decision, _formulas, _history, _quantity, _recommend
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MIB = 1024 * 1024
 RESERVATIONS = [None, ('100m', '256Mi', '256Mi'), ('200m', '512Mi', '512Mi'), ('500m', '1Gi', '1Gi'),
                 ('80m', '900Mi', '100Mi')]
 HISTORY_STEP_SECONDS = 300
+# (memory as a fraction of the recorded MemTotal, CPUs): the node classes of the fleet, by host index.
+NODE_CLASSES = ((1.0, 2), (1 / 3.0, 2), (8 / 3.0, 8))
 
 
 def recorded():
@@ -30,9 +35,13 @@ def recorded():
 
 
 def _current(template, choice):
-    if choice is None:
+    if template is None:
         return None
     current = copy.deepcopy(template)
+    if choice is None:
+        # A kubelet whose config reserves nothing.
+        current['kube_reserved'], current['system_reserved'] = {}, {}
+        return current
     cpu, kube_memory, system_memory = choice
     current['kube_reserved'] = {'cpu': cpu, 'memory': kube_memory}
     current['system_reserved'] = {'memory': system_memory}
@@ -43,6 +52,11 @@ def node_result(index, base):
     """Host ``index``'s result: the recorded ``base`` with index-derived usage, reservations and history."""
     result = copy.deepcopy(base)
     memory, cpu = result['memory'], result['cpu']
+    fraction, cpus = NODE_CLASSES[index % len(NODE_CLASSES)]
+    memory['mem_total_bytes'] = int(memory['mem_total_bytes'] * fraction)
+    cpu['capacity_millicores'] = cpus * 1000
+    result['capacity'] = {'memory': _quantity.format_memory(memory['mem_total_bytes']), 'cpu': str(cpus)}
+    result['formulas'] = _formulas.all_formulas(memory['mem_total_bytes'], cpus)
     non_pod = int(base['memory']['non_pod_bytes'] * (0.4 + (index * 37 % 100) / 40.0))
     pods = int(memory['mem_total_bytes'] * (index * 13 % 50) / 100.0)
     memory.update(kubepods_working_set_bytes=pods, non_pod_bytes=non_pod,
@@ -50,7 +64,7 @@ def node_result(index, base):
     cpu['non_pod_millicores'] = min(cpu['capacity_millicores'], 20 + index * 53 % 700)
     choice = RESERVATIONS[index % len(RESERVATIONS)]
     result['current'] = _current(base.get('current'), choice)
-    if choice:
+    if result['current'] is not None:
         result['kubelet']['config_path'] = '/var/lib/kubelet/config.yaml'
         result['current']['sources'] = ['/var/lib/kubelet/config.yaml']
     # Up to 120 readings (what the module's chart series is downsampled to), five minutes apart.
@@ -86,7 +100,7 @@ def fleet(count):
         elif index % 50 == 23:
             fleet_results[host] = {}
         else:
-            # A host without reservations is the recording made without a kubelet config, the others the one with.
-            with_config = RESERVATIONS[index % len(RESERVATIONS)] is not None
-            fleet_results[host] = node_result(index, results['kubelet_config_and_history' if with_config else 'no_kubelet_config'])
+            # The recording made without a kubelet for one host in 50, the one with a kubelet config for the rest.
+            fleet_results[host] = node_result(index, results['no_kubelet_config' if index % 50 == 41
+                                                             else 'kubelet_config_and_history'])
     return fleet_results
