@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r'''
 module: kubelet_reservations_apply
 short_description: Change a node's kubelet reservations and prove the kubelet healthy, or put the node back, all on the node
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - One step on the node, under a node lock held for the whole sequence. With O(state=applied) it writes the new
     reservations exactly as M(nodealloc.kubelet.kubelet_config) does (same validation, same atomic write and durable
