@@ -10,7 +10,10 @@ version_added: 0.1.0
 description:
   - Checks every option in a dictionary against the type, choices and range the collection's modules enforce
     (percentile in (0, 100], max_reserved_fraction in (0, 1), Go durations, quantities, ...), and returns one
-    sentence per problem, naming the option, its value and the rule. Names not known to the collection are skipped.
+    sentence per problem, naming the option, its value and the rule. Names not known to the collection are skipped,
+    unless O(report_unknown) is set.
+  - The rules include the form of every value that reaches a systemd unit, an environment file, a URL or a path on
+    the node (an absolute path without quotes or whitespace, C(CPUQuota=) as a percentage, an http(s) URL).
   - The C(reservations) role runs it on the controller as its first task, so that a bad option stops the play
     before any task touches a node.
 author:
@@ -24,6 +27,12 @@ options:
     description: A prefix to strip from each name first, such as V(reservations_).
     type: str
     default: ''
+  report_unknown:
+    description:
+      - Also report each name with O(prefix) that is not an option of the C(reservations) role, with the nearest
+        option's name (a typo such as V(reservations_percentil)).
+    type: bool
+    default: false
 '''
 
 EXAMPLES = r'''
@@ -45,8 +54,8 @@ _value:
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import check
 
 
-def option_problems(options, prefix=''):
-    return check(dict(options), prefix)
+def option_problems(options, prefix='', report_unknown=False):
+    return check(dict(options), prefix, report_unknown=report_unknown)
 
 
 class FilterModule:

@@ -147,7 +147,8 @@ def record(options, reading):
     try:
         cut = _history.append(path, reading)
     except (OSError, NodeallocError) as exc:
-        return False, ['%s: this reading was not recorded: %s' % (path, exc)]
+        return False, ['%s: this reading (t=%s, non-pod memory %d bytes, non-pod CPU %s millicores) was not recorded: %s'
+                       % (path, reading['t'], reading['non_pod_bytes'], reading['non_pod_millicores'], exc)]
     if cut:
         return True, ['%s: cut a torn last line (%d bytes, a writer killed mid-append) before appending' % (path, cut)]
     return True, []
@@ -301,6 +302,9 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
     history, samples = read_history(options, measurement, now)
     history['recorded'], problems = record(options, reading)
     history['problems'].extend(problems)
+    # Asked to record and could not: the module turns this into an Ansible warning, so a run that meant to build the
+    # history does not pass as ok with the reading silently lost.
+    history['not_recorded'] = problems[0] if problems and not history['recorded'] else None
     history_basis(options, history, samples, reading, now)
     mem_total, cpus = measurement['memory']['mem_total_bytes'], measurement['cpu']['capacity_millicores'] // 1000
     own_jumps = history['basis']['jumps']  # pooling replaces the basis's jumps; the class hears the node's own

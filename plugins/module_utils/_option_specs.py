@@ -12,7 +12,9 @@ Adding an option is one entry: ``modules`` names the modules that take it (the r
 
 from __future__ import annotations
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _formulas, _history, _quantity
+import difflib
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _formulas, _history, _option_forms, _quantity
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
 FACTS = 'node_reservation_facts'
@@ -52,13 +54,14 @@ BOTH = (FACTS, CONFIG)
 OPTIONS = {
     # Where the kubelet is (node_reservation_facts; the cgroup ones also kubelet_config).
     'kubelet_config_path': _option('path', DEFAULT_KUBELET_CONFIG_PATH, 'KubeletConfiguration file read when no '
-                                   'running kubelet names one', modules=KUBELET),
-    'kubelet_config_dir': _option('path', None, "the kubelet's drop-in directory when no running kubelet names one"),
+                                   'running kubelet names one', modules=KUBELET, rule='node_path'),
+    'kubelet_config_dir': _option('path', None, "the kubelet's drop-in directory when no running kubelet names one",
+                                  rule='node_path'),
     'kubelet_process_names': _option('list', ['kubelet'], 'program names of the kubelet', elements='str'),
     'runtime_process_names': _option('list', ['containerd', 'crio', 'dockerd', 'cri-dockerd'],
                                      'program names of the container runtime', elements='str'),
     'kubepods_cgroup': _option('str', None, 'the node-allocatable cgroup', modules=BOTH),
-    'cgroup_root': _option('path', None, 'read cgroups from this directory', modules=BOTH),
+    'cgroup_root': _option('path', None, 'read cgroups from this directory', modules=BOTH, rule='node_path'),
     # Measuring.
     'sample_seconds': _option('float', 5, 'CPU sampling time', 'seconds', rule=AT_LEAST_0),
     # Policy.
@@ -75,7 +78,8 @@ OPTIONS = {
     'change_threshold_min_millicores': _option('int', 50, 'least CPU change worth a restart', 'millicores',
                                                rule=AT_LEAST_0),
     'history': _option('bool', True, 'keep and use a history of readings'),
-    'history_path': _option('path', _history.DEFAULT_PATH, 'the history file on the node'),
+    # In the sampler's ExecStart=, and its directory holds the files the role and the sampler keep (vars/main.yml).
+    'history_path': _option('path', _history.DEFAULT_PATH, 'the history file on the node', rule='unit_path'),
     'history_window': _option('str', '7d', 'how far back the recommendation looks', 'duration', rule='duration'),
     'percentile': _option('float', 100.0, 'percentile of non-pod use over the window', 'percent',
                           rule=('range', 0, False, 100, True)),
@@ -109,10 +113,11 @@ OPTIONS = {
                              'or only report it', choices=['reserve', 'report']),
     # Recording and output.
     'record': _option('bool', False, 'append this reading to the history'),
-    'textfile_path': _option('path', None, 'Prometheus textfile to write'),
+    'textfile_path': _option('path', None, 'Prometheus textfile to write', rule='node_path'),
     # kubelet_config.
-    'path': _option('path', None, 'the main KubeletConfiguration file', modules=(CONFIG,), required=True),
-    'drop_in_dir': _option('path', None, "the kubelet's --config-dir", modules=(CONFIG,)),
+    'path': _option('path', None, 'the main KubeletConfiguration file', modules=(CONFIG,), required=True,
+                    rule='node_path'),
+    'drop_in_dir': _option('path', None, "the kubelet's --config-dir", modules=(CONFIG,), rule='node_path'),
     'drop_in_name': _option('str', '50-nodealloc.conf', 'our drop-in file name', modules=(CONFIG,),
                             rule='drop_in_name'),
     'state': _option('str', 'present', 'present or absent', modules=(CONFIG,), choices=['present', 'absent']),
@@ -133,15 +138,16 @@ OPTIONS = {
     'lock_timeout': _option('float', 30, 'wait for the directory lock', 'seconds', modules=(CONFIG,),
                             rule=AT_LEAST_0),
     # The reservations role's own.
-    'kubelet_unit': _option('str', None, "the kubelet's systemd unit", modules=()),
+    'kubelet_unit': _option('str', None, "the kubelet's systemd unit", modules=(), rule='unit_name'),
     'use_drop_in': _option('raw', 'auto', 'write a drop-in (auto: wherever the kubelet runs with --config-dir)',
                            modules=(), choices=['auto', True, False, 'true', 'false']),
     'enable_config_dir': _option('bool', False, "give a kubeadm node's kubelet --config-dir the supported way",
                                  modules=()),
+    # Written into KUBELET_EXTRA_ARGS="... --config-dir=PATH" in kubeadm's environment file.
     'config_dir_path': _option('path', '/etc/kubernetes/kubelet.conf.d', 'the drop-in directory enable_config_dir '
-                               'gives the kubelet', modules=()),
+                               'gives the kubelet', modules=(), rule='unit_path'),
     'healthz_url': _option('str', 'http://127.0.0.1:10248/healthz', "the kubelet's health endpoint", modules=(),
-                           rule='nonempty'),
+                           rule='http_url'),
     'health_timeout_seconds': _option('int', 120, 'time a restarted kubelet has to become healthy', 'seconds',
                                       modules=(), rule=AT_LEAST_1),
     'health_poll_seconds': _option('int', 2, 'time between health checks', 'seconds', modules=(), rule=AT_LEAST_1),
@@ -155,13 +161,13 @@ OPTIONS = {
     'pause_seconds': _option('int', 0, 'wait after each batch', 'seconds', modules=(), rule=AT_LEAST_0),
     'install_sampler': _option('bool', True, 'install the sampler timer', modules=()),
     'sampler_textfile_path': _option('str', '/var/lib/node_exporter/textfile_collector/nodealloc.prom',
-                                     "the sampler's Prometheus textfile", modules=()),
-    'sampler_memory_max': _option('str', '64M', "the sampler service's MemoryMax=", modules=(), rule='nonempty'),
-    'sampler_cpu_quota': _option('str', '20%', "the sampler service's CPUQuota=", modules=(), rule='nonempty'),
+                                     "the sampler's Prometheus textfile", modules=(), rule='unit_path'),
+    'sampler_memory_max': _option('str', '64M', "the sampler service's MemoryMax=", modules=(), rule='systemd_bytes'),
+    'sampler_cpu_quota': _option('str', '20%', "the sampler service's CPUQuota=", modules=(), rule='systemd_percent'),
     'sampler_nice': _option('int', 15, "the sampler service's Nice=", modules=(), rule=('range', -20, True, 19, True)),
-    'sampler_dir': _option('path', '/usr/local/lib/nodealloc', 'where the sampler goes', modules=()),
+    'sampler_dir': _option('path', '/usr/local/lib/nodealloc', 'where the sampler goes', modules=(), rule='unit_path'),
     'sampler_interval': _option('str', '1min', "the sampler timer's interval", 'systemd time span', modules=(),
-                                rule='nonempty'),
+                                rule='systemd_timespan'),
     'sampler_sample_seconds': _option('int', 10, 'CPU sampling time of each sampler run', 'seconds', modules=(),
                                       rule=AT_LEAST_0),
     'kubeconfig': _option('str', None, 'a kubeconfig on the controller for the API server check', modules=()),
@@ -169,6 +175,22 @@ OPTIONS = {
     # Computed in the role's defaults (a kubeconfig, or AWX's K8S_AUTH_* credential, is present): no fixed default.
     'api_check': _option('bool', None, 'also wait for the Node in the API server after a change', modules=()),
 }
+
+# Options only the modules take: the role works them out itself (class_peers, record, the kubelet_config ones) or
+# leaves them at the module's default. Every other option is the role's variable reservations_<name>
+# (meta/argument_specs.yml; tests/unit/plugins/module_utils/test__option_specs.py keeps the two in step).
+MODULE_ONLY = frozenset((
+    'kubelet_config_dir', 'kubelet_process_names', 'runtime_process_names', 'kubepods_cgroup', 'cgroup_root', 'history',
+    'single_reading_headroom_factor', 'max_pods', 'class_peers', 'record', 'textfile_path', 'path', 'drop_in_name',
+    'state', 'kube_reserved', 'system_reserved', 'eviction_hard', 'eviction_soft', 'eviction_soft_grace_period',
+    'eviction_minimum_reclaim', 'enforce_node_allocatable', 'kube_reserved_cgroup', 'system_reserved_cgroup', 'backup',
+    'validate_against_node', 'lock_timeout'))
+
+
+def role_option_names():
+    """The reservations role's variables, without the prefix."""
+    return [name for name in OPTIONS if name not in MODULE_ONLY]
+
 
 _SPEC_KEYS = ('type', 'default', 'choices', 'elements', 'required')
 
@@ -212,6 +234,12 @@ def problem(name, value):
     if value is None:
         return None
     rule = option['rule']
+    if option['type'] == 'bool':
+        # What ansible-core's convert_bool (and the role's | bool) reads as true or false; anything else the role's
+        # | bool would silently read as false.
+        if (value.strip().lower() if isinstance(value, str) else value) not in _BOOLEANS:
+            return 'must be a boolean (true or false)'
+        return None
     if option['type'] in ('int', 'float') and (rule or option['choices']):
         try:
             value = _number(value, option['type'])
@@ -223,6 +251,12 @@ def problem(name, value):
         return None
     if isinstance(rule, tuple):
         return _range_problem(value, rule)
+    if rule in _option_forms.RULES:
+        text = str(value)
+        if not text:
+            # Empty is "unset" where the option has no fixed default (the role's "" for its optional paths).
+            return 'must not be empty' if option['default'] else None
+        return _option_forms.RULES[rule](text)
     text = str(value).strip()
     if rule == 'nonempty':
         return None if text else 'must not be empty'
@@ -245,11 +279,33 @@ def problem(name, value):
     raise AssertionError('unknown rule %r for %s' % (rule, name))
 
 
-def check(params, prefix=''):
-    """Every problem in ``params`` (names without ``prefix`` must be options), one sentence each."""
+# ansible.module_utils.parsing.convert_bool.BOOLEANS, strings compared in lower case as convert_bool does.
+_BOOLEANS = frozenset(('y', 'yes', 'on', '1', 'true', 't', 'n', 'no', 'off', '0', 'false', 'f', 1, 0, 1.0, 0.0))
+
+
+def unknown(name, prefix=ROLE_PREFIX):
+    """The sentence for a role variable the role does not take, naming the nearest one it does (difflib)."""
+    # Compared without the prefix, which every name shares and which would make any name look close to some option.
+    nearest = difflib.get_close_matches(name[len(prefix):], role_option_names(), n=1, cutoff=0.6)
+    return '%s is not an option of the reservations role%s' % (
+        name, ' (did you mean %s%s?)' % (prefix, nearest[0]) if nearest
+        else '; its options are listed in meta/argument_specs.yml')
+
+
+def check(params, prefix='', report_unknown=False):
+    """Every problem in ``params`` (names without ``prefix`` must be options), one sentence each.
+
+    With ``report_unknown`` (the role's variables: ``prefix`` is ``reservations_``), a name with the prefix that is
+    no role option is a problem too: a typo would otherwise leave the default in force without a word.
+    """
     problems = []
     for key, value in params.items():
-        name = key[len(prefix):] if prefix and key.startswith(prefix) else key
+        if prefix and not key.startswith(prefix):
+            continue
+        name = key[len(prefix):]
+        if report_unknown and name not in role_option_names():
+            problems.append(unknown(key, prefix))
+            continue
         if name not in OPTIONS:
             continue
         reason = problem(name, value)

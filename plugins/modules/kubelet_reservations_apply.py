@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r'''
 module: kubelet_reservations_apply
 short_description: Change a node's kubelet reservations and prove the kubelet healthy, or put the node back, all on the node
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - One step on the node, under a node lock held for the whole sequence. With O(state=applied) it writes the new
     reservations exactly as M(nodealloc.kubelet.kubelet_config) does (same validation, same atomic write and durable
@@ -25,7 +25,10 @@ description:
   - With O(state=restored) it puts back a backup (the newest C(*.nodealloc.bak) beside the file unless
     O(backup_file) is given), restarts and runs the same health checks; C(playbooks/rollback.yml) uses it. With
     O(drop_in_dir) holding our drop-in, the drop-in is restored instead of the main file, and a drop-in with no
-    backup (the first change created it) is removed.
+    backup (the first change created it) is removed. Should the kubelet not come up healthy on what was restored, the
+    step puts back the file it found (kept beside it as C(*.nodealloc.undo) until the step ends, and journalled as a
+    rollout's change is), restarts and checks health again, and fails saying so; a failed rollback leaves the node as
+    it found it.
   - A second step on the same node waits up to O(node_lock_timeout) seconds, then fails naming the holder (pid,
     start time, controller). A step that did wait changes nothing (see O(apply_after_wait)) and says for whom it waited.
 author:
@@ -301,6 +304,7 @@ def _recover(module, params):
                                  'failed: %s' % (entry.get('pid'), entry.get('started'), entry['target'], exc))
         done = str(exc)
     step.clear_journal(params['state_dir'])
+    _discard_undo_copy(entry)
     return 'an earlier step (pid %s, started %s, from %s) was killed before verifying its change: %s' % (
         entry.get('pid'), entry.get('started'), entry.get('controller'), done)
 
@@ -403,16 +407,55 @@ def _restore(module, params, result):
     result['changed'] = True
     if module.check_mode:
         return
+    # The limit the config the kubelet runs now sets: what health is checked against should the rollback be undone.
+    limit_before = _expected_limit(_plan(dict(params, kube_reserved=None, system_reserved=None),
+                                         probe_node(params))['allocatable_before'])
     with directory_lock(os.path.dirname(target), params['config_lock_timeout']):
+        # What the kubelet runs now, kept (not as a *.nodealloc.bak, which the next rollback would take for a backup)
+        # and journalled like a rollout's change, so that a restore that fails, or is killed, is undone.
+        undo_copy = None if current is None else _keep_undo_copy(target)
+        entry = dict(target=target, backup_file=undo_copy, created=current is None, undo_copy=undo_copy,
+                     written_sha256=step.sha256(data) if data is not None else None,
+                     unit=params['unit'], healthz_url=params['healthz_url'],
+                     kubepods_limit_file=params['kubepods_limit_file'], expected_limit_before=limit_before,
+                     **result['step'])
+        step.write_journal(params['state_dir'], entry)
         if data is None:
             _file_io.remove_durably(target)
         else:
             stat = os.stat(result['backup_file'])
             _file_io.write_atomic(target, data, mode=stat.st_mode & 0o7777, owner=stat.st_uid, group=stat.st_gid)
-    # The limit the restored effective config sets, worked out as the kubelet does.
-    decision = _plan(dict(params, kube_reserved=None, system_reserved=None), probe_node(params))
-    result['health'] = step.verify(_node(params), _expected_limit(decision['allocatable_before']),
-                                   params['health_timeout'], params['health_poll'], params['soak_seconds'])
+    try:
+        # The limit the restored effective config sets, worked out as the kubelet does.
+        decision = _plan(dict(params, kube_reserved=None, system_reserved=None), probe_node(params))
+        result['health'] = step.verify(_node(params), _expected_limit(decision['allocatable_before']),
+                                       params['health_timeout'], params['health_poll'], params['soak_seconds'])
+    except (step.StepError, NodeallocError, ValueError) as exc:
+        failure = 'the rollback to %s failed: %s' % (result.get('backup_file') or 'no drop-in', exc)
+        try:
+            done = _undo(params, entry)
+        except step.StepError as undo_exc:
+            done = str(undo_exc)
+        step.clear_journal(params['state_dir'])
+        _discard_undo_copy(entry)
+        raise step.StepError('%s. Put back what the kubelet ran before the rollback: %s.' % (failure, done))
+    step.clear_journal(params['state_dir'])
+    _discard_undo_copy(entry)
+
+
+def _keep_undo_copy(target):
+    """Copy ``target`` (content, mode, owner) durably to ``target.nodealloc.undo``; returns the copy's path."""
+    undo_copy = target + '.nodealloc.undo'
+    with open(target, 'rb') as handle:
+        data = handle.read()
+    stat = os.stat(target)
+    _file_io.write_atomic(undo_copy, data, mode=stat.st_mode & 0o7777, owner=stat.st_uid, group=stat.st_gid)
+    return undo_copy
+
+
+def _discard_undo_copy(entry):
+    if entry.get('undo_copy') and os.path.exists(entry['undo_copy']):
+        _file_io.remove_durably(entry['undo_copy'])
 
 
 def main():

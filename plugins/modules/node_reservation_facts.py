@@ -56,7 +56,6 @@ options:
         not change the node. The append is reported as C(changed).
     type: bool
     default: false
-    version_added: 0.2.0
   class_peers:
     description:
       - What other nodes measured in the same run told their class, each one's RV(class_record) as returned by this
@@ -324,6 +323,8 @@ history:
   description:
     - The history used (path, samples, span in seconds, whether this reading was recorded, problems found,
       C(rejected) the number of samples skipped as invalid).
+    - C(not_recorded) says why a reading O(record=true) asked for was not appended (an unwritable or full history);
+      it is also an Ansible warning. Null otherwise.
   returned: always
   type: dict
 overcommit:
@@ -334,7 +335,6 @@ overcommit:
       by kubepods; C(cpu_requests_sum_millicores) is read back from C(cpu.shares) or C(cpu.weight).
   returned: always
   type: dict
-  version_added: 0.2.0
 formulas:
   description: What each vendor formula (gke, aks, aks-legacy, aks-hardened, eks, openshift) would reserve on this node, in bytes and millicores.
   returned: always
@@ -386,6 +386,8 @@ def main():
     for warning in facts['kubelet']['version']['warnings']:
         module.warn(warning)
     changed = facts['history']['recorded']
+    if facts['history']['not_recorded']:
+        module.warn('record=true, but %s' % facts['history']['not_recorded'])
     if module.params['textfile_path'] and not module.check_mode:
         try:
             _file_io.write_atomic(module.params['textfile_path'], _metrics.render(facts, time.time()), mode=0o644)

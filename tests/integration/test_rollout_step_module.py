@@ -232,3 +232,19 @@ def test_a_config_changed_since_it_was_measured_is_left_alone(node):
     assert config(node) == OLD and restarts(node) == 0
     result = run(node, measured_reserved={'kube_reserved': {}, 'system_reserved': {'memory': '100Mi'}})
     assert result['changed'] and restarts(node) == 1
+
+
+def test_a_rollback_the_kubelet_does_not_come_up_on_is_undone(node):
+    # Before: a failed rollback left the restored backup in place, on a kubelet that did not come up on it.
+    assert run(node)['changed']
+    applied = config(node)
+    before = backups(node)
+    Healthz.answer = (500, b'not ok')
+    result = run(node, state='restored')
+    assert result.get('failed') is True, result
+    assert 'the rollback to ' in result['msg'] and 'Put back what the kubelet ran before the rollback' in result['msg']
+    assert config(node) == applied  # as the rollback found it
+    assert restarts(node) == 3  # the apply, the rollback, the undo
+    assert backups(node) == before  # the kept copy is no backup a later rollback would take
+    assert not [n for n in os.listdir(node['dir']) if n.endswith('.nodealloc.undo')]
+    assert not (node['tmp'] / 'step' / 'step.json').exists()  # the journal is cleared

@@ -260,14 +260,17 @@ def test_rollback_playbook_restores_the_last_backup(fresh_fleet):
     assert result.returncode == 0 and not any(recap_changed_counts(result.stdout)), output_tail(result)
     assert not starts_since(node, mark)
     # The role's variables apply to a rollback as to the rollout: with a change to undo again, a /healthz URL
-    # nothing answers on fails the rollback, naming it; the node keeps the restored backup.
+    # nothing answers on fails the rollback, naming it; the step then puts back the config it found (a failed
+    # rollback used to leave the restored backup, on which the kubelet had not been seen healthy).
     assert apply(fresh_fleet, '-e', 'nodealloc_hosts=%s' % node['name']).returncode == 0
-    assert config_digest(node) != original
+    applied = config_digest(node)
+    assert applied != original
     unanswered = 'http://127.0.0.1:9/healthz'
     result = apply(fresh_fleet, '-e', 'nodealloc_hosts=%s' % node['name'], '-e', 'reservations_healthz_url=%s' % unanswered,
                    '-e', 'reservations_health_timeout_seconds=4', playbook='playbooks/rollback.yml')
     assert result.returncode != 0 and unanswered in result.stdout, output_tail(result)
-    assert config_digest(node) == original
+    assert 'Put back what the kubelet ran before the rollback' in ' '.join(result.stdout.split()), output_tail(result)
+    assert config_digest(node) == applied
 
 
 def test_runs_through_ansible_runner_like_awx(fresh_fleet, tmp_path, monkeypatch):

@@ -151,10 +151,11 @@ def test_every_task_file_a_playbook_includes_is_an_entry_point_with_the_roles_op
                     include = task.get('ansible.builtin.include_role') or {}
                     if include.get('name') == 'nodealloc.kubelet.reservations' and 'tasks_from' in include:
                         included.append(include['tasks_from'])
-    assert sorted(included) == ['measure', 'restore', 'rollout']
+    assert sorted(set(included)) == ['check_options', 'measure', 'restore', 'rollout']
     for entry_point in included:
         assert os.path.exists(os.path.join(ROLE, 'tasks', entry_point + '.yml'))
-        assert specs[entry_point]['options'] == specs['main']['options'], entry_point
+        # check_options checks every variable itself and names every problem at once (its spec has none, on purpose).
+        assert specs[entry_point]['options'] == ({} if entry_point == 'check_options' else specs['main']['options'])
 
 
 # The drift checks must fail on a deliberately changed copy, or they prove nothing.
@@ -264,3 +265,79 @@ def test_every_default_passes_its_own_rule():
 def test_check_strips_the_role_prefix_and_skips_unknown_names():
     assert _option_specs.check({'reservations_percentile': 150, 'reservations_unknown': -1, 'other': 1},
                                'reservations_') == ["reservations_percentile: 150 must be > 0 and <= 100"]
+
+
+def test_the_roles_options_are_the_options_less_the_module_only_ones():
+    # check(report_unknown=True) calls every other reservations_* name a typo: the two lists must agree.
+    with open(os.path.join(ROLE, 'meta', 'argument_specs.yml')) as stream:
+        role_options = yaml.safe_load(stream)['argument_specs']['main']['options']
+    assert sorted(role_options) == sorted(_option_specs.ROLE_PREFIX + name for name in _option_specs.role_option_names())
+    assert _option_specs.MODULE_ONLY <= set(OPTIONS)
+
+
+@pytest.mark.parametrize('name,nearest', [
+    ('reservations_percentil', 'reservations_percentile'),
+    ('reservations_sample_second', 'reservations_sample_seconds'),
+    ('reservations_helthz_url', 'reservations_healthz_url'),
+    ('reservations_sampler_cpuquota', 'reservations_sampler_cpu_quota'),
+])
+def test_an_unknown_role_variable_is_named_with_the_nearest_option(name, nearest):
+    problems = _option_specs.check({name: 90, 'reservations_percentile': 95}, 'reservations_', report_unknown=True)
+    assert problems == ['%s is not an option of the reservations role (did you mean %s?)' % (name, nearest)]
+
+
+def test_an_unknown_name_far_from_every_option_says_where_the_options_are():
+    problems = _option_specs.check({'reservations_zzz': 1}, 'reservations_', report_unknown=True)
+    assert problems == ['reservations_zzz is not an option of the reservations role; its options are listed in '
+                        'meta/argument_specs.yml']
+
+
+def test_a_module_only_option_is_unknown_to_the_role():
+    # The role passes record and class_peers itself; a user's reservations_record would do nothing.
+    problems = _option_specs.check({'reservations_record': True}, 'reservations_', report_unknown=True)
+    assert len(problems) == 1 and problems[0].startswith('reservations_record is not an option of the reservations role')
+
+
+def test_without_report_unknown_other_names_are_skipped():
+    assert _option_specs.check({'reservations_percentil': 90}, 'reservations_') == []
+
+
+# Values seen or feared from operators: each reaches a unit file, an environment file, a URL or a path on the node.
+@pytest.mark.parametrize('name,value,rule', [
+    ('sampler_cpu_quota', '200', 'must be a percentage with a % sign'),
+    ('sampler_cpu_quota', '0%', 'must be more than 0%'),
+    ('sampler_cpu_quota', '20%\nExecStartPre=/bin/sh', 'must be a percentage'),
+    ('sampler_memory_max', '64 MB', "systemd's MemoryMax="),
+    ('sampler_memory_max', '', 'must not be empty'),
+    ('sampler_interval', 'every minute', 'systemd time span'),
+    ('healthz_url', 'localhost:10248', 'must be an http:// or https:// URL with a host'),
+    ('healthz_url', '127.0.0.1:10248/healthz', 'must be an http:// or https:// URL'),
+    ('healthz_url', 'ftp://127.0.0.1/healthz', 'must be an http:// or https:// URL'),
+    ('healthz_url', 'http://127.0.0.1:99999/healthz', 'must have a port from 1 to 65535'),
+    ('healthz_url', '', 'must not be empty'),
+    ('sampler_textfile_path', "/var/lib/x.prom' --history /tmp/evil", "must not contain whitespace or any of"),
+    ('sampler_textfile_path', 'nodealloc.prom', 'must be an absolute path'),
+    ('history_path', '/var/lib/nodealloc/history\n.jsonl', 'must not contain control characters'),
+    ('history_path', '/var/lib/$HOME/history.jsonl', "found '$'"),
+    ('history_path', '/var/lib/%h/history.jsonl', "found '%'"),
+    ('sampler_dir', '/usr/local/lib/node alloc', "found ' '"),
+    ('config_dir_path', '/etc/kubernetes/kubelet.conf.d"', 'found \'"\''),
+    ('kubelet_config_path', 'config.yaml', 'must be an absolute path'),
+    ('kubelet_unit', 'kubelet.service; reboot', 'must be a systemd unit name'),
+    ('install_sampler', 'maybe', 'must be a boolean'),
+    ('allow_decrease', 2, 'must be a boolean'),
+])
+def test_values_that_reach_units_urls_and_paths_are_checked_for_their_form(name, value, rule):
+    problems = _option_specs.check({name: value})
+    assert len(problems) == 1 and problems[0].startswith('%s: %r ' % (name, value)) and rule in problems[0], problems
+
+
+@pytest.mark.parametrize('name,value', [
+    ('sampler_cpu_quota', '150%'), ('sampler_cpu_quota', '12.5%'), ('sampler_memory_max', '64M'),
+    ('sampler_memory_max', '1.5G'), ('sampler_memory_max', 'infinity'), ('sampler_memory_max', '10%'),
+    ('sampler_interval', '30s'), ('sampler_interval', '2h 30min'), ('sampler_interval', '90'),
+    ('healthz_url', 'https://[::1]:10250/healthz'), ('kubelet_unit', 'kubelet@main.service'), ('kubelet_unit', ''),
+    ('drop_in_dir', ''), ('install_sampler', 'yes'), ('allow_decrease', False), ('history_path', '/srv/na/h.jsonl'),
+])
+def test_values_of_the_right_form_pass(name, value):
+    assert _option_specs.check({name: value}) == []

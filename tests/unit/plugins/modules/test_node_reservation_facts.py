@@ -76,3 +76,27 @@ def test_bad_options_fail_before_measuring(run, node, tmp_path, bad, words):
     assert result['failed'] is True
     assert words in result['msg'], result['msg']
     assert not (tmp_path / 'history.jsonl').exists()
+
+
+def test_a_reading_that_cannot_be_recorded_is_an_ansible_warning(run, node, tmp_path, monkeypatch):
+    from ansible.module_utils import basic
+    warnings = []
+    monkeypatch.setattr(basic.AnsibleModule, 'warn', lambda self, text: warnings.append(text))
+    blocker = tmp_path / 'not-a-directory'
+    blocker.write_text('')
+    history = blocker / 'history.jsonl'  # under a regular file: unwritable even for root
+    result = run(dict(node, history_path=str(history), record=True))
+    assert result.get('failed') is not True, result.get('msg')
+    assert result['changed'] is False and result['history']['recorded'] is False
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith('record=true, but %s: this reading (t=' % history)
+    assert 'was not recorded' in warnings[0] and warnings[0] == 'record=true, but ' + result['history']['not_recorded']
+
+
+def test_a_recorded_reading_warns_nothing(run, node, monkeypatch):
+    from ansible.module_utils import basic
+    warnings = []
+    monkeypatch.setattr(basic.AnsibleModule, 'warn', lambda self, text: warnings.append(text))
+    result = run(dict(node, record=True))
+    assert result['changed'] is True and result['history']['recorded'] is True
+    assert warnings == [] and result['history']['not_recorded'] is None

@@ -1,0 +1,108 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""The form of option values that end up in a systemd unit, an environment file, a URL or a path on the node.
+
+Each check returns None when the value has the form, else the rule it breaks (a phrase after the option's name).
+A value that passes reaches its unit file or command line as the one token it was meant to be: systemd would
+otherwise split it at whitespace, unquote it, expand ``%`` specifiers and ``$VAR`` in ExecStart= (systemd.service(5),
+"Command lines"), and kubeadm's environment file would end its KUBELET_EXTRA_ARGS="..." at a quote.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+# Characters that change what systemd or a shell-style environment file reads from a value.
+_UNIT_SPECIAL = set('"\'\\$%`;')
+
+# systemd.resource-control(5), CPUQuota=: "a percentage value, suffixed with %"; values above 100% are allowed and
+# src/core/load-fragment.c (config_parse_cpu_quota) refuses 0.
+_PERCENT = re.compile(r'^(\d+(?:\.\d+)?)%$')
+# systemd.resource-control(5), MemoryMax=: bytes, with K, M, G, T (base 1024) as in parse_size(), a percentage of
+# physical memory, or "infinity".
+_BYTES = re.compile(r'^\d+(?:\.\d+)?[KMGTPE]?$|^\d+(?:\.\d+)?%$|^infinity$')
+# systemd.time(7), "Parsing time spans": numbers with these units, a bare number is seconds, parts may be joined
+# with or without spaces ("1min", "2h 30min", "90").
+_TIME_UNITS = ('usec|us|µs|msec|ms|seconds|second|sec|s|minutes|minute|min|months|month|M|m|hours|hour|hr|h|'
+               'days|day|d|weeks|week|w|years|year|y')
+_TIMESPAN = re.compile(r'^(?:\d+(?:\.\d+)?\s*(?:%s)?\s*)+$' % _TIME_UNITS)
+# src/basic/unit-name.c: VALID_CHARS (letters, digits, ":-_.\") plus "@" between a template and its instance;
+# UNIT_NAME_MAX is 256 with the terminating NUL.
+_UNIT_NAME = re.compile(r'^[A-Za-z0-9:_.\\@-]{1,255}$')
+
+
+def _control_character(text):
+    return any(ord(c) < 32 or ord(c) == 127 for c in text)
+
+
+def node_path(text):
+    """An absolute path on the node, one line (modules and the kubelet take them as they are)."""
+    if _control_character(text):
+        return 'must not contain control characters (a newline, a tab)'
+    if not text.startswith('/'):
+        return 'must be an absolute path on the node (starting with /)'
+    return None
+
+
+def unit_path(text):
+    """An absolute path that is written into a unit file or an environment file as one token."""
+    reason = node_path(text)
+    if reason:
+        return reason
+    found = sorted(c for c in set(text) if c in _UNIT_SPECIAL or c.isspace())
+    if found:
+        return ('must not contain whitespace or any of %s (it is written into a systemd unit or environment file); '
+                'found %s' % (' '.join(sorted(_UNIT_SPECIAL)), ' '.join(repr(c) for c in found)))
+    return None
+
+
+def http_url(text):
+    """An http or https URL with a host, as the on-node step's urllib opens it."""
+    if _control_character(text) or any(c.isspace() for c in text):
+        return 'must be a URL without whitespace or control characters'
+    parts = urlsplit(text)
+    if parts.scheme not in ('http', 'https') or not parts.hostname:
+        return 'must be an http:// or https:// URL with a host, such as http://127.0.0.1:10248/healthz'
+    try:
+        parts.port  # pylint: disable=pointless-statement  # raises on a port that is not a number or out of range
+    except ValueError:
+        return 'must have a port from 1 to 65535'
+    return None
+
+
+def systemd_percent(text):
+    match = _PERCENT.match(text)
+    if not match:
+        return "must be a percentage with a % sign, such as 20% (systemd's CPUQuota=)"
+    if float(match.group(1)) <= 0:
+        return 'must be more than 0% (systemd refuses CPUQuota=0%)'
+    return None
+
+
+def systemd_bytes(text):
+    if not _BYTES.match(text):
+        return "must be bytes with an optional K, M, G or T suffix, a percentage, or infinity (systemd's MemoryMax=)"
+    return None
+
+
+def systemd_timespan(text):
+    if not text.strip() or not _TIMESPAN.match(text.strip()):
+        return 'must be a systemd time span such as 30s, 1min or 2h 30min (systemd.time(7))'
+    return None
+
+
+def unit_name(text):
+    if not _UNIT_NAME.match(text):
+        return 'must be a systemd unit name such as kubelet.service (letters, digits and :-_.\\@ only)'
+    return None
+
+
+RULES = {
+    'node_path': node_path,
+    'unit_path': unit_path,
+    'http_url': http_url,
+    'systemd_percent': systemd_percent,
+    'systemd_bytes': systemd_bytes,
+    'systemd_timespan': systemd_timespan,
+    'unit_name': unit_name,
+}

@@ -1,0 +1,121 @@
+"""The playbooks as operators run them: --limit, a rollback with no host choice, bad and misspelt options.
+
+Every node is a loopback port nothing listens on (127.0.0.1:9), so no node is booted and nothing can change:
+a task that tried to reach a node ends UNREACHABLE (and names that node), so "UNREACHABLE" absent from the output
+proves that no task reached any node, and a node named UNREACHABLE proves that the playbook went to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.nodealloc.kubelet.plugins.filter.reservation_report import reservation_report
+from ansible_collections.nodealloc.kubelet.tests.unit.utils.collection_paths import COLLECTIONS_PATH
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+NODES = ('node6', 'node7', 'node8')
+PLAYBOOKS = ('apply', 'recommend', 'rollback')
+
+
+def run_playbook(tmp_path, playbook, *args):
+    inventory = tmp_path / 'inventory.ini'
+    inventory.write_text('[workers]\n' + ''.join(
+        '%s ansible_host=127.0.0.1 ansible_port=9 ansible_connection=ssh ansible_user=nobody '
+        "ansible_ssh_common_args='-o ConnectTimeout=3 -o BatchMode=yes'\n" % node for node in NODES))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'), ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_PATH,
+               ANSIBLE_NOCOLOR='1', ANSIBLE_HOST_KEY_CHECKING='False', ANSIBLE_CALLBACK_RESULT_FORMAT='json')
+    command = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', str(inventory),
+               'nodealloc.kubelet.' + playbook] + list(args)  # as users run it, from an empty directory
+    result = subprocess.run(command, cwd=str(tmp_path), env=env, capture_output=True, text=True, check=False,
+                            timeout=300)
+    return result, result.stdout + result.stderr
+
+
+def reached(output):
+    """The nodes a task tried to reach."""
+    return sorted(node for node in NODES if 'fatal: [%s]: UNREACHABLE!' % node in output)
+
+
+@pytest.mark.parametrize('playbook', PLAYBOOKS)
+def test_limit_chooses_the_nodes(tmp_path, playbook):
+    # Today's rollback.yml targeted nodealloc_hosts | default([]): --limit node7 matched no host and ran nothing, rc 0.
+    result, output = run_playbook(tmp_path, playbook, '--limit', 'node7')
+    assert reached(output) == ['node7'], output[-3000:]
+    assert result.returncode == 4, output[-3000:]  # ansible-playbook's "a host was unreachable"
+    assert 'no hosts matched' not in output
+    # Reported as unreachable in the recap, once, and no later task errs on what the node never returned.
+    assert re.search(r'node7 +: ok=\d+ +changed=0 +unreachable=1 +failed=0 ', output), output[-3000:]
+    assert output.count('UNREACHABLE!') == 1 and 'FAILED!' not in output and 'has no attribute' not in output
+
+
+def test_rollback_with_nodealloc_hosts_restores_those(tmp_path):
+    result, output = run_playbook(tmp_path, 'rollback', '-e', 'nodealloc_hosts=node8')
+    assert reached(output) == ['node8'] and result.returncode == 4, output[-3000:]
+
+
+def test_rollback_without_a_host_choice_fails_saying_how_to_choose(tmp_path):
+    # Today's rollback.yml skipped every host and returned 0: an emergency rollback did nothing and showed green.
+    result, output = run_playbook(tmp_path, 'rollback')
+    assert result.returncode == 2, output[-3000:]
+    assert 'Choose the hosts to restore: --limit HOSTS' in output and 'nodealloc_hosts' in output
+    assert reached(output) == [], output[-3000:]
+
+
+# Each value was seen to pass today: a range the run went on past (recommend.yml's ignore_errors), a typo silently
+# left at its default, and forms that reach a unit file or a URL.
+BAD = {
+    'reservations_percentile': 150,
+    'reservations_sample_seconds': 'abc',
+    'reservations_percentil': 90,
+    'reservations_sampler_cpu_quota': '200',
+    'reservations_healthz_url': 'localhost:10248',
+}
+SAID = [
+    "reservations_percentile: 150 must be > 0 and <= 100",
+    "reservations_sample_seconds: 'abc' must be a number",
+    'reservations_percentil is not an option of the reservations role (did you mean reservations_percentile?)',
+    "reservations_sampler_cpu_quota: '200' must be a percentage with a % sign",
+    "reservations_healthz_url: 'localhost:10248' must be an http:// or https:// URL",
+]
+
+
+@pytest.mark.parametrize('playbook', PLAYBOOKS)
+def test_bad_and_unknown_options_fail_the_run_before_any_node_is_touched(tmp_path, playbook):
+    result, output = run_playbook(tmp_path, playbook, '--limit', 'node6,node7', '-e', json.dumps(BAD))
+    assert result.returncode == 2, output[-3000:]
+    assert reached(output) == [], output[-3000:]
+    for sentence in SAID:
+        assert sentence in output, (sentence, output[-3000:])
+
+
+@pytest.mark.parametrize('playbook', PLAYBOOKS)
+def test_a_typo_alone_fails_the_run(tmp_path, playbook):
+    # The typo on one host only: every host stops, not just the one with the typo.
+    result, output = run_playbook(tmp_path, playbook, '--limit', 'node6,node7', '-e', 'nodealloc_hosts=workers',
+                                  '-e', '{"reservations_helthz_url": "http://127.0.0.1:10248/healthz"}')
+    assert result.returncode == 2 and reached(output) == [], output[-3000:]
+    assert 'reservations_helthz_url is not an option of the reservations role (did you mean reservations_healthz_url?)' \
+        in output
+
+
+def test_report_merge_runs_on_the_controller_under_a_limit(tmp_path):
+    # Today's report_merge.yml targeted localhost only: any --limit (AWX passes a workflow's Limit to every node)
+    # left it no host, and it merged nothing, rc 0.
+    reports = tmp_path / 'reports'
+    reports.mkdir()
+    for job, host in (('1', 'node6'), ('2', 'node7')):
+        # Each slice as recommend.yml writes it (the report filter), here for a node that could not be reached.
+        (reports / ('reservations-42-%s.json' % job)).write_text(
+            reservation_report({host: {'unreachable': True, 'msg': 'ssh: connect to host: Connection refused'}})['json'])
+    result, output = run_playbook(tmp_path, 'report_merge', '--limit', 'node7', '-e', 'nodealloc_report_dir=%s' % reports,
+                                  '-e', 'nodealloc_report_group=42')
+    assert result.returncode == 0, output[-3000:]
+    assert reached(output) == []
+    merged = json.loads((reports / 'reservations-42.json').read_text())
+    assert sorted(node['host'] for node in merged['nodes']) == ['node6', 'node7']
