@@ -6,7 +6,7 @@ from __future__ import annotations
 DOCUMENTATION = r'''
 name: node_templates
 short_description: Each node class's recommendation as Karpenter, Cluster API, EKS nodeadm, Gardener and kubelet templates
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Groups the hosts by node class (the host's C(nodealloc_node_class) where the inventory sets one, else the size
     class the recommendation pools over - memory in whole GiB and CPU count) and takes, per class, the largest

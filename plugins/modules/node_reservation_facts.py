@@ -213,7 +213,7 @@ cgroup:
         - On a cgroup v1 node (legacy or hybrid), why cgroup v1 is at the end of its life in Kubernetes (maintenance
           mode from 1.31, refused by default from 1.35); null on cgroup v2. Also one of the module's warnings.
       type: str
-      version_added: 0.2.0
+      version_added: 0.1.0
 kubelet:
   description: The running kubelet (pid, argv) and the config file and drop-in directory read.
   returned: always
@@ -252,7 +252,7 @@ kubelet:
         git_version: v1.35.0
         fail_cgroup_v1: true
         refusals: ['kubelet v1.35.0 on a cgroup v1 node would not start: failCgroupV1 defaults to true from 1.35 ...']
-      version_added: 0.2.0
+      version_added: 0.1.0
 current:
   description:
     - Reservations and eviction settings in force, from the config file, its drop-ins and the command line,
