@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_forms
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 
 SERVICE_NAME = 'nodealloc-sampler.service'
@@ -45,29 +45,23 @@ PYTHON = '/usr/bin/python3'
 PYCACHE_NAME = 'nodealloc-sampler'
 PYCACHE_DIR = '/var/cache/' + PYCACHE_NAME
 
-# Absolute paths of these characters only: nothing systemd unquotes, expands (``$``, ``%``) or splits on.
-_PATH = re.compile(r'^/[A-Za-z0-9._+@/-]*$')
-# systemd.resource-control(5): MemoryMax= bytes with an optional K/M/G/T suffix, a percentage or "infinity".
-_MEMORY_MAX = re.compile(r'^([0-9]+[KMGT]?|[0-9]+(\.[0-9]+)?%|infinity)$')
-_CPU_QUOTA = re.compile(r'^[0-9]+(\.[0-9]+)?%$')
-# systemd.time(7) time spans: numbers and unit words, spaces between them.
-_TIME_SPAN = re.compile(r'^[0-9]+(\.[0-9]+)? ?[a-z]*( [0-9]+(\.[0-9]+)? ?[a-z]*)*$')
-
 # settings key -> (the script's option name in sampler.json)
 OPTION_KEYS = (('history_path', 'history'), ('state_path', 'state'), ('decision_path', 'decision'),
                ('textfile_path', 'textfile'), ('percentile', 'percentile'), ('history_window', 'window'),
                ('sample_seconds', 'sample_seconds'))
 
 
-def _checked(name, value, pattern, meaning):
+def _checked(name, value, rule):
+    """The value as text when it has the form ``rule`` (an _option_forms check, the one home of these forms)."""
     text = str(value)
-    if not pattern.match(text):
-        raise NodeallocError('%s=%r cannot go into a systemd unit: it must be %s' % (name, text, meaning))
+    reason = rule(text)
+    if reason:
+        raise NodeallocError('%s=%r cannot go into a systemd unit: it %s' % (name, text, reason))
     return text
 
 
 def _unit_path(name, value):
-    path = _checked(name, value, _PATH, 'an absolute path of letters, digits and . _ + @ / - only')
+    path = _checked(name, value, _option_forms.unit_path)
     if '/../' in path + '/' or path.endswith('/..'):
         raise NodeallocError('%s=%r cannot go into a systemd unit: it must not climb with ..' % (name, path))
     return os.path.normpath(path)
@@ -114,8 +108,8 @@ def service(settings, sampler_dir):
         'Type=oneshot',
         'Nice=%d' % _nice(settings['nice']),
         'IOSchedulingClass=idle',
-        'MemoryMax=%s' % _checked('memory_max', settings['memory_max'], _MEMORY_MAX, 'bytes with K, M, G or T, a percentage or infinity'),
-        'CPUQuota=%s' % _checked('cpu_quota', settings['cpu_quota'], _CPU_QUOTA, 'a percentage such as 20%'),
+        'MemoryMax=%s' % _checked('memory_max', settings['memory_max'], _option_forms.systemd_bytes),
+        'CPUQuota=%s' % _checked('cpu_quota', settings['cpu_quota'], _option_forms.systemd_percent),
         'CacheDirectory=%s' % PYCACHE_NAME,
         'ExecStart=%s -I -S -X pycache_prefix=%s %s --config %s' % (
             PYTHON, PYCACHE_DIR, os.path.join(sampler_dir, SCRIPT_NAME), os.path.join(sampler_dir, OPTIONS_NAME)),
@@ -160,7 +154,7 @@ def service(settings, sampler_dir):
 
 def timer(settings):
     """nodealloc-sampler.timer: a run every ``interval``."""
-    interval = _checked('interval', settings['interval'], _TIME_SPAN, 'a systemd time span such as 1min')
+    interval = _checked('interval', settings['interval'], _option_forms.systemd_timespan)
     return '\n'.join([
         '# Written by nodealloc.kubelet (sampler_code).',
         '[Unit]',
