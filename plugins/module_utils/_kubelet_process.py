@@ -167,10 +167,8 @@ def version_command(argv, pid=None, proc_root='/proc', which=None):
 
 def environment_names(pid, proc_root='/proc'):
     """The names (not the values) in a process's environment, or None where it cannot be read."""
-    try:
-        with open(os.path.join(proc_root, str(pid), 'environ'), 'rb') as handle:
-            raw = handle.read()
-    except OSError:
+    raw = _procfs.read_process_file(pid, 'environ', proc_root)
+    if raw is None:
         return None
     return sorted({item.split(b'=', 1)[0].decode('utf-8', 'replace') for item in raw.split(b'\0') if item})
 

@@ -84,13 +84,18 @@ def list_pids(proc_root='/proc'):
     return sorted(int(n) for n in names if n.isdigit())
 
 
-def read_cmdline(pid, proc_root='/proc'):
-    """argv of a process, or None when it has gone or is a kernel thread."""
+def read_process_file(pid, name, proc_root='/proc'):
+    """The bytes of /proc/<pid>/<name>, or None when the process has gone or the file cannot be read."""
     try:
-        with open(os.path.join(proc_root, str(pid), 'cmdline'), 'rb') as handle:
-            raw = handle.read()
+        with open(os.path.join(proc_root, str(pid), name), 'rb') as handle:
+            return handle.read()
     except OSError:
         return None
+
+
+def read_cmdline(pid, proc_root='/proc'):
+    """argv of a process, or None when it has gone or is a kernel thread."""
+    raw = read_process_file(pid, 'cmdline', proc_root)
     if not raw:
         return None
     return [part.decode('utf-8', 'replace') for part in raw.rstrip(b'\0').split(b'\0')]
