@@ -118,10 +118,6 @@ def _kubelet_settings(options, proc_root, not_found, found):
     return kubelet, current, config
 
 
-# Kept under its old name: callers and tests measure CPU through the facts module.
-sample_cpu = _measure.sample_cpu
-
-
 def reading_from(measurement, source, now):
     """The one history sample a measurement makes (what the sampler and the module record)."""
     memory = measurement['memory']

@@ -15,7 +15,6 @@ from __future__ import annotations
 import difflib
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _formulas, _history, _option_forms, _quantity
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
 FACTS = 'node_reservation_facts'
 CONFIG = 'kubelet_config'
@@ -27,8 +26,6 @@ DEFAULT_KUBELET_CONFIG_PATH = '/var/lib/kubelet/config.yaml'
 # pkg/kubelet/apis/config/v1beta1/defaults.go SetDefaults_KubeletConfiguration: only a nil
 # enforceNodeAllocatable becomes ["pods"]; an explicit empty list stays empty (no enforcement).
 DEFAULT_ENFORCE_NODE_ALLOCATABLE = ('pods',)
-# pkg/kubelet/eviction/defaults_linux.go, used when evictionHard is not set at all.
-KUBELET_DEFAULT_EVICTION_HARD = DEFAULT_EVICTION_HARD
 
 VENDOR_FORMULAS = list(_formulas.FORMULAS)
 

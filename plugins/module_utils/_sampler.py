@@ -41,7 +41,6 @@ DEFAULT_DECISION_PATH = '/var/lib/nodealloc/decision.json'
 # when a change is applied, so a run that keeps the reservations rewrites nothing).
 RESERVATION_FILE = 'reservation.json'
 DEFAULT_TEXTFILE_PATH = '/var/lib/node_exporter/textfile_collector/nodealloc.prom'
-DEFAULT_EVICTION_HARD_BYTES = 100 * MIB  # the kubelet's default memory.available<100Mi
 _PRESSURE_FILES = (('cpu', 'cpu.pressure'), ('memory', 'memory.pressure'), ('io', 'io.pressure'))
 
 
