@@ -9,8 +9,8 @@ Run by hack/run-tests.sh (``make test``) through hack/matrix.sh, or by hand: ``n
    collection in an empty directory against localhost (the report must be written, rc 0);
 3. runs the role's invalid-input tests and the YAML-writer tests that take the running ansible-core's own
    string types (tests/unit) with the lane's ansible-playbook and the installed collection;
-4. with NODEALLOC_MATRIX_ROLLOUT=1, the rollout happy path on three nspawn nodes
-   (tests/scenarios/test_rollout.py) with the lane's ansible-playbook, under the node lock.
+4. the rollout happy path on three nspawn nodes (tests/scenarios/test_rollout.py) with the lane's
+   ansible-playbook, under the node lock (the ``rollout`` part: ``nox -s ... -- rollout``).
 
 The pinned ansible-core of requirements.txt keeps the whole suite; the lanes prove the rest of the claimed range.
 ansible-core 2.20 and later need Python >= 3.12, which Debian 12 does not have: those lanes run in a Debian 13
@@ -86,17 +86,47 @@ def _lanes_here():
     return [minor for minor in ANSIBLE_CORE if (minor in NEEDS_PYTHON_312) == high]
 
 
+PARTS = ('static', 'rollout')
+
+
 @nox.session(reuse_venv=True)
 @nox.parametrize('ansible_core', _lanes_here())
 def controller(session, ansible_core):
-    """One ansible-core minor: tarball built and installed, recommend/apply --check, invalid input, rollout."""
+    """One ansible-core minor: tarball built and installed, recommend/apply --check, invalid input, rollout.
+
+    Positional arguments choose the parts (default both): ``static`` boots nothing; ``rollout`` boots the three
+    nspawn nodes, under the node lock. hack/run-tests.sh runs the static parts beside the main line and the
+    rollouts on it (the nspawn nodes have fixed names and addresses: one fleet on the machine at a time).
+    """
+    parts = session.posargs or PARTS
+    unknown = set(parts) - set(PARTS)
+    if unknown:
+        session.error('unknown part(s) %s: choose from %s' % (', '.join(sorted(unknown)), ', '.join(PARTS)))
     work = session.create_tmp()
     session.install('-c', _constraints(work), 'ansible-core==%s' % ANSIBLE_CORE[ansible_core], *LANE_PACKAGES)
-    installed = os.path.join(work, 'installed')
-    for left in ('build', 'installed', 'ops', 'pytest', 'pytest-rollout'):
-        shutil.rmtree(os.path.join(work, left), ignore_errors=True)
     bin_dir = os.path.join(session.virtualenv.location, 'bin')
+    installed = _build_and_install(session, bin_dir, work)
+    # The tests' own code comes from the staged tree (hack/stage-collection.sh); Ansible loads the installed tarball.
+    test_env = {'PYTHONPATH': os.path.join(ROOT, '.build'), 'NODEALLOC_TEST_COLLECTIONS_PATH': installed,
+                'ANSIBLE_CONFIG': os.path.join(ROOT, 'ansible.cfg')}
     python = os.path.join(bin_dir, 'python')
+    if 'static' in parts:
+        _from_an_empty_directory(session, bin_dir, work, installed)
+        session.run(python, '-m', 'pytest', '-p', 'no:cacheprovider', '-q', '-rs', '--basetemp', os.path.join(work, 'pytest'),
+                    *LANE_TESTS, env=test_env)
+    if 'rollout' in parts:
+        # The scenario runs the playbooks with the ansible-playbook beside the Python running it (tests/helpers/rollout.py):
+        # this lane's. It boots three nspawn nodes: one node-booting process on the machine at a time (docs/testing.md).
+        session.run('flock', '/run/nodealloc-nodes.lock', python, '-m', 'pytest', '-p', 'no:cacheprovider', '-q', '-rs',
+                    '--basetemp', os.path.join(work, 'pytest-rollout'), '--nodes-lane', 'host', ROLLOUT_TEST,
+                    env=test_env, external=True)
+
+
+def _build_and_install(session, bin_dir, work):
+    """The tarball built from this tree and installed into the lane's own path, as a user of a release does."""
+    installed = os.path.join(work, 'installed')
+    for left in ('build', 'installed'):
+        shutil.rmtree(os.path.join(work, left), ignore_errors=True)
     with session.chdir(work):  # not ROOT, whose ansible.cfg names the staged tree as the collections path
         session.run(os.path.join(bin_dir, 'ansible-galaxy'), 'collection', 'build', '--output-path', os.path.join(work, 'build'), ROOT,
                     silent=True)
@@ -105,12 +135,17 @@ def controller(session, ansible_core):
         # put into the main venv, since only PyPI is reachable here.
         session.run(os.path.join(bin_dir, 'ansible-galaxy'), 'collection', 'install', '--offline', '--force', '-p', installed,
                     _kubernetes_core(), tarball, silent=True)
+    return installed
 
-    # An operator's directory: nothing in it but an inventory; no ansible.cfg, the installed collection only.
+
+def _from_an_empty_directory(session, bin_dir, work, installed):
+    """recommend --check and apply --check from the installed collection, in an operator's directory, on localhost."""
     ops = os.path.join(work, 'ops')
+    shutil.rmtree(ops, ignore_errors=True)
     os.makedirs(ops)
+    # Nothing in it but an inventory: no ansible.cfg, the installed collection only.
     with open(os.path.join(ops, 'inventory.ini'), 'w', encoding='utf-8') as handle:
-        handle.write('localhost ansible_connection=local ansible_python_interpreter=%s\n' % python)
+        handle.write('localhost ansible_connection=local ansible_python_interpreter=%s\n' % os.path.join(bin_dir, 'python'))
     # hack/matrix.sh starts nox without the Makefile's ANSIBLE_CONFIG and PYTHONPATH.
     env = {'ANSIBLE_COLLECTIONS_PATH': installed, 'ANSIBLE_NOCOLOR': '1', 'PWD': ops}
     with session.chdir(ops):
@@ -118,8 +153,8 @@ def controller(session, ansible_core):
                     '-e', 'reservations_sample_seconds=0.2', env=env, silent=True)
         with open(os.path.join(ops, 'reports', 'reservations.json'), encoding='utf-8') as handle:
             report = json.load(handle)
-        if [node['host'] for node in report['nodes']] != ['localhost']:
-            session.error('recommend wrote no row for localhost: %s' % report['nodes'])
+        if [node['host'] for node in report['nodes']] != ['localhost'] or report['nodes'][0].get('status') != 'ok':
+            session.error('recommend wrote no measured row for localhost: %s' % report['nodes'])
         # apply needs a kubelet config to decide on (without one it refuses, by design): kubeadm's, shortened.
         config = os.path.join(ops, 'config.yaml')
         with open(config, 'w', encoding='utf-8') as handle:
@@ -130,14 +165,3 @@ def controller(session, ansible_core):
         with open(config, encoding='utf-8') as handle:
             if handle.read() != KUBELET_CONFIG:
                 session.error('apply --check changed %s' % config)
-
-    # The tests' own code comes from the staged tree (hack/stage-collection.sh); Ansible loads the installed tarball.
-    test_env = {'PYTHONPATH': os.path.join(ROOT, '.build'), 'NODEALLOC_TEST_COLLECTIONS_PATH': installed,
-                'ANSIBLE_CONFIG': os.path.join(ROOT, 'ansible.cfg')}
-    session.run(python, '-m', 'pytest', '-p', 'no:cacheprovider', '-q', '-rs', '--basetemp', os.path.join(work, 'pytest'),
-                *LANE_TESTS, env=test_env)
-    if os.environ.get('NODEALLOC_MATRIX_ROLLOUT') == '1':
-        # Boots three nspawn nodes: one node-booting process on the machine at a time (docs/testing.md).
-        session.run('flock', '/run/nodealloc-nodes.lock', python, '-m', 'pytest', '-p', 'no:cacheprovider', '-q', '-rs',
-                    '--basetemp', os.path.join(work, 'pytest-rollout'), '--nodes-lane', 'host', ROLLOUT_TEST,
-                    env=test_env, external=True)

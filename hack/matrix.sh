@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The controller support matrix (noxfile.py): every ansible-core minor the collection claims, one nox session each.
-# Lanes whose ansible-core runs on this machine's Python run here; ansible-core 2.20 and later need Python >= 3.12
-# and run in the Debian 13 chroot (hack/matrix-chroot.sh) when NODEALLOC_MATRIX_CHROOT=1.
+# The lanes whose ansible-core runs on this machine's Python run here; ansible-core 2.20 and later need Python >= 3.12
+# and run in a Debian 13 chroot (hack/matrix-chroot.sh).
 # The lanes' venvs are kept under /var/cache/nodealloc/matrix, so a second run installs nothing.
 # Usage: hack/matrix.sh [nox arguments], e.g. hack/matrix.sh -s "controller(ansible_core='2.16')"
 set -euo pipefail
@@ -12,9 +12,4 @@ mkdir -p "$cache"
 nox=${NOX:-$root/.venv/bin/nox}
 # What the Makefile exports is the main suite's: each lane names its own collection path and config.
 unset ANSIBLE_CONFIG ANSIBLE_COLLECTIONS_PATH PYTHONPATH
-rc=0
-"$nox" --noxfile "$root/noxfile.py" --envdir "$cache/nox" --no-color "$@" || rc=$?
-if [[ ${NODEALLOC_MATRIX_CHROOT:-0} == 1 ]]; then
-  bash "$root/hack/matrix-chroot.sh" "$@" || rc=$?
-fi
-exit $rc
+exec "$nox" --noxfile "$root/noxfile.py" --envdir "$cache/nox" --no-color "$@"
