@@ -12,4 +12,7 @@ mkdir -p "$cache"
 nox=${NOX:-$root/.venv/bin/nox}
 # What the Makefile exports is the main suite's: each lane names its own collection path and config.
 unset ANSIBLE_CONFIG ANSIBLE_COLLECTIONS_PATH PYTHONPATH
+# One run at a time: make test runs the static part beside the main line and the rollouts on it, in the same venvs.
+exec 8>"$cache/.matrix.lock"
+flock 8
 exec "$nox" --noxfile "$root/noxfile.py" --envdir "$cache/nox" --no-color "$@"
