@@ -21,9 +21,10 @@ import yaml
 from nodes import nodeio
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# The ansible-playbook that runs the playbooks: the running Python's, which a matrix lane (noxfile.py) chooses by
-# running the scenario with its own interpreter.
-BIN = os.path.dirname(sys.executable)
+# Where the ansible-playbook that runs the playbooks is: the running Python's, which a matrix lane (noxfile.py)
+# chooses by running the scenario with its own interpreter, or NODEALLOC_ANSIBLE_BIN (hack/matrix-chroot.sh: one
+# that runs in a chroot with a newer Python than this machine's).
+BIN = os.environ.get('NODEALLOC_ANSIBLE_BIN') or os.path.dirname(sys.executable)
 # The collection Ansible loads: the staged tree, or the one a matrix lane installed from the tarball.
 COLLECTIONS_PATH = os.environ.get('NODEALLOC_TEST_COLLECTIONS_PATH') or os.path.join(ROOT, '.build')
 CONFIG = '/var/lib/kubelet/config.yaml'
