@@ -106,16 +106,18 @@ def test_document_start_marker_is_kept():
     assert minimal and text.startswith('---\n') and yaml.safe_load(text) == new
 
 
-def _as_the_controller_passes_it(text):
-    """``text`` loaded as ansible-core loads variables, then wrapped as templating hands them to a filter.
+def _as_the_controller_passes_it(text, wrapped=True):
+    """``text`` loaded as ansible-core loads variables, and by default wrapped as templating hands them to a filter.
 
     The running ansible-core's own types at every depth, whatever version it is: AnsibleMapping/AnsibleUnicode
-    and AnsibleUnsafeText before 2.19, tagged dict/str/int/float/list from 2.19 on (each matrix lane runs this).
+    (loaded) and AnsibleUnsafeText (wrapped) before 2.19, tagged dict/str/int/float/list from 2.19 on (each matrix
+    lane runs this). Wrapping turns mappings into plain dicts; loaded alone, they are the controller's own.
     """
     from ansible.parsing.yaml.loader import AnsibleLoader
     from ansible.utils.unsafe_proxy import wrap_var
 
-    return wrap_var(AnsibleLoader(text).get_single_data())
+    loaded = AnsibleLoader(text).get_single_data()
+    return wrap_var(loaded) if wrapped else loaded
 
 
 CONTROLLER_TEXT = ('kubeReserved:\n  cpu: 100m\n  memory: 1Gi\nsystemReserved:\n  memory: 512Mi\n'
@@ -123,11 +125,13 @@ CONTROLLER_TEXT = ('kubeReserved:\n  cpu: 100m\n  memory: 1Gi\nsystemReserved:\n
                    'clusterDNS:\n- 10.96.0.10\nserializeImagePulls: false\n')
 
 
-def test_ansible_string_types_dump_as_plain_yaml_at_every_depth():
-    controller = _as_the_controller_passes_it(CONTROLLER_TEXT)
+@pytest.mark.parametrize('wrapped', [False, True], ids=['loaded', 'wrapped'])
+def test_ansible_string_types_dump_as_plain_yaml_at_every_depth(wrapped):
+    controller = _as_the_controller_passes_it(CONTROLLER_TEXT, wrapped)
     plain = yaml.safe_load(CONTROLLER_TEXT)
     # The test means something only while the controller's types are not the plain ones.
     assert type(next(iter(controller))) is not str  # pylint: disable=unidiomatic-typecheck
+    assert wrapped or type(controller['kubeReserved']) is not dict  # pylint: disable=unidiomatic-typecheck
     assert edit.render_document(controller, 'yaml') == edit.render_document(plain, 'yaml')
     assert edit.render_yaml(KUBEADM_YAML, controller, ['kubeReserved', 'maxPods']) == edit.render_yaml(
         KUBEADM_YAML, plain, ['kubeReserved', 'maxPods'])
