@@ -90,9 +90,21 @@ vm_tests() {
 alongside static_checks
 alongside vm_tests
 
+# The controller support matrix (noxfile.py, docs/testing.md "Support matrix"): every ansible-core minor claimed, the
+# tarball built and installed, recommend/apply --check from it, the role's invalid-input tests. It boots nothing: it
+# runs beside the main line, niced; each lane's rollout on nspawn nodes runs on the main line (one fleet at a time).
+matrix_static() {
+  renice -n 10 -p "$BASHPID" >/dev/null
+  step "controller matrix: ansible-core 2.16-2.19 (Python 3.11)" bash hack/matrix.sh -- static
+  step "controller matrix: ansible-core 2.20-2.21 (Debian 13 chroot, Python 3.13)" bash hack/matrix-chroot.sh static
+}
+alongside matrix_static
+
 step "pytest: unit, real-kernel integration, multi-node rollout scenarios on nspawn nodes" \
   python -m pytest -p no:cacheprovider -q -rs --durations=15 --nodes-lane host tests/unit tests/integration tests/scenarios
 step "molecule test (rollout scenario on three nodes)" molecule test -s rollout
+step "controller matrix: the rollout happy path with ansible-core 2.16-2.19" bash hack/matrix.sh -- rollout
+step "controller matrix: the rollout happy path with ansible-core 2.20-2.21 (chroot)" bash hack/matrix-chroot.sh rollout
 benchmarks() {
   # Run, not timed: small sizes (shipped defaults otherwise), each prints its --json line; the figures in
   # docs/benchmarks.md come from full runs. One rollout node: at the 30-s soak each node costs about 100 s here.

@@ -133,8 +133,25 @@ def _top_level_blocks(lines):
     return [tuple(b) for b in blocks]
 
 
+if HAS_YAML:
+    class _PlainDumper(yaml.SafeDumper):  # pylint: disable=too-many-ancestors
+        """SafeDumper that writes subclasses of str, int, float, dict and list as their base type.
+
+        What reaches a filter plugin carries the controller's own subclasses at every depth (ansible-core 2.16-2.18:
+        AnsibleUnicode, AnsibleMapping, AnsibleUnsafeText; 2.19 on: tagged str/int/float/dict/list). SafeDumper
+        looks representers up by exact type and refuses those ("cannot represent an object"); a multi-representer
+        per base type covers keys and values at any depth here, the one place text is dumped, without importing
+        Ansible. bool and None keep their exact-type representers (bool cannot be subclassed).
+        """
+
+    for _base, _represent in ((str, yaml.SafeDumper.represent_str), (int, yaml.SafeDumper.represent_int),
+                              (float, yaml.SafeDumper.represent_float), (dict, yaml.SafeDumper.represent_dict),
+                              (list, yaml.SafeDumper.represent_list)):
+        _PlainDumper.add_multi_representer(_base, _represent)
+
+
 def _dump_yaml(data):
-    return yaml.safe_dump(data, default_flow_style=False, sort_keys=False, width=10**6, allow_unicode=True)
+    return yaml.dump(data, Dumper=_PlainDumper, default_flow_style=False, sort_keys=False, width=10**6, allow_unicode=True)
 
 
 def render_yaml(original_text, new_config, changed_fields):

@@ -21,7 +21,12 @@ import yaml
 from nodes import nodeio
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
+# Where the ansible-playbook that runs the playbooks is: the running Python's, which a matrix lane (noxfile.py)
+# chooses by running the scenario with its own interpreter, or NODEALLOC_ANSIBLE_BIN (hack/matrix-chroot.sh: one
+# that runs in a chroot with a newer Python than this machine's).
+BIN = os.environ.get('NODEALLOC_ANSIBLE_BIN') or os.path.dirname(sys.executable)
+# The collection Ansible loads: the staged tree, or the one a matrix lane installed from the tarball.
+COLLECTIONS_PATH = os.environ.get('NODEALLOC_TEST_COLLECTIONS_PATH') or os.path.join(ROOT, '.build')
 CONFIG = '/var/lib/kubelet/config.yaml'
 STEP_DIR = '/var/lib/nodealloc/step'
 
@@ -33,7 +38,7 @@ def command_for(fleet, *extra, check=False, playbook='playbooks/apply.yml', drop
     default would write a drop-in); the drop-in default is proven in tests/scenarios/test_safety.py.
     """
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build'), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_PATH, ANSIBLE_NOCOLOR='1',
                ANSIBLE_HOST_KEY_CHECKING='False')
     settings = ['-e%s=%s' % item for item in sorted(fleet['extra_vars'].items())]
     settings.append('-ereservations_kubeconfig=%s' % fleet['kubeconfig'])

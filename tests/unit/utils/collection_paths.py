@@ -9,5 +9,6 @@ import os
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 _PARENTS = ROOT.split(os.sep)
 # The directory holding ansible_collections/: the tree's own when it is one, else the checkout's .build.
-COLLECTIONS_PATH = (os.sep.join(_PARENTS[:-3]) if _PARENTS[-3:-2] == ['ansible_collections']
-                    else os.path.join(ROOT, '.build'))
+# NODEALLOC_TEST_COLLECTIONS_PATH: a collection installed elsewhere, e.g. from the tarball by a matrix lane (noxfile.py).
+COLLECTIONS_PATH = (os.environ.get('NODEALLOC_TEST_COLLECTIONS_PATH')
+                    or (os.sep.join(_PARENTS[:-3]) if _PARENTS[-3:-2] == ['ansible_collections'] else os.path.join(ROOT, '.build')))
