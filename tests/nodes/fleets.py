@@ -5,6 +5,8 @@
 * ``vm_guests``: a cgroup v2 and a cgroup v1 QEMU guest (vmnodes.py) with their own kernel.
 * ``vm_fleet`` / ``fresh_vm_fleet``: three cgroup v2 guests reporting to a stand-in API server on a
   loopback port of ours.
+* ``vm_release_guests`` / ``fresh_vm_release_fleet``: one cgroup v2 guest of each Debian release other than
+  bookworm (vmnodes.RELEASES: their own python3 and systemd), for the facts test and one rollout on each.
 * ``rollout_fleet``: the rollout scenarios run on the nspawn fleet and on the VM fleet: the happy path (with its
   second run at the shipped memory thresholds), the refused config and the dying kubelet always, the killed
   controller only with ``NODEALLOC_VM_ROLLOUT=1`` (VM_ROLLOUT_ALWAYS; docs/testing.md, "How long it takes").
@@ -55,6 +57,10 @@ VM_ROLLOUT_ALWAYS = ('test_happy_path_changes_every_node_once_in_order_and_a_sec
 # One cgroup v2 guest (the default of every current distribution) and one cgroup v1 guest.
 GUESTS = [{'name': 'facts-v2', 'cgroup': 'v2', 'memory_mib': 1280},
           {'name': 'facts-v1', 'cgroup': 'v1', 'memory_mib': 1280}]
+# One guest per Debian release the bookworm guests above do not already cover: the facts test, then the happy path
+# with these as its fleet (one rollout node per release; tests/vm/test_releases_vm.py).
+RELEASE_GUESTS = [{'name': 'debian%s' % release, 'release': release, 'cgroup': 'v2', 'memory_mib': 1280}
+                  for release in sorted(vmnodes.RELEASES, key=int) if release != vmnodes.DEFAULT_RELEASE]
 ROLLOUT_GUESTS = [{'name': 'roll-%d' % index, 'cgroup': 'v2', 'memory_mib': 1024} for index in (1, 2, 3)]
 # Memory at the shipped thresholds, headroom, sample time and polling: these guests have their own kernel and
 # /proc/meminfo, so nothing else on the machine moves their memory. Not their CPU: under software emulation a
@@ -120,8 +126,10 @@ class _Boot:
 
 
 _BOOT = []
-# Set by tests/conftest.py once the session's tests are collected: whether one of them runs on the rollout guests.
+# Set by tests/conftest.py once the session's tests are collected: whether one of them runs on the rollout guests,
+# on the release guests.
 ROLLOUT_GUESTS_WANTED = False
+RELEASE_GUESTS_WANTED = False
 
 
 def runs_on_rollout_guests(name, fleet_param):
@@ -130,9 +138,13 @@ def runs_on_rollout_guests(name, fleet_param):
 
 
 def start_boot():
-    """Boot the session's guests (once); the rollout guests only when a collected test runs on them."""
+    """Boot the session's guests (once); the rollout and release guests only when a collected test runs on them.
+
+    Together, in one up: booting is mostly emulated CPU, and guests booting side by side share the wait.
+    """
     if not _BOOT:
-        _BOOT.append(_Boot(GUESTS + (ROLLOUT_GUESTS if ROLLOUT_GUESTS_WANTED else [])))
+        _BOOT.append(_Boot(GUESTS + (ROLLOUT_GUESTS if ROLLOUT_GUESTS_WANTED else [])
+                           + (RELEASE_GUESTS if RELEASE_GUESTS_WANTED else [])))
     return _BOOT[0]
 
 
@@ -164,6 +176,25 @@ def vm_fleet(vm_boot):
                                         name='rollout-inventory.ini')
     return {'inventory': inventory, 'nodes': nodes, 'state_dir': vm_boot.state_dir, 'kubeconfig': vm_boot.kubeconfig,
             'api_url': vm_boot.api_url, 'extra_vars': SHORT_WAITS}
+
+
+@pytest.fixture(scope='session')
+def vm_release_guests(vm_boot):
+    """The release guests by Debian version ('11', '13')."""
+    names = {guest['name'] for guest in RELEASE_GUESTS}
+    return {node['release']: node for node in vm_boot.nodes if node['name'] in names}
+
+
+@pytest.fixture
+def fresh_vm_release_fleet(vm_release_guests):
+    """The release guests as one fleet, oldest release first, reset to their first config (as fresh_vm_fleet)."""
+    nodes = [vm_release_guests[release] for release in sorted(vm_release_guests, key=int)]
+    boot = _BOOT[0]
+    inventory = vmnodes.write_inventory(boot.state_dir, nodes, boot.state_dir + '/id_ed25519',
+                                        name='releases-inventory.ini')
+    nodeio.reset(nodes)
+    return {'inventory': inventory, 'nodes': nodes, 'state_dir': boot.state_dir, 'kubeconfig': boot.kubeconfig,
+            'api_url': boot.api_url, 'extra_vars': SHORT_WAITS}
 
 
 @pytest.fixture
