@@ -478,9 +478,9 @@ def main(argv):
         if reason:
             print(reason, file=sys.stderr)
             return 1
-        inventory, nodes = up([{'name': 'vm%d' % i, 'memory_mib': args.memory_mib, 'cgroup': args.cgroup,
-                                 'release': args.release}
-                               for i in range(1, args.nodes + 1)], args.state_dir)
+        guests = [{'name': 'vm%d' % i, 'memory_mib': args.memory_mib, 'cgroup': args.cgroup, 'release': args.release}
+                  for i in range(1, args.nodes + 1)]
+        inventory, nodes = up(guests, args.state_dir)
         print(inventory)
         print(json.dumps([{k: n[k] for k in ('name', 'port', 'ready_seconds')} for n in nodes]))
     else:
