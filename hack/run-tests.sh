@@ -78,7 +78,7 @@ vm_tests() {
   # A temporary directory of its own: two pytest runs at once.
   local base
   base=$(mktemp -d)
-  step "pytest on VM guests: real-kernel facts (cgroup v2 and v1), oom_outcomes, the rollout scenarios' VM variants" \
+  step "pytest on VM guests: real-kernel facts (cgroup v2 and v1; Debian 11, 12, 13), oom_outcomes, the rollout scenarios' VM variants" \
     python -m pytest -p no:cacheprovider -q -rs --durations=10 --basetemp "$base/pytest" --nodes-lane vm \
       tests/vm tests/scenarios
   rm -rf "$base"

@@ -18,6 +18,7 @@ from nodes import fleets  # noqa: E402
 # The shared test nodes, as fixtures every test directory sees (tests/nodes/fleets.py).
 fleet, fresh_fleet, rollout_fleet = fleets.fleet, fleets.fresh_fleet, fleets.rollout_fleet
 vm_boot, vm_guests, vm_fleet, fresh_vm_fleet = fleets.vm_boot, fleets.vm_guests, fleets.vm_fleet, fleets.fresh_vm_fleet
+vm_release_guests = fleets.vm_release_guests
 
 
 def _fleet_param(item):
@@ -49,7 +50,8 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: _fleet_param(item) == 'vm')
     # The guests boot together when the first needs one: the rollout guests too if a collected test runs on them.
     fleets.ROLLOUT_GUESTS_WANTED = any(
-        fleets.runs_on_rollout_guests(getattr(item, 'originalname', item.name), _fleet_param(item)) for item in items)
+        fleets.runs_on_rollout_guests(getattr(item, 'originalname', item.name), _fleet_param(item))
+        or 'vm_release_guests' in getattr(item, 'fixturenames', ()) for item in items)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -3,8 +3,9 @@
 * ``fleet`` / ``fresh_fleet``: three nspawn nodes (testnodes.py) and the stand-in API server on the
   links; fast, but every node reads the host's /proc/meminfo and /proc/stat.
 * ``vm_guests``: a cgroup v2 and a cgroup v1 QEMU guest (vmnodes.py) with their own kernel.
-* ``vm_fleet`` / ``fresh_vm_fleet``: three cgroup v2 guests reporting to a stand-in API server on a
-  loopback port of ours.
+* ``vm_fleet`` / ``fresh_vm_fleet``: three cgroup v2 guests, one of each Debian release (vmnodes.RELEASES: 11, 12,
+  13, each with its own python3 and systemd), reporting to a stand-in API server on a loopback port of ours.
+* ``vm_release_guests``: those guests by release, for the facts test on the releases the facts guests do not run.
 * ``rollout_fleet``: the rollout scenarios run on the nspawn fleet and on the VM fleet: the happy path (with its
   second run at the shipped memory thresholds), the refused config and the dying kubelet always, the killed
   controller only with ``NODEALLOC_VM_ROLLOUT=1`` (VM_ROLLOUT_ALWAYS; docs/testing.md, "How long it takes").
@@ -55,7 +56,11 @@ VM_ROLLOUT_ALWAYS = ('test_happy_path_changes_every_node_once_in_order_and_a_sec
 # One cgroup v2 guest (the default of every current distribution) and one cgroup v1 guest.
 GUESTS = [{'name': 'facts-v2', 'cgroup': 'v2', 'memory_mib': 1280},
           {'name': 'facts-v1', 'cgroup': 'v1', 'memory_mib': 1280}]
-ROLLOUT_GUESTS = [{'name': 'roll-%d' % index, 'cgroup': 'v2', 'memory_mib': 1024} for index in (1, 2, 3)]
+# The rollout fleet is one guest of each Debian release, oldest first: every rollout scenario on guests then runs
+# each release's python3 and systemd, and the facts test runs on the two that are not bookworm
+# (tests/vm/test_releases_vm.py), with no guest more to boot. Three releases, three nodes (FLEET_SIZE's reasons).
+ROLLOUT_GUESTS = [{'name': 'roll-%d' % index, 'release': release, 'cgroup': 'v2', 'memory_mib': 1024}
+                  for index, release in enumerate(sorted(vmnodes.RELEASES, key=int), start=1)]
 # Memory at the shipped thresholds, headroom, sample time and polling: these guests have their own kernel and
 # /proc/meminfo, so nothing else on the machine moves their memory. Not their CPU: under software emulation a
 # guest's /proc/stat has no steal time, and a task running when the host deschedules the guest is charged the
@@ -157,13 +162,21 @@ def vm_guests(vm_boot):
 
 @pytest.fixture(scope='session')
 def vm_fleet(vm_boot):
-    """Three v2 guests whose stand-in kubelets report to a stand-in API server on a loopback port of ours."""
+    """Three v2 guests, one per Debian release, whose stand-in kubelets report to a stand-in API server on a loopback
+    port of ours."""
     names = [guest['name'] for guest in ROLLOUT_GUESTS]
     nodes = [node for node in vm_boot.nodes if node['name'] in names]
     inventory = vmnodes.write_inventory(vm_boot.state_dir, nodes, vm_boot.state_dir + '/id_ed25519',
                                         name='rollout-inventory.ini')
     return {'inventory': inventory, 'nodes': nodes, 'state_dir': vm_boot.state_dir, 'kubeconfig': vm_boot.kubeconfig,
             'api_url': vm_boot.api_url, 'extra_vars': SHORT_WAITS}
+
+
+@pytest.fixture(scope='session')
+def vm_release_guests(vm_boot):
+    """The rollout guests by Debian release ('11', '12', '13')."""
+    names = {guest['name'] for guest in ROLLOUT_GUESTS}
+    return {node['release']: node for node in vm_boot.nodes if node['name'] in names}
 
 
 @pytest.fixture

@@ -36,7 +36,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CACHE = '/var/cache/nodealloc'
 PACKAGES = ('systemd', 'systemd-sysv', 'dbus', 'python3', 'python3-yaml', 'openssh-server', 'iproute2',
             'procps')
-IMAGE = os.path.join(CACHE, 'bookworm-' + hashlib.sha256(' '.join(PACKAGES).encode()).hexdigest()[:12])
+# The nspawn nodes' tree (their userspace is bookworm's); VM guests may boot another release's (vmnodes.RELEASES).
+SUITE = 'bookworm'
+
+
+def image_path(suite=SUITE):
+    """Where a Debian suite's cached tree lives; the package list is in the name, so a changed list builds anew."""
+    return os.path.join(CACHE, suite + '-' + hashlib.sha256(' '.join(PACKAGES).encode()).hexdigest()[:12])
+
+
+IMAGE = image_path()
 NODES_DIR = '/var/lib/nodealloc-nodes'
 CONTROLLERS = ('memory', 'cpu', 'cpuacct')
 NET_PREFIX = '169.254.231.'
@@ -98,30 +107,32 @@ def run(*command, check=True, **kwargs):
     return subprocess.run(command, check=check, capture_output=True, text=True, **kwargs)
 
 
-def ensure_image():
-    """Build the cached Debian tree once (about a minute); later calls reuse it."""
-    if os.path.exists(os.path.join(IMAGE, '.complete')):
-        return IMAGE
+def ensure_image(suite=SUITE):
+    """Build a suite's cached Debian tree once (1-3 minutes); later calls reuse it."""
+    image = image_path(suite)
+    if os.path.exists(os.path.join(image, '.complete')):
+        return image
     os.makedirs(CACHE, exist_ok=True)
     # hack/run-tests.sh runs the VM tests beside the nspawn tests: on a fresh machine both want the tree at once.
     with open(os.path.join(CACHE, '.build.lock'), 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not os.path.exists(os.path.join(IMAGE, '.complete')):
-            _build_image()
-    return IMAGE
+        if not os.path.exists(os.path.join(image, '.complete')):
+            _build_image(suite, image)
+    return image
 
 
-def _build_image():
-    partial = IMAGE + '.partial'
+def _build_image(suite, image):
+    partial = image + '.partial'
     shutil.rmtree(partial, ignore_errors=True)
-    run('debootstrap', '--variant=minbase', '--include=' + ','.join(PACKAGES), 'bookworm', partial)
+    run('debootstrap', '--variant=minbase', '--include=' + ','.join(PACKAGES), suite, partial,
+        'http://deb.debian.org/debian')
     # No getty on a console nobody reads; nothing else to change in the shared lower layer.
     for unit in ('getty.target', 'console-getty.service'):
         link = os.path.join(partial, 'etc/systemd/system', unit)
         if not os.path.exists(link):
             os.symlink('/dev/null', link)
     open(os.path.join(partial, '.complete'), 'w').close()
-    os.rename(partial, IMAGE)
+    os.rename(partial, image)
 
 
 def ensure_ssh_key(state_dir):
@@ -441,9 +452,10 @@ def main(argv):
     parser.add_argument('action', choices=['up', 'down', 'image'])
     parser.add_argument('--nodes', type=int, default=3)
     parser.add_argument('--state-dir', default='/tmp/nodealloc-nodes')
+    parser.add_argument('--suite', default=SUITE, help='the Debian suite of the tree `image` builds')
     args = parser.parse_args(argv)
     if args.action == 'image':
-        print(ensure_image())
+        print(ensure_image(args.suite))
     elif args.action == 'up':
         inventory, _nodes = up(args.nodes, args.state_dir)
         print(inventory)

@@ -14,13 +14,16 @@ containers that share the host's kernel and /proc/meminfo). Each guest:
 * gets its address from QEMU's user network by systemd-networkd DHCP; SSH is
   forwarded from a 127.0.0.1 port only;
 * boots with cgroup v2 (the default), or cgroup v1 with
-  ``systemd.unified_cgroup_hierarchy=0`` on the kernel command line.
+  ``systemd.unified_cgroup_hierarchy=0`` on the kernel command line;
+* runs one of the Debian releases in RELEASES (bookworm unless a guest names
+  another): that release's tree, so its own python3 runs the modules and its
+  own systemd is PID 1, on the host's kernel (one disk per release and state dir).
 
 Pods are real processes the guest's systemd places, as the kubelet's systemd
 cgroup driver does (``run_pod``): ``systemd-run --slice=kubepods-<qos>-pod<uid>.slice``,
 so the unit lands in ``kubepods.slice/kubepods-<qos>.slice/kubepods-<qos>-pod<uid>.slice``.
 
-Usage (as root): ``python3 -m nodes.vmnodes up --nodes 1 --state-dir DIR [--cgroup v1]``
+Usage (as root): ``python3 -m nodes.vmnodes up --nodes 1 --state-dir DIR [--cgroup v1] [--release 13]``
 writes DIR/inventory.ini and DIR/state.json; ``down --state-dir DIR`` stops the
 guests and removes their disks.
 """
@@ -125,6 +128,17 @@ exit 0
 # The guest reaches the host's loopback at this address (QEMU user networking); the stand-in API server of
 # a test listens there on a port the test picked.
 HOST_FROM_GUEST = '10.0.2.2'
+# The Debian releases a guest can run, by version: the one list the fixtures (tests/nodes/fleets.py), the tests on
+# them and the documented support matrix (README, roles/reservations/meta/main.yml) follow. Each entry: the
+# suite debootstrap builds, and what Debian ships there (python3 runs the modules, systemd is PID 1), which the
+# tests check the guest really runs. All boot the host's kernel (bookworm's 6.1): the kernel is not what differs
+# between nodes the collection manages, their userspace is.
+RELEASES = {
+    '11': {'suite': 'bullseye', 'python': '3.9', 'systemd': '247'},
+    '12': {'suite': 'bookworm', 'python': '3.11', 'systemd': '252'},
+    '13': {'suite': 'trixie', 'python': '3.13', 'systemd': '257'},
+}
+DEFAULT_RELEASE = '12'
 # QEMU processes this process started and has not stopped, and the state dirs of its ups: cleanup_stale()
 # leaves them and their disks alone, so a benchmark run in a test can boot guests beside the session's.
 _LIVE_PIDS = set()
@@ -199,23 +213,27 @@ def _tree_extras(extras, public_key, api_port):
     os.chmod(os.path.join(extras, 'usr/bin/kubelet'), 0o755)
 
 
-def disk_path(state_dir):
-    """One raw root image per state dir: guests of another fixture keep theirs as their backing file."""
-    return os.path.join(VM_DIR, 'root-%s.img' % hashlib.sha256(os.path.abspath(state_dir).encode()).hexdigest()[:12])
+def disk_path(state_dir, release=DEFAULT_RELEASE):
+    """One raw root image per state dir and release: guests of another fixture keep theirs as their backing file."""
+    digest = hashlib.sha256(os.path.abspath(state_dir).encode()).hexdigest()[:12]
+    # The default release's name is the one earlier runs used, so their leftovers are still recognised as such.
+    return os.path.join(VM_DIR, 'root-%s.img' % digest if release == DEFAULT_RELEASE
+                        else 'root-%s-debian%s.img' % (digest, release))
 
 
-def make_disk(state_dir, public_key, size='3G', api_port=None):
-    """The raw root image of a state dir's guests: the cached tree, the kernel's modules and the test node's files."""
+def make_disk(state_dir, public_key, size='3G', api_port=None, release=DEFAULT_RELEASE):
+    """The raw root image of a state dir's guests of one release: its cached tree, the kernel's modules and the
+    test node's files."""
     version = kernel_version()
-    image = testnodes.ensure_image()
-    base = disk_path(state_dir) + '.build'
+    image = testnodes.ensure_image(RELEASES[release]['suite'])
+    base = disk_path(state_dir, release) + '.build'
     shutil.rmtree(base, ignore_errors=True)
     extras, work, merged = (os.path.join(base, d) for d in ('extras', 'work', 'merged'))
     for directory in (extras, work, merged):
         os.makedirs(directory)
     _tree_extras(extras, public_key, api_port)
     shutil.copytree('/lib/modules/' + version, os.path.join(extras, 'usr/lib/modules', version), symlinks=True)
-    disk = disk_path(state_dir)
+    disk = disk_path(state_dir, release)
     testnodes.run('mount', '-t', 'overlay', 'overlay', '-o',
                   'lowerdir=%s,upperdir=%s,workdir=%s' % (image, extras, work), merged)
     try:
@@ -234,7 +252,7 @@ def free_port():
         return sock.getsockname()[1]
 
 
-def start_guest(name, disk, state_dir, memory_mib=1280, cgroup='v2', cpus=1):
+def start_guest(name, disk, state_dir, memory_mib=1280, cgroup='v2', cpus=1, release=DEFAULT_RELEASE):
     overlay = os.path.join(VM_DIR, name + '.qcow2')
     if os.path.exists(overlay):
         os.unlink(overlay)
@@ -255,7 +273,7 @@ def start_guest(name, disk, state_dir, memory_mib=1280, cgroup='v2', cpus=1):
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     _LIVE_PIDS.add(process.pid)
     return {'name': name, 'state_dir': state_dir, 'address': '127.0.0.1', 'port': port, 'qemu_pid': process.pid, 'overlay': overlay,
-            'memory_mib': memory_mib, 'cgroup': cgroup, 'started': time.time(), 'console': console}
+            'memory_mib': memory_mib, 'cgroup': cgroup, 'release': release, 'started': time.time(), 'console': console}
 
 
 def ssh_command(node, state_dir):
@@ -331,8 +349,8 @@ def cleanup_stale():
                 pass
     if not os.path.isdir(VM_DIR):
         return
-    ours = {os.path.basename(disk_path(d)) for d in _LIVE_DIRS} | {os.path.basename(n['overlay'])
-                                                                   for n in _live_nodes()}
+    ours = {os.path.basename(disk_path(d, release)) for d in _LIVE_DIRS for release in RELEASES} | {
+        os.path.basename(n['overlay']) for n in _live_nodes()}
     for name in os.listdir(VM_DIR):  # what no up of this process uses is a leftover
         if name.endswith(('.img', '.qcow2')) and name not in ours:
             os.unlink(os.path.join(VM_DIR, name))
@@ -352,7 +370,8 @@ def _live_nodes():
 
 
 def up(guests, state_dir, api_port=None):
-    """Boot guests in parallel. ``guests`` is a list of dicts: name, and optionally memory_mib, cgroup.
+    """Boot guests in parallel. ``guests`` is a list of dicts: name, and optionally memory_mib, cgroup, release
+    (a key of RELEASES; DEFAULT_RELEASE when absent).
 
     ``api_port``: the guests' kubelets report their Node status to a stand-in API server on this port of the
     host's loopback (the test starts it: testnodes.start_apiserver).
@@ -366,16 +385,19 @@ def up(guests, state_dir, api_port=None):
         with _UP_LOCK:
             cleanup_stale()
             _LIVE_DIRS.add(state_dir)
-            started = time.time()
-            disk = make_disk(state_dir, public_key, api_port=api_port)
-            image_seconds = round(time.time() - started, 1)
+            disks, image_seconds = {}, {}
             for guest in guests:
-                nodes.append(start_guest(guest['name'], disk, state_dir, guest.get('memory_mib', 1280),
-                                         guest.get('cgroup', 'v2')))
+                release = guest.get('release', DEFAULT_RELEASE)
+                if release not in disks:
+                    started = time.time()
+                    disks[release] = make_disk(state_dir, public_key, api_port=api_port, release=release)
+                    image_seconds[release] = round(time.time() - started, 1)
+                nodes.append(start_guest(guest['name'], disks[release], state_dir, guest.get('memory_mib', 1280),
+                                         guest.get('cgroup', 'v2'), release=release))
                 testnodes.write(state_path, json.dumps(nodes, indent=2))
         for node in nodes:
             wait_ready(node, state_dir)
-            node['image_seconds'] = image_seconds
+            node['image_seconds'] = image_seconds[node['release']]
         testnodes.write(state_path, json.dumps(nodes, indent=2))
     except Exception:
         down(state_dir)
@@ -407,8 +429,9 @@ def down(state_dir):
         _LIVE_PIDS.discard(node['qemu_pid'])
         if os.path.exists(node['overlay']):
             os.unlink(node['overlay'])
-    if os.path.exists(disk_path(state_dir)):
-        os.unlink(disk_path(state_dir))
+    for release in RELEASES:
+        if os.path.exists(disk_path(state_dir, release)):
+            os.unlink(disk_path(state_dir, release))
     os.unlink(state_path)
 
 
@@ -447,6 +470,7 @@ def main(argv):
     parser.add_argument('--nodes', type=int, default=1)
     parser.add_argument('--cgroup', choices=['v1', 'v2'], default='v2')
     parser.add_argument('--memory-mib', type=int, default=1280)
+    parser.add_argument('--release', choices=sorted(RELEASES), default=DEFAULT_RELEASE, help='Debian version')
     parser.add_argument('--state-dir', default='/tmp/nodealloc-vms')
     args = parser.parse_args(argv)
     if args.action == 'up':
@@ -454,8 +478,9 @@ def main(argv):
         if reason:
             print(reason, file=sys.stderr)
             return 1
-        inventory, nodes = up([{'name': 'vm%d' % i, 'memory_mib': args.memory_mib, 'cgroup': args.cgroup}
-                               for i in range(1, args.nodes + 1)], args.state_dir)
+        guests = [{'name': 'vm%d' % i, 'memory_mib': args.memory_mib, 'cgroup': args.cgroup, 'release': args.release}
+                  for i in range(1, args.nodes + 1)]
+        inventory, nodes = up(guests, args.state_dir)
         print(inventory)
         print(json.dumps([{k: n[k] for k in ('name', 'port', 'ready_seconds')} for n in nodes]))
     else:

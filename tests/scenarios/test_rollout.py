@@ -4,9 +4,9 @@ Each scenario runs playbooks/apply.yml over SSH against the whole fleet (three n
 happened from the stand-in kubelets' own logs, the files on the nodes, their kubepods cgroup and the
 stand-in API server, never from what the playbook says about itself. The scenarios that take
 ``rollout_fleet`` run on the nspawn nodes (tests/nodes/fleets.py), which read the host's /proc/meminfo
-and so use noise-tolerant thresholds, and on three cgroup v2 VM guests with their own kernel, memory at the
-shipped thresholds: the happy path, the refused config and the dying kubelet in every run, the killed controller
-with NODEALLOC_VM_ROLLOUT=1. The stand-in's log times come from each node's clock (a
+and so use noise-tolerant thresholds, and on three cgroup v2 VM guests with their own kernel (one each of
+Debian 11, 12 and 13, their own python3 and systemd), memory at the shipped thresholds: the happy path, the
+refused config and the dying kubelet in every run, the killed controller with NODEALLOC_VM_ROLLOUT=1. The stand-in's log times come from each node's clock (a
 guest's is set from the host's at boot).
 """
 

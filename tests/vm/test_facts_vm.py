@@ -87,7 +87,12 @@ def within(value, first, second, what, below=0):
 
 @pytest.mark.parametrize('guest', ['facts-v2', 'facts-v1'])
 def test_facts_on_guest(vm_guests, guest):
-    node = vm_guests[guest]
+    check_facts(vm_guests[guest])
+
+
+def check_facts(node):
+    """The whole check on one guest, whichever cgroup version and Debian release it boots
+    (tests/vm/test_releases_vm.py runs it on the other releases)."""
     state_dir = node['state_dir']
 
     def sh(command):
@@ -102,7 +107,7 @@ def test_facts_on_guest(vm_guests, guest):
     sh('for i in $(seq 600); do [ -e /run/pod-ready ] && exit 0; sleep 0.2; done; exit 1')
     # The kubelet puts a pod's limits on its pod slice: a 512 MiB memory limit and a 250m CPU request, which
     # it writes as cpu.shares 256 (v1) or cpu.weight 10 (v2, CpuSharesToCpuWeight(256)).
-    cpu_property = 'CPUShares=256' if guest.endswith('v1') else 'CPUWeight=10'
+    cpu_property = 'CPUShares=256' if node['cgroup'] == 'v1' else 'CPUWeight=10'
     sh('systemctl set-property --runtime kubepods-burstable-pod%s.slice MemoryMax=%d %s' % (uid, 512 * MIB, cpu_property))
     try:
         pod_pid = int(sh('systemctl show -p MainPID --value %s' % unit))
@@ -112,7 +117,7 @@ def test_facts_on_guest(vm_guests, guest):
     finally:
         sh('systemctl stop %s' % unit)
 
-    expected_version = guest.split('-')[1]
+    expected_version = node['cgroup']
     # The pod is where the kubelet's systemd driver puts a Burstable pod, with its QoS class's score.
     slice_path = '/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice/%s' % (uid, unit)
     assert slice_path in pod_cgroup, pod_cgroup
