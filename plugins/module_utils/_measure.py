@@ -53,11 +53,38 @@ def cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root=
         'busy_jiffies': busy,
         'total_jiffies': total,
         'kubepods_ns': _cgroup.cpu_usage_ns(layout, kubepods) if kubepods else 0,
-        'component_cgroup_ns': sum(_cgroup.cpu_usage_ns(layout, c) for c in component_cgroups),
+        'component_cgroup_ns_by_cgroup': _component_cpu_ns(layout, component_cgroups),
         'component_ticks': sum(_procfs.read_process_cpu_ticks(p, proc_root) or 0 for p in component_pids),
         'session_cgroups': sessions,
         'session_ns': sum(_session_usage_ns(layout, g) for g in sessions),
     }
+
+
+def _component_cpu_ns(layout, component_cgroups):
+    """Each kubelet/runtime cgroup's CPU time. A group removed since its process was found (the kubelet or the
+    runtime restarted, the process exited) is left out; a group that exists but cannot be read is an error."""
+    usage = {}
+    for relative in component_cgroups:
+        try:
+            usage[relative] = _cgroup.cpu_usage_ns(layout, relative)
+        except _cgroup.MeasurementError:
+            if os.path.isdir(os.path.join(layout.cpu_root, relative)):
+                raise
+    return usage
+
+
+def _component_cgroup_delta_ns(before, after):
+    """CPU time of the kubelet/runtime groups seen in both snapshots: a group that came or went during the sample
+    has no honest delta. A snapshot kept by an older sampler holds only the sum."""
+    before_by, after_by = before.get('component_cgroup_ns_by_cgroup'), after.get('component_cgroup_ns_by_cgroup')
+    if before_by is None or after_by is None:
+        return _component_cgroup_total_ns(after) - _component_cgroup_total_ns(before)
+    return sum(after_by[c] - before_by[c] for c in set(before_by) & set(after_by))
+
+
+def _component_cgroup_total_ns(snapshot):
+    by_cgroup = snapshot.get('component_cgroup_ns_by_cgroup')
+    return sum(by_cgroup.values()) if by_cgroup is not None else snapshot.get('component_cgroup_ns', 0)
 
 
 def _session_usage_ns(layout, relative):
@@ -88,7 +115,7 @@ def cpu_between(before, after, capacity_millicores):
     pods_m = int(round(1000 * (after['kubepods_ns'] - before['kubepods_ns']) / elapsed_ns))
     sessions_m = min(max(0, node_m - pods_m), session_millicores(before, after, elapsed_ns))
     ticks_per_second = os.sysconf('SC_CLK_TCK')
-    component_ns = (after['component_cgroup_ns'] - before['component_cgroup_ns']
+    component_ns = (_component_cgroup_delta_ns(before, after)
                     + (after['component_ticks'] - before['component_ticks']) * 1e9 / ticks_per_second)
     return {
         'sample_seconds': round(elapsed_ns / 1e9, 3),
@@ -110,6 +137,18 @@ def sample_cpu(layout, kubepods, component_cgroups, component_pids, capacity_mil
     return cpu_between(before, after, capacity_millicores) or cpu_between(after, after, capacity_millicores)
 
 
+def _component_memory(layout, component_cgroups):
+    """The kubelet/runtime groups' memory; a group removed since its process was found is left out."""
+    readings = []
+    for relative in component_cgroups:
+        try:
+            readings.append(_cgroup.memory_working_set(layout, relative))
+        except _cgroup.MeasurementError:
+            if _cgroup.cgroup_exists(layout, relative):
+                raise
+    return readings
+
+
 def memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root='/proc'):
     """Memory readings: MemTotal, MemAvailable, kubepods, system.slice, kubelet+runtime, non-pod."""
     if kubepods is None:
@@ -119,7 +158,7 @@ def memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_ro
     system_slice = None
     if _cgroup.cgroup_exists(layout, 'system.slice'):
         system_slice = _cgroup.memory_working_set(layout, 'system.slice')
-    component_memory = [_cgroup.memory_working_set(layout, c) for c in component_cgroups]
+    component_memory = _component_memory(layout, component_cgroups)
     component_rss = sum(_procfs.read_process_rss_bytes(p, proc_root) or 0 for p in component_pids)
     kube_components_ws = sum(c['working_set_bytes'] for c in component_memory) + component_rss
     accounting = _memory_accounting.non_pod_memory(meminfo, kubepods_memory,

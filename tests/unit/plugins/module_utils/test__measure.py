@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+
+import pytest
+
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cgroup, _measure
 from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
 
@@ -58,3 +62,46 @@ def test_snapshot_reads_the_session_groups_that_exist(tmp_path):
     taken = _measure.cpu_snapshot(layout, None, [], [])
     assert taken['session_cgroups'] == ['user.slice', 'system.slice/ssh.service']
     assert taken['session_ns'] == 1000 * 1000
+
+
+def _tree_with_components(tmp_path):
+    root = str(tmp_path / 'cgroup')
+    cgroup_v2.make_root(root)
+    for group in ('system.slice', 'system.slice/kubelet.service', 'system.slice/containerd.service'):
+        cgroup_v2.make_group(root, group, 64 << 20, 0, 0)
+    cgroup_v2.set_cpu_usage(root, 'system.slice/kubelet.service', 2000)
+    cgroup_v2.set_cpu_usage(root, 'system.slice/containerd.service', 500)
+    return root, _cgroup.discover_layout(root)
+
+
+def test_a_component_group_removed_after_its_process_was_found_is_left_out(tmp_path):
+    # The runtime restarted between finding its process and reading its group (a node's kubelet or containerd
+    # restarts at any time; on a test machine, a process that ran a command and exited): the measurement goes on.
+    root, layout = _tree_with_components(tmp_path)
+    found = ['system.slice/kubelet.service', 'system.slice/containerd.service', 'system.slice/gone.service']
+    taken = _measure.cpu_snapshot(layout, None, found, [])
+    assert taken['component_cgroup_ns_by_cgroup'] == {'system.slice/kubelet.service': 2000 * 1000,
+                                                      'system.slice/containerd.service': 500 * 1000}
+    memory = _measure.memory(layout, None, {'MemTotal': 8 << 30, 'MemAvailable': 6 << 30}, found, [],
+                             proc_root=str(tmp_path / 'noproc'))
+    assert [c['cgroup'] for c in memory['kube_components']['cgroups']] == ['/' + group for group in found[:2]]
+
+
+def test_a_component_group_that_exists_but_cannot_be_read_is_still_an_error(tmp_path):
+    root, layout = _tree_with_components(tmp_path)
+    os.remove(os.path.join(root, 'system.slice/containerd.service', 'cpu.stat'))
+    with pytest.raises(_cgroup.MeasurementError):
+        _measure.cpu_snapshot(layout, None, ['system.slice/containerd.service'], [])
+
+
+def test_component_cpu_counts_only_the_groups_seen_in_both_snapshots():
+    # containerd's group was made anew during the sample (counting from 0 again): only the kubelet's delta counts.
+    before = dict(snapshot(10, 0, 0), component_cgroup_ns_by_cgroup={'k': 10 ** 9, 'c': 9 * 10 ** 9})
+    after = dict(snapshot(20, 1500, 0), component_cgroup_ns_by_cgroup={'k': 3 * 10 ** 9, 'c2': 10 ** 8})
+    assert _measure.cpu_between(before, after, 2000)['kube_components_millicores'] == 200
+
+
+def test_a_snapshot_an_older_sampler_kept_still_gives_the_components_cpu():
+    before = dict(snapshot(10, 0, 0), component_cgroup_ns=10 ** 9)
+    after = dict(snapshot(20, 1500, 0), component_cgroup_ns_by_cgroup={'k': 2 * 10 ** 9, 'c': 10 ** 9})
+    assert _measure.cpu_between(before, after, 2000)['kube_components_millicores'] == 200
