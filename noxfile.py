@@ -10,7 +10,7 @@ Run by hack/run-tests.sh (``make test``) through hack/matrix.sh, or by hand: ``n
 3. runs the role's invalid-input tests and the YAML-writer tests that take the running ansible-core's own
    string types (tests/unit) with the lane's ansible-playbook and the installed collection;
 4. the rollout happy path on three nspawn nodes (tests/scenarios/test_rollout.py) with the lane's
-   ansible-playbook, under the node lock (the ``rollout`` part: ``nox -s ... -- rollout``).
+   ansible-playbook (the ``rollout`` part: ``nox -s ... -- rollout``).
 
 The pinned ansible-core of requirements.txt keeps the whole suite; the lanes prove the rest of the claimed range.
 ansible-core 2.20 and later need Python >= 3.12, which Debian 12 does not have: those lanes run in a Debian 13
@@ -102,7 +102,7 @@ def controller(session, ansible_core):
     """One ansible-core minor: tarball built and installed, recommend/apply --check, invalid input, rollout.
 
     Positional arguments choose the parts (default both): ``static`` boots nothing; ``rollout`` boots the three
-    nspawn nodes, under the node lock. hack/run-tests.sh runs the static parts beside the main line and the
+    nspawn nodes. hack/run-tests.sh runs the static parts beside the main line and the
     rollouts on it (the nspawn nodes have fixed names and addresses: one fleet on the machine at a time).
     """
     parts = session.posargs or PARTS

@@ -6,8 +6,7 @@
 #   static:  nox runs noxfile.py's lanes under the chroot's Python (the tarball, recommend/apply --check, the tests).
 #   rollout: nox builds and installs the tarball in the chroot; the nspawn nodes belong to the host (systemd-nspawn,
 #            network namespaces), so the host's pytest runs the rollout scenario and its playbooks run through an
-#            ansible-playbook that enters the chroot (NODEALLOC_ANSIBLE_BIN, tests/helpers/rollout.py), under the
-#            node lock.
+#            ansible-playbook that enters the chroot (NODEALLOC_ANSIBLE_BIN, tests/helpers/rollout.py).
 # Usage: hack/matrix-chroot.sh [static] [rollout]   (default: both)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -29,4 +29,6 @@ def test_recommend_without_a_handover_dir_writes_none(tmp_path):
     result = ansible_playbook('playbooks/recommend.yml', '-e', 'nodealloc_report_dir=%s' % tmp_path,
                               '-e', 'reservations_sample_seconds=0.5', check=True)
     assert result.returncode == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ['reservations.html', 'reservations.json', 'reservations.md']
+    # The report and the node templates (docs/templates.md); no handover files.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['reservations.html', 'reservations.json', 'reservations.md',
+                                                          'templates']

@@ -72,5 +72,7 @@ def test_recommend_reports_unreachable_nodes_as_rows_without_follow_on_errors(tm
     assert output.count('UNREACHABLE!') == 2 and 'has no attribute' not in output and 'FAILED!' not in output
     report = json.loads((tmp_path / 'reservations.json').read_text())
     status = {node['host']: node['status'] for node in report['nodes']}
-    assert status == {'local': 'ok', 'gone1': 'unreachable', 'gone2': 'unreachable'}
+    # Measured, as the reachable node is: 'ok' where a kubelet runs, 'no_kubelet' on a machine without one.
+    assert status.pop('local') in ('ok', 'no_kubelet')
+    assert status == {'gone1': 'unreachable', 'gone2': 'unreachable'}
     assert 'Connection refused' in [n for n in report['nodes'] if n['host'] == 'gone1'][0]['error']
