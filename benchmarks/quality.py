@@ -88,6 +88,9 @@ DEFAULT_EVICTION_HARD_BYTES = _eviction.hard_eviction_memory_bytes(_eviction.DEF
 SIMPLE_FRACTIONS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
 SIMPLE_WINDOW_DAYS = (1, 3, 7)
 SIMPLE_MIN_BYTES = 100 * MIB
+# The candidate policy (issue 29 item 4): the simple rule on the class's largest P_W, GKE's formula the first
+# run's floor. f fraction, W window days (0: all history), m minimum headroom MiB, pool and prior 1 or 0.
+CANDIDATE = {'f': 0.5, 'W': 3, 'm': 100, 'pool': 1, 'prior': 1}
 # (memory GiB, CPUs, pods running on average)
 CONFIGS = ((4, 2, 10), (8, 2, 20), (16, 4, 40), (32, 8, 60), (64, 16, 110), (128, 32, 110))
 
@@ -549,6 +552,75 @@ def simple_name(fraction, window_days):
     return 'simple f=%g W=%dd' % (fraction, window_days)
 
 
+def window_peaks(trace, window_days, readings, apply_every):
+    """[(run time, P_W)] at each run (every ``apply_every`` from the first point): the largest sampler reading
+    of the last ``window_days`` days (None: the whole history so far), the run's own reading included."""
+    times, memory = trace['t'], trace['non_pod_bytes']
+    window = window_days * DAY if window_days else None
+    runs, seen = [], collections.deque()
+    reading_at = iter(readings + [len(times)])
+    next_reading = next(reading_at)
+    next_apply = times[0]
+    for index, now in enumerate(times):
+        if index == next_reading:
+            seen.append((now, memory[index]))
+            next_reading = next(reading_at)
+        if now >= next_apply:
+            if not seen or seen[-1][0] != now:
+                seen.append((now, memory[index]))
+            while window is not None and seen[0][0] <= now - window:
+                seen.popleft()
+            runs.append((now, max(value for _t, value in seen)))
+            next_apply += apply_every
+    return runs
+
+
+def parse_candidate(text):
+    """A pooled simple rule from 'f=0.3,W=3,m=100,pool=1,prior=1' (W in days, 0 = all history; m in MiB)."""
+    spec = dict(CANDIDATE)
+    for part in filter(None, text.split(',')):
+        key, _sep, raw = part.partition('=')
+        if key not in spec:
+            raise ValueError('%r: candidate keys are %s' % (part, ', '.join(sorted(spec))))
+        spec[key] = float(raw) if key == 'f' else int(raw)
+    return spec
+
+
+def candidate_name(spec):
+    return 'candidate f=%g W=%s m=%dMi pool=%d prior=%d' % (
+        spec['f'], ('%dd' % spec['W']) if spec['W'] else 'all', spec['m'], spec['pool'], spec['prior'])
+
+
+def replay_candidates(traces, spec, sampler_every, apply_every, priors):
+    """The simple rule with class pooling: at each run every node of a class reserves the class's largest P_W
+    (pool=1; its own otherwise) + max(m, f x that), the first run's floor its prior (prior=1; GKE's formula as
+    the module's default cold-start prior). Runs at the same times on every trace (every ``apply_every`` from
+    each trace's first point; the generated traces all start at t = 0). Returns [(series, restarts)] per trace.
+    """
+    runs = [window_peaks(trace, spec['W'], sampler_readings(trace, sampler_every), apply_every) for trace in traces]
+    classes = [_headroom_policy.node_class(trace['mem_total_bytes'], trace['cpus']) for trace in traces]
+    out = []
+    for index, trace in enumerate(traces):
+        members = [other for other in range(len(traces)) if classes[other] == classes[index]] if spec['pool'] else [index]
+        levels = []
+        for run_index, (now, _own) in enumerate(runs[index]):
+            peak = max(runs[other][run_index][1] for other in members if run_index < len(runs[other]))
+            wanted = _recommend.ceil_to(peak + max(spec['m'] * MIB, spec['f'] * peak), MIB)
+            if run_index == 0 and spec['prior'] and priors[index]:
+                wanted = max(wanted, _recommend.ceil_to(priors[index], MIB))
+            levels.append((now, wanted))
+        series, restarts, reserved, position = [], [], 0, 0
+        for now in trace['t']:
+            while position < len(levels) and levels[position][0] <= now:
+                if levels[position][1] != reserved:
+                    reserved = levels[position][1]
+                    restarts.append(levels[position][0])
+                position += 1
+            series.append(reserved)
+        out.append((series, restarts))
+    return out
+
+
 def class_peers(traces, sampler_every, apply_every, settings):
     """For every trace, per run: the jumps the other traces of its node class measured at the same run."""
     own = []
@@ -574,7 +646,7 @@ def _simple_points(policies):
             for name, entry in policies.items() if name.startswith('simple ')]
 
 
-def versus(policies, node_days):
+def versus(policies, node_days, name='measured'):
     """The measured policy against the simple-rule curve, the clairvoyant bound and GKE (issue 29's targets).
 
     Risk is the exposed shortfall after warm-up (MiB·min); waste is after warm-up too (the warm-up day is
@@ -584,7 +656,7 @@ def versus(policies, node_days):
     measured waste of at least 1.1. ``simple_dangerous_at_measured_waste``: the fewest dangerous points after
     warm-up of a simple rule with no more waste than the measured policy's (None when all waste more).
     """
-    measured = policies['measured']
+    measured = policies[name]
     risk, waste = measured['exposed']['after_warmup']['mib_minutes'], measured['waste_after_warmup_gib_hours']
     points = _simple_points(policies)
     at_risk = [point for point in points if point['risk'] <= risk]
@@ -611,16 +683,26 @@ def versus(policies, node_days):
 
 
 def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, options=None, simple=True,
-        decisions=None):
+        decisions=None, candidates=()):
     """Replay every policy on every trace; ``decisions`` (a dict) gets the measured policy's changes per trace name."""
     settings = dict(module_defaults(), **(options or {}))
     names = ['measured', 'poc'] + list(_formulas.FORMULAS) + list(BOUNDS)
     sweep = [(fraction, days) for days in SIMPLE_WINDOW_DAYS for fraction in SIMPLE_FRACTIONS] if simple else []
     names += [simple_name(fraction, days) for fraction, days in sweep]
+    by_candidate = collections.OrderedDict((candidate_name(spec), spec) for spec in candidates)
+    names += list(by_candidate)
     policies = collections.OrderedDict((name, None) for name in names)
     per_trace = []
+    priors = []
+    for trace in traces:
+        floor = _headroom_policy.cold_start_floor(
+            _formulas.all_formulas(trace['mem_total_bytes'], trace['cpus'], trace['max_pods'],
+                                   settings['openshift_sizing_version']), settings['cold_start_prior'])
+        priors.append(floor[0] if floor else 0)
+    candidate_series = {name: replay_candidates(traces, spec, sampler_every, apply_every, priors)
+                        for name, spec in by_candidate.items()}
     peers = class_peers(traces, sampler_every, apply_every, settings) if pool_class else [None] * len(traces)
-    for trace, trace_peers in zip(traces, peers):
+    for trace_index, (trace, trace_peers) in enumerate(zip(traces, peers)):
         row = {'trace': trace['name']}
         if trace.get('skipped', {}).get('lines'):
             row['skipped'] = trace['skipped']
@@ -628,7 +710,7 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, op
         prior = _headroom_policy.cold_start_floor(
             _formulas.all_formulas(trace['mem_total_bytes'], trace['cpus'], trace['max_pods'],
                                    settings['openshift_sizing_version']), settings['cold_start_prior'])
-        simple_rules = dict(zip(names[-len(sweep):], sweep)) if sweep else {}
+        simple_rules = {simple_name(fraction, days): (fraction, days) for fraction, days in sweep}
         for name in names:
             extra, changes = [], []
             if name == 'measured':
@@ -642,6 +724,8 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, op
                 series, restarts = replay_clairvoyant_daily(trace)
             elif name == 'best-constant':
                 series, restarts = replay_best_constant(trace)
+            elif name in candidate_series:
+                series, restarts = candidate_series[name][trace_index]
             elif name in simple_rules:
                 fraction, days = simple_rules[name]
                 series, restarts = replay_simple(trace, fraction, days, readings, apply_every, prior[0] if prior else 0)
@@ -650,7 +734,7 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, op
             scored = score(trace, series, restarts)
             if near_after is not None and name == 'measured':
                 scored['alert_runs'] = len(extra)  # role runs the alert started, a restart or not
-            if name == 'measured' or not name.startswith('simple '):
+            if name == 'measured' or not name.startswith(('simple ', 'candidate ')):
                 row[name] = scored
             if policies[name] is None:
                 policies[name] = {}
@@ -666,6 +750,7 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, op
               'policies': policies, 'per_trace': per_trace}
     if sweep:
         result['versus'] = versus(policies, node_days)
+        result['versus_candidates'] = {name: versus(policies, node_days, name) for name in by_candidate}
     return result
 
 
@@ -738,6 +823,9 @@ def main(argv):
                         help='replay the measured policy with this facts module option set (repeatable), e.g. '
                              'jump_headroom_factor=1.0; the defaults otherwise. NAME: one of '
                              + ', '.join(REPLAYED_OPTIONS))
+    parser.add_argument('--candidate', action='append', default=[], metavar='f=F,W=D,m=MIB,pool=0|1,prior=0|1',
+                        help='also replay the pooled simple rule with these settings (repeatable; unset keys as %s)'
+                             % ', '.join('%s=%s' % item for item in sorted(CANDIDATE.items())))
     parser.add_argument('--live-seconds', type=int, default=0,
                         help='ignored: a trace recorded by the collection itself is no longer scored')
     args = parser.parse_args(argv)
@@ -761,9 +849,13 @@ def main(argv):
         options = dict(parse_option(text) for text in args.option)
     except ValueError as exc:
         parser.error(str(exc))
+    try:
+        candidates = [parse_candidate(text) for text in args.candidate]
+    except ValueError as exc:
+        parser.error(str(exc))
     decisions = {} if args.write_decisions else None
     result = run(traces, args.sampler_every, _history.parse_window(args.apply_every), args.pool_class, near_after,
-                 options, args.simple, decisions)
+                 options, args.simple, decisions, candidates)
     if decisions is not None:
         write_decisions(decisions, args.write_decisions)
     result['seconds'] = round(time.monotonic() - started, 1)

@@ -170,3 +170,43 @@ def test_the_clairvoyant_daily_bound_replays_a_history_with_a_day_missing():
     trace['non_pod_millicores'] += [100, 100]
     series, restarts = quality.replay_clairvoyant_daily(trace)
     assert series == [400 * MIB, 400 * MIB, 600 * MIB, 600 * MIB] and restarts == [0, 2 * DAY]
+
+
+def test_the_pooled_candidate_raises_a_node_to_its_class_s_window_peak_and_floors_only_the_first_run():
+    per_day = DAY // 60
+    quiet = _trace([1000] * (6 * per_day))
+    spiky_memory = [1000] * (6 * per_day)
+    spiky_memory[per_day + 5] = 3000  # day 1 only: in a 3-day window at the runs of days 2-4
+    spiky = _trace(spiky_memory)
+    other_class = _trace([500] * (6 * per_day), mem_total_bytes=16 * GIB)
+    traces = [quiet, spiky, other_class]
+    priors = [4000 * MIB, 4000 * MIB, 0]
+
+    def levels(**spec):
+        out = quality.replay_candidates(traces, dict(quality.CANDIDATE, **spec), 60, DAY, priors)
+        return [[series[day * per_day] // MIB for day in range(6)] for series, _restarts in out]
+
+    pooled = levels(f=0.5, W=3, m=100, pool=1, prior=1)
+    # Day 0 has the prior as its floor; from day 2 the quiet node holds its peer's 3000 MiB + 50 %, while the
+    # 3-day window holds it (days 2-4), then falls back to its own 1000 + 50 %.
+    assert pooled[0] == [4000, 1500, 4500, 4500, 4500, 1500] and pooled[1] == pooled[0]
+    # The other class (16 GiB) is not raised by the 8 GiB nodes, and its prior (none) adds nothing:
+    # 500 MiB + max(100 Mi, 250 MiB).
+    assert pooled[2] == [750] * 6
+    alone = levels(f=0.5, W=3, m=100, pool=0, prior=1)
+    assert alone[0] == [4000, 1500, 1500, 1500, 1500, 1500] and alone[1] == pooled[1]
+    # Without the prior day 0 is the first reading + 50 %; without the window (W=0) the peak stays for good;
+    # m is the floor of the headroom: 500 MiB + 10 % is less than 100 Mi.
+    assert levels(f=0.5, W=3, prior=0)[0][0] == 1500
+    assert levels(f=0.5, W=0)[0][5] == 4500
+    assert levels(f=0.1, W=3, m=100, pool=1)[2][1] == 600
+
+
+def test_a_candidate_is_read_from_its_settings_and_an_unknown_key_is_refused():
+    assert quality.parse_candidate('f=0.4,W=0,pool=0') == dict(quality.CANDIDATE, f=0.4, W=0, pool=0)
+    try:
+        quality.parse_candidate('f=0.4,window=3')
+    except ValueError as exc:
+        assert 'window=3' in str(exc)
+    else:
+        raise AssertionError('an unknown candidate key was accepted')
