@@ -412,7 +412,7 @@ def _apply(module, params, result):
                      kubepods_limit_file=params['kubepods_limit_file'],
                      expected_limit_before=_expected_limit(decision['allocatable_before']),
                      written_sha256=None, **result['step'])
-        backup_file = created = None
+        backup_file, created = None, False
         if decision['changed']:
             target = os.path.realpath(decision['target'])
             created = not os.path.exists(target)
