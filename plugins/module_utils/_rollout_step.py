@@ -146,6 +146,20 @@ def clear_journal(state_dir):
         _file_io.remove_durably(path)
 
 
+def read_state(state_dir, name):
+    """A record a step keeps in the state directory between steps (None when absent or unreadable)."""
+    return _read_json(os.path.join(state_dir, name))
+
+
+def write_state(state_dir, name, record):
+    _file_io.write_atomic(os.path.join(state_dir, name), json.dumps(record, sort_keys=True) + '\n', mode=0o600)
+
+
+def remove_state(state_dir, name):
+    with contextlib.suppress(FileNotFoundError):
+        _file_io.remove_durably(os.path.join(state_dir, name))
+
+
 def check_backup(backup_file):
     """The backup's bytes, once they parse as a KubeletConfiguration; a restore never puts back anything else."""
     try:

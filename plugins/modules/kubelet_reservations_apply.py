@@ -138,6 +138,18 @@ options:
     description: With O(state=restored), the step being undone created the file (a new drop-in); it is removed.
     type: bool
     default: false
+  enable_config_dir:
+    description:
+      - With O(state=applied), give the kubelet this C(--config-dir) within the same step, before the drop-in is
+        written, by appending it to C(KUBELET_EXTRA_ARGS) in O(extra_args_file) and creating the directory if it is
+        missing. The one restart, health check and soak cover both; on failure both are undone with the drop-in.
+      - What the step created is recorded in O(state_dir); a later O(state=restored) that removes our drop-in (back to
+        before the first change) also removes the flag (only while the file holds what the step wrote) and the
+        directory (only if the step created it and it is empty), under the same lock, health check and soak.
+    type: path
+  extra_args_file:
+    description: kubeadm's extra-args environment file (C(/etc/default/kubelet) or C(/etc/sysconfig/kubelet)).
+    type: path
 attributes:
   check_mode:
     support: full
@@ -219,6 +231,16 @@ recovered:
   description: What the step did about an earlier step on this node that was killed before it finished.
   returned: when there was one
   type: str
+config_dir_edits:
+  description: What the step did (or would do) to give the kubelet its C(--config-dir), or to take it back on a rollback.
+  returned: when there were any
+  type: list
+  elements: str
+config_dir_left:
+  description: Why parts of an enabled C(--config-dir) were left in place by a rollback (changed since, or not ours).
+  returned: when there were any
+  type: list
+  elements: str
 removed_temporary_files:
   description: Temporary files of an earlier, killed write that this step removed.
   returned: when there were any
@@ -231,6 +253,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _config_dir_flag as flags
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_config_change as change
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _rollout_step as step
@@ -278,9 +301,16 @@ def _expected_limit(allocatable):
 
 def _undo(params, entry):
     """Restore what a journal entry wrote, restart and check health: returns a sentence; raises StepError."""
-    with directory_lock(os.path.dirname(entry['target']), params['config_lock_timeout']):
-        done = step.restore(entry['target'], entry.get('backup_file'), entry.get('created', False),
-                            entry['written_sha256'])
+    edits = entry.get('config_dir_edits') or []
+    # A directory the step removed comes back before the file in it; one it created goes after the file in it.
+    remade = [e for e in edits if e['kind'] == 'dir' and not e['created']]
+    parts = flags.undo(remade)
+    if entry.get('target'):
+        with directory_lock(os.path.dirname(entry['target']), params['config_lock_timeout']):
+            parts.append(step.restore(entry['target'], entry.get('backup_file'), entry.get('created', False),
+                                      entry['written_sha256']))
+    parts.extend(flags.undo([e for e in edits if e not in remade]))
+    done = '; '.join(parts) or 'Nothing to undo'
     node = step.Node(entry['unit'], entry['healthz_url'], entry.get('kubepods_limit_file'))
     try:
         step.verify(node, entry.get('expected_limit_before'), params['health_timeout'], params['health_poll'], 0)
@@ -295,13 +325,14 @@ def _recover(module, params):
         return None
     if module.check_mode:
         return 'would first undo the unverified change to %s left by step pid %s (started %s)' % (
-            entry['target'], entry.get('pid'), entry.get('started'))
+            entry.get('target') or '--config-dir', entry.get('pid'), entry.get('started'))
     try:
         done = _undo(params, entry)
     except step.StepError as exc:
         if 'no longer holds' not in str(exc):
             raise step.StepError('an earlier step (pid %s, started %s) was killed before verifying %s; undoing it '
-                                 'failed: %s' % (entry.get('pid'), entry.get('started'), entry['target'], exc))
+                                 'failed: %s' % (entry.get('pid'), entry.get('started'),
+                                                 entry.get('target') or '--config-dir', exc))
         done = str(exc)
     step.clear_journal(params['state_dir'])
     _discard_undo_copy(entry)
@@ -309,9 +340,44 @@ def _recover(module, params):
         entry.get('pid'), entry.get('started'), entry.get('controller'), done)
 
 
+CONFIG_DIR_RECORD = 'config_dir.json'
+
+
+def _read_config_dir_record(params):
+    """What a step did to give the kubelet O(drop_in_dir) as its --config-dir, if a step did (else None)."""
+    record = step.read_state(params['state_dir'], CONFIG_DIR_RECORD)
+    if record and params['drop_in_dir'] and record.get('config_dir') == os.path.realpath(params['drop_in_dir']):
+        return record
+    return None
+
+
+def _enable_config_dir(module, params, result):
+    """Make the directory and add --config-dir to the extra-args file, journalled first; returns the edits."""
+    if not params['enable_config_dir']:
+        return []
+    config_dir = os.path.realpath(params['enable_config_dir'])
+    edits = flags.plan_enable(params['extra_args_file'], config_dir)
+    if edits:
+        result['changed'] = True
+        result['config_dir_edits'] = [flags.describe(e) for e in edits]
+    if edits and not module.check_mode:
+        # Journalled before the first edit: a step killed from here on is undone by the next one.
+        step.write_journal(params['state_dir'], dict(
+            config_dir_edits=flags.journal_form(edits), unit=params['unit'], healthz_url=params['healthz_url'],
+            kubepods_limit_file=params['kubepods_limit_file'], expected_limit_before=None, **result['step']))
+        try:
+            flags.apply(edits)
+        except (OSError, NodeallocError):
+            flags.undo(flags.journal_form(edits))
+            step.clear_journal(params['state_dir'])
+            raise
+    return edits
+
+
 def _apply(module, params, result):
     node_facts = probe_node(params)
     target_dir = params['drop_in_dir'] or os.path.dirname(params['path'])
+    enabled = _enable_config_dir(module, params, result)
     # Check mode before the role's reservations_enable_config_dir has made the drop-in directory: plan it as the
     # empty directory the real run creates; there is nothing to lock, and check mode writes nothing.
     pending_dir = module.check_mode and not os.path.lexists(target_dir)
@@ -325,38 +391,45 @@ def _apply(module, params, result):
                 result['removed_temporary_files'] = stale
         result.update(path=decision['target'], previous=decision['previous'], new=decision['new'],
                       allocatable_before=decision['allocatable_before'], allocatable_after=decision['allocatable_after'],
-                      changed=decision['changed'])
+                      changed=decision['changed'] or bool(enabled))
         if module._diff:
             result['diff'] = dict(before=decision['before_text'] or '',
                                   after=decision['text'] if decision['action'] == 'write' else '',
                                   before_header=decision['target'], after_header=decision['target'])
         moved = _moved_since_measured(params['measured_reserved'], decision['previous'])
         if moved:
+            if enabled and not module.check_mode:
+                flags.undo(flags.journal_form(enabled))  # nothing restarted on it yet
+                step.clear_journal(params['state_dir'])
             result['changed'] = False
+            result.pop('config_dir_edits', None)
             result['msg'] = ('not changed: the config changed since this node was measured (%s), probably by another '
                              'run; run again to measure anew' % moved)
             return
-        if not decision['changed'] or module.check_mode:
+        if not (decision['changed'] or enabled) or module.check_mode:
             return
-        target = os.path.realpath(decision['target'])
-        created = not os.path.exists(target)
-        backup_file = None if created else _file_io.make_backup(target)
-        data = decision['text'].encode('utf-8') if decision['action'] == 'write' else None
-        entry = dict(target=target, backup_file=backup_file, created=created,
-                     written_sha256=step.sha256(data) if data is not None else None,
-                     unit=params['unit'], healthz_url=params['healthz_url'],
+        entry = dict(config_dir_edits=flags.journal_form(enabled), unit=params['unit'], healthz_url=params['healthz_url'],
                      kubepods_limit_file=params['kubepods_limit_file'],
                      expected_limit_before=_expected_limit(decision['allocatable_before']),
-                     **result['step'])
+                     written_sha256=None, **result['step'])
+        backup_file, created = None, False
+        if decision['changed']:
+            target = os.path.realpath(decision['target'])
+            created = not os.path.exists(target)
+            backup_file = None if created else _file_io.make_backup(target)
+            data = decision['text'].encode('utf-8') if decision['action'] == 'write' else None
+            entry.update(target=target, backup_file=backup_file, created=created,
+                         written_sha256=step.sha256(data) if data is not None else None)
         try:
             step.write_journal(params['state_dir'], entry)
-            if data is None:
+            if decision['changed'] and data is None:
                 _file_io.remove_durably(target)
-            else:
+            elif decision['changed']:
                 _file_io.write_atomic(target, data)
         except (OSError, NodeallocError):
             if backup_file:
                 _file_io.remove_durably(backup_file)
+            flags.undo(entry['config_dir_edits'])
             step.clear_journal(params['state_dir'])
             raise
     result.update(backup_file=backup_file, created=created, written_sha256=entry['written_sha256'])
@@ -372,6 +445,10 @@ def _apply(module, params, result):
             raise step.StepError('%s. %s.' % (failure, undo_exc))
         step.clear_journal(params['state_dir'])
         raise step.StepError('%s. %s.' % (failure, done))
+    if enabled:
+        # What a rollback past this step takes back: only what this step made (never someone else's directory).
+        step.write_state(params['state_dir'], CONFIG_DIR_RECORD, dict(
+            config_dir=os.path.realpath(params['enable_config_dir']), edits=flags.journal_form(enabled)))
     step.clear_journal(params['state_dir'])
 
 
@@ -392,11 +469,18 @@ def _restore(module, params, result):
         result['msg'] = '%s no longer holds what the step wrote; left as it is' % target
         return
     backup_file = None if params['created'] else (params['backup_file'] or step.newest_backup(target))
+    disable, record = [], None
     if params['created'] or (is_drop_in and backup_file is None):
         # Our drop-in with no backup was created by us: before it, there was none, so undoing is removing it.
-        if current is None:
-            return
         data = None
+        # Back to before the first change: where a step gave the kubelet this --config-dir, take that back too.
+        record = _read_config_dir_record(params)
+        if record:
+            disable, left = flags.plan_disable(record['edits'])
+            if left:
+                result['config_dir_left'] = left
+        if current is None and not disable:
+            return
     else:
         if backup_file is None:
             raise step.StepError('no nodealloc backup (*.nodealloc.bak) next to %s, nothing restored' % target)
@@ -405,8 +489,13 @@ def _restore(module, params, result):
         if current == step.sha256(data):
             return
     result['changed'] = True
+    if disable:
+        result['config_dir_edits'] = [flags.describe(e) for e in disable]
     if module.check_mode:
         return
+    # The flag goes with the drop-in, under the journal; the directory only once the kubelet is verified without it
+    # (until then it holds the copy of the drop-in an undo would put back).
+    disable_files = [e for e in disable if e['kind'] == 'file']
     # The limit the config the kubelet runs now sets: what health is checked against should the rollback be undone.
     limit_before = _expected_limit(_plan(dict(params, kube_reserved=None, system_reserved=None),
                                          probe_node(params))['allocatable_before'])
@@ -416,18 +505,23 @@ def _restore(module, params, result):
         undo_copy = None if current is None else _keep_undo_copy(target)
         entry = dict(target=target, backup_file=undo_copy, created=current is None, undo_copy=undo_copy,
                      written_sha256=step.sha256(data) if data is not None else None,
+                     config_dir_edits=flags.journal_form(disable_files),
                      unit=params['unit'], healthz_url=params['healthz_url'],
                      kubepods_limit_file=params['kubepods_limit_file'], expected_limit_before=limit_before,
                      **result['step'])
         step.write_journal(params['state_dir'], entry)
         if data is None:
-            _file_io.remove_durably(target)
+            if current is not None:
+                _file_io.remove_durably(target)
         else:
             stat = os.stat(result['backup_file'])
             _file_io.write_atomic(target, data, mode=stat.st_mode & 0o7777, owner=stat.st_uid, group=stat.st_gid)
+    flags.apply(disable_files)
     try:
         # The limit the restored effective config sets, worked out as the kubelet does.
-        decision = _plan(dict(params, kube_reserved=None, system_reserved=None), probe_node(params))
+        # Without the flag the kubelet reads no drop-in directory any more.
+        decision = _plan(dict(params, kube_reserved=None, system_reserved=None,
+                              drop_in_dir=None if disable_files else params['drop_in_dir']), probe_node(params))
         result['health'] = step.verify(_node(params), _expected_limit(decision['allocatable_before']),
                                        params['health_timeout'], params['health_poll'], params['soak_seconds'])
     except (step.StepError, NodeallocError, ValueError) as exc:
@@ -441,6 +535,11 @@ def _restore(module, params, result):
         raise step.StepError('%s. Put back what the kubelet ran before the rollback: %s.' % (failure, done))
     step.clear_journal(params['state_dir'])
     _discard_undo_copy(entry)
+    if record and disable:
+        for sentence in flags.apply([e for e in disable if e['kind'] == 'dir']):
+            if 'not empty' in sentence:
+                result.setdefault('config_dir_left', []).append(sentence)
+        step.remove_state(params['state_dir'], CONFIG_DIR_RECORD)
 
 
 def _keep_undo_copy(target):
@@ -485,7 +584,10 @@ def main():
             created=dict(type='bool', default=False),
             apply_after_wait=dict(type='bool', default=False),
             measured_reserved=dict(type='dict'),
+            enable_config_dir=dict(type='path'),
+            extra_args_file=dict(type='path'),
         ),
+        required_together=[('enable_config_dir', 'extra_args_file')],
         supports_check_mode=True,
     )
     params = {k: (v if k == 'measured_reserved' else _stringify(v)) for k, v in module.params.items()}

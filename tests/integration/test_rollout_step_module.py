@@ -248,3 +248,59 @@ def test_a_rollback_the_kubelet_does_not_come_up_on_is_undone(node):
     assert backups(node) == before  # the kept copy is no backup a later rollback would take
     assert not [n for n in os.listdir(node['dir']) if n.endswith('.nodealloc.undo')]
     assert not (node['tmp'] / 'step' / 'step.json').exists()  # the journal is cleared
+
+
+def enable_args(node, config_dir):
+    return dict(drop_in_dir=str(config_dir), enable_config_dir=str(config_dir),
+                extra_args_file=str(node['tmp'] / 'default-kubelet'))
+
+
+def test_config_dir_is_enabled_inside_the_step_and_a_rollback_takes_it_back(node):
+    # Before: enable_config_dir.yml edited KUBELET_EXTRA_ARGS and restarted outside the node lock and the soak, and a
+    # rollback left the flag and the directory behind.
+    env = node['tmp'] / 'default-kubelet'
+    env.write_text('KUBELET_EXTRA_ARGS="--v=2"\n')
+    config_dir = node['dir'] / 'kubelet.conf.d'
+    result = run(node, **enable_args(node, config_dir))
+    assert result['changed'] and not result.get('failed'), result
+    assert env.read_text() == 'KUBELET_EXTRA_ARGS="--v=2 --config-dir=%s"\n' % config_dir
+    assert os.listdir(config_dir) == ['50-nodealloc.conf'] and config(node) == OLD
+    assert restarts(node) == 1 and result['health']['soak_seconds'] == 1  # one restart for both, soaked
+    assert os.listdir(node['tmp'] / 'step') == ['config_dir.json']  # no journal: what a rollback takes back
+    assert not run(node, **enable_args(node, config_dir))['changed'] and restarts(node) == 1
+    rollback = run(node, state='restored', drop_in_dir=str(config_dir))
+    assert rollback['changed'] and not rollback.get('failed'), rollback
+    assert env.read_text() == 'KUBELET_EXTRA_ARGS="--v=2"\n' and not config_dir.exists()
+    assert restarts(node) == 2 and rollback['health']['soak_seconds'] == 1
+    assert os.listdir(node['tmp'] / 'step') == []
+
+
+def test_a_kubelet_unhealthy_with_config_dir_gets_its_old_command_line_back_in_the_step(node):
+    config_dir = node['dir'] / 'kubelet.conf.d'
+    Healthz.answer = (500, b'[-]unknown flag: --config-dir')
+    result = run(node, **enable_args(node, config_dir))
+    assert result['failed'] and "unknown flag: --config-dir" in result['msg'], result
+    assert 'removed %s' % (node['tmp'] / 'default-kubelet') in result['msg']
+    assert not (node['tmp'] / 'default-kubelet').exists() and not config_dir.exists()
+    assert restarts(node) == 2 and os.listdir(node['tmp'] / 'step') == []
+
+
+def test_a_rollback_leaves_a_config_dir_someone_else_made(node):
+    config_dir = node['dir'] / 'kubelet.conf.d'
+    config_dir.mkdir()
+    assert run(node, **enable_args(node, config_dir))['changed']
+    rollback = run(node, state='restored', drop_in_dir=str(config_dir))
+    assert rollback['changed'] and not rollback.get('failed'), rollback
+    assert not (node['tmp'] / 'default-kubelet').exists()  # the flag, and the file the step made, are gone
+    assert config_dir.is_dir() and os.listdir(config_dir) == []  # the directory was not ours
+
+
+def test_a_step_killed_after_adding_config_dir_is_undone_by_the_next_step(node):
+    config_dir = node['dir'] / 'kubelet.conf.d'
+    process = start(node, soak_seconds=60, **enable_args(node, config_dir))
+    wait_for(lambda: restarts(node) == 1 and (node['tmp'] / 'step' / 'step.json').exists())
+    process.send_signal(signal.SIGKILL)
+    process.communicate()
+    result = run(node, state='restored', drop_in_dir=str(config_dir))
+    assert 'was killed before verifying its change' in result['recovered'], result
+    assert not (node['tmp'] / 'default-kubelet').exists() and not config_dir.exists()
