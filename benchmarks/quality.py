@@ -520,30 +520,19 @@ def replay_simple(trace, fraction, window_days, readings, apply_every, prior_byt
     reading, and the cold-start prior (``prior_bytes``, GKE's formula as the module's default) is its floor.
     A run changes what is in force whenever its figure differs (whole MiB).
     """
-    times, memory = trace['t'], trace['non_pod_bytes']
-    window = window_days * DAY
+    times = trace['t']
+    peaks = iter(window_peaks(trace, window_days, readings, apply_every) + [(None, None)])
+    run_time, peak = next(peaks)
     series, restarts, reserved = [], [], 0
-    seen = collections.deque()           # (t, bytes) of the readings within the window
-    reading_at = iter(readings + [len(times)])
-    next_reading = next(reading_at)
-    next_apply = times[0]
-    for index, now in enumerate(times):
-        if index == next_reading:
-            seen.append((now, memory[index]))
-            next_reading = next(reading_at)
-        if now >= next_apply:
-            if not seen or seen[-1][0] != now:
-                seen.append((now, memory[index]))  # the run's own reading
-            while seen[0][0] <= now - window:
-                seen.popleft()
-            peak = max(value for _t, value in seen)
+    for now in times:
+        if now == run_time:
             wanted = _recommend.ceil_to(peak + max(minimum_bytes, fraction * peak), MIB)
             if now == times[0]:
                 wanted = max(wanted, _recommend.ceil_to(prior_bytes, MIB))
             if wanted != reserved:
                 reserved = wanted
                 restarts.append(now)
-            next_apply += apply_every
+            run_time, peak = next(peaks)
         series.append(reserved)
     return series, restarts
 
