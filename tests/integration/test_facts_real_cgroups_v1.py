@@ -141,7 +141,9 @@ def test_cgroupfs_driver_layout_without_a_kubelet(cgroup_tree, tmp_path):
     assert_within(facts['memory']['kubepods_working_set_bytes'], 150 * MIB, 150 * MIB + PER_PROCESS_OVERHEAD,
                   'kubepods working set')
     assert facts['current'] is None
-    assert any('no running kubelet' in line for line in facts['not_found'])
+    # No kubelet config at the path given. Whether a kubelet process runs is not this test's to say: make test's other
+    # lanes run kubelet-named processes on this host meanwhile (two full runs found one here); the process search is
+    # tested on /proc trees of its own (tests/unit/plugins/module_utils/test__kubelet_process.py).
     assert any(str(tmp_path / 'absent.yaml') in line for line in facts['not_found'])
 
 

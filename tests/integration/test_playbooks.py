@@ -75,4 +75,4 @@ def test_recommend_reports_unreachable_nodes_as_rows_without_follow_on_errors(tm
     # Measured, as the reachable node is: 'ok' where a kubelet runs, 'no_kubelet' on a machine without one.
     assert status.pop('local') in ('ok', 'no_kubelet')
     assert status == {'gone1': 'unreachable', 'gone2': 'unreachable'}
-    assert 'Connection refused' in [n for n in report['nodes'] if n['host'] == 'gone1'][0]['error']
+    assert 'Connection refused' in [n for n in report['nodes'] if n['host'] == 'gone1'][0]['status_reason']
