@@ -58,9 +58,9 @@ def _pinned_ansible_core():
     """The ansible-core version requirements.txt pins: the one the whole suite runs on."""
     with open(os.path.join(ROOT, 'requirements.txt'), encoding='utf-8') as handle:
         for line in handle:
-            name, _, version = line.split('#', 1)[0].strip().partition('==')
-            if name.lower() == 'ansible-core':
-                return version
+            pin = line.split('#', 1)[0].strip()
+            if pin.lower().startswith('ansible-core=='):
+                return pin.split('==', 1)[1]
     return None
 
 
