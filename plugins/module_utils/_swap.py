@@ -118,7 +118,9 @@ def cgroup_swap(memory_root, version, relative):
     memsw = _int_or_none(_read(os.path.join(directory, 'memory.memsw.usage_in_bytes')))
     usage = _int_or_none(_read(os.path.join(directory, 'memory.usage_in_bytes')))
     swap = max(0, memsw - usage) if memsw is not None and usage is not None else None
-    return {'cgroup': '/' + relative, 'swap_bytes': swap, 'swapcached_bytes': None, 'swap_max': None,
+    # v1 memory.stat's total_swapcached: the hierarchy's swap cache (Linux 5.12+, as v2's swapcached).
+    return {'cgroup': '/' + relative, 'swap_bytes': swap,
+            'swapcached_bytes': _stat_value(directory, 'total_swapcached') if swap is not None else None, 'swap_max': None,
             'swap_max_file': False,
             'accounted_by': 'memory.memsw.usage_in_bytes - memory.usage_in_bytes' if swap is not None else None}
 
