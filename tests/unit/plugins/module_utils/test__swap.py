@@ -7,6 +7,9 @@
   kubepods.slice, system.slice and the daemon's unit.
 * ``v2-drop-in``: the same guest after the proposed drop-in was written and systemd reloaded (system.slice's
   memory.swap.max then reads 0).
+* ``v1-pod-and-daemon-swapped``: the cgroup v1 facts guest (Linux 6.1, ``systemd.unified_cgroup_hierarchy=0``) in the
+  same state (the pod capped by memory.limit_in_bytes only: v1 has no per-group swap limit systemd sets); that
+  kernel's v1 memory.stat has ``total_swap`` but no ``total_swapcached``.
 * ``v1-host-no-swap``: this build machine (Linux 6.18, cgroup v1 with swap accounting, no swap device): a v1
   group's memory.memsw.usage_in_bytes, memory.usage_in_bytes (read a moment apart: memsw is below usage there)
   and memory.stat, as kubepods.
@@ -112,7 +115,7 @@ def test_v1_swap_is_memsw_less_usage_never_below_zero():
 
 
 def test_no_swap_device_no_swap_figure_no_drop_in():
-    root, layout, meminfo = _case('v1-host-no-swap')
+    root, layout, _meminfo = _case('v1-host-no-swap')
     with open(os.path.join(root, 'proc', 'swaps'), encoding='utf-8') as handle:
         devices = _swap.parse_swaps(handle.read())
     assert devices == []
@@ -159,3 +162,15 @@ def test_v1_may_swap_has_no_drop_in_but_says_why():
     control = _swap.control(layout, [_swap.cgroup_swap(layout.memory_root, 'v1', 'kubepods')], devices, {})
     assert control['system_slice_may_swap'] is True and control['proposed_drop_in'] is None
     assert 'cgroup v1' in control['note']
+
+
+def test_v1_pods_swap_from_memsw_and_the_daemons_counted():
+    root, layout, meminfo = _case('v1-pod-and-daemon-swapped')
+    swap = _swap.measure(layout, 'kubepods.slice', meminfo, ['system.slice/swap-test-daemon.service'])
+    pods_swap = _int(root, 'kubepods.slice/memory.memsw.usage_in_bytes') - _int(root, 'kubepods.slice/memory.usage_in_bytes')
+    assert swap['kubepods_swap_bytes'] == pods_swap == int(_stat(root, 'kubepods.slice', 'total_swap'))
+    # No total_swapcached in this kernel's v1 memory.stat: the pods' swap cache is bounded by SwapCached.
+    node_out = meminfo['SwapTotal'] - meminfo['SwapFree'] - meminfo['SwapCached']
+    assert swap['bytes'] == node_out - (pods_swap - min(pods_swap, meminfo['SwapCached']))
+    daemon_swap = int(_stat(root, 'system.slice/swap-test-daemon.service', 'total_swap'))
+    assert swap['bytes'] >= daemon_swap > 0
