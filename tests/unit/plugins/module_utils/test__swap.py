@@ -18,11 +18,14 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 
 import pytest
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cgroup, _memory_accounting, _procfs, _swap
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
+    _cgroup, _memory_accounting, _metrics, _procfs, _report, _report_units, _swap)
+from ansible_collections.nodealloc.kubelet.tests.unit.plugins.module_utils.test__report import RAW_BYTES, result
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'swap')
 MIB = 1024 * 1024
@@ -174,3 +177,36 @@ def test_v1_pods_swap_from_memsw_and_the_daemons_counted():
     assert swap['bytes'] == node_out - (pods_swap - min(pods_swap, meminfo['SwapCached']))
     daemon_swap = int(_stat(root, 'system.slice/swap-test-daemon.service', 'total_swap'))
     assert swap['bytes'] >= daemon_swap > 0
+
+
+def _result_with_swap(name):
+    """A facts result (test__report's) carrying the swap figures and control of a fixture, as gather returns them."""
+    root, layout, meminfo = _case(name)
+    swap = _swap.measure(layout, _kubepods('v2'), meminfo, ['system.slice/swap-test-daemon.service'])
+    with open(os.path.join(root, 'proc', 'swaps'), encoding='utf-8') as handle:
+        control = _swap.control(layout, swap['groups'], _swap.parse_swaps(handle.read()), {})
+    facts = result(1024 * MIB + swap['bytes'], current_memory='1Gi', kubelet_pid=1)
+    facts['memory']['non_pod_swap_bytes'] = swap['bytes']
+    facts['swap_control'] = control
+    return facts
+
+
+@pytest.mark.parametrize('render', [_report.render_text, _report.render_markdown, _report.render_html])
+def test_the_report_shows_swapped_out_memory_and_the_proposed_drop_in(render):
+    facts = _result_with_swap('v2-daemon-swapped')
+    page = render(_report.build_report({'node': facts}))
+    assert 'of which swapped out' in page and _report_units.memory(facts['memory']['non_pod_swap_bytes']) in page
+    assert 'system.slice may swap' in page and _swap.DROP_IN_PATH in page and 'MemorySwapMax=0' in page
+    assert RAW_BYTES.findall(page if render is not _report.render_html else re.sub('<[^>]+>', ' ', page)) == []
+    # Once the drop-in is in place: still the swapped-out row (pages already in swap stay counted), no proposal.
+    facts = _result_with_swap('v2-drop-in')
+    page = render(_report.build_report({'node': facts}))
+    assert 'of which swapped out' in page and 'system.slice may swap' not in page
+
+
+def test_the_metrics_carry_non_pod_swap_and_whether_system_slice_may_swap():
+    for name, may_swap in (('v2-daemon-swapped', 1), ('v2-drop-in', 0)):
+        facts = _result_with_swap(name)
+        text = _metrics.render(facts, 1700000000)
+        assert 'nodealloc_memory_non_pod_swap_bytes %d\n' % facts['memory']['non_pod_swap_bytes'] in text
+        assert 'nodealloc_swap_system_slice_may_swap %d\n' % may_swap in text
