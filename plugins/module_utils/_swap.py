@@ -7,8 +7,9 @@ up, a GC pass), or all at once when swap is switched off for it (``swapoff``; or
 system.slice, which stops further swap-out, after which reclaim can no longer free those pages). Reserving only
 what is resident would hand that memory to the pods, which is the dangerous side; so the non-pod figure the
 policy sizes from is the resident figure plus the non-pod memory that is swapped out (``non_pod_swap_bytes``).
-The kubelet's eviction manager is not swap-aware (kubernetes.io "Swap memory management", KEP-2400) and
-MemAvailable says nothing about swap, so nothing else on the node accounts for it either.
+The kubelet's eviction manager has no swap signal (KEP-2400, kubernetes/enhancements
+keps/sig-node/2400-node-swap/README.md, "Swap Aware Eviction Manager", proposes one) and MemAvailable says nothing
+about swap, so nothing else on the node accounts for it either.
 
 How it is measured (``non_pod_swap_bytes``):
 
@@ -35,11 +36,13 @@ How it is measured (``non_pod_swap_bytes``):
 Whether daemons may swap (``control``): on cgroup v2, system.slice's ``memory.swap.max`` ("max" by default:
 unlimited) and the kubelet's and runtime's own groups'; the swap devices (/proc/swaps); the kubelet's
 ``failSwapOn`` (default true: the kubelet does not start with swap on) and ``memorySwap.swapBehavior``
-(``NoSwap``, the default, or ``LimitedSwap``: Burstable pods get swap in proportion to their memory request,
-KEP-2400). With ``NoSwap`` the pods cannot swap "however, processes outside of Kubernetes' scope, such as system
-daemons (including the kubelet itself!) can" (kubernetes.io/docs/reference/node/swap-behavior). Upstream advises,
-for system-critical daemons, "configure the cgroup of the system slice to prevent swapping (i.e., set
-memory.swap.max=0)" (kubernetes.io/docs/concepts/cluster-administration/swap-memory-management, "Good practice");
+(``NoSwap``, the default, or ``LimitedSwap``: a Burstable pod's containers get ``memory.swap.max`` = their memory
+request / node memory x the swap available to pods, KEP-2400 "Steps to Calculate Swap Limit"; swap on cgroup v1 is
+a non-goal there). With ``NoSwap`` the pods cannot swap "however, processes outside of Kubernetes' scope, such as
+system daemons (including the kubelet itself!) can" (kubernetes.io/docs/reference/node/swap-behavior). Upstream
+advises, for system-critical daemons, "configure the cgroup of the system slice to prevent swapping (i.e., set
+memory.swap.max=0)" (kubernetes.io/docs/concepts/cluster-administration/swap-memory-management, "Good practice";
+KEP-2400 "Best Practices: Disable swap for system critical daemons");
 the systemd way to hold that setting is ``MemorySwapMax=0`` in a drop-in for system.slice (systemd.resource-control(5):
 MemorySwapMax= sets ``memory.swap.max``, unified hierarchy only), proposed here, never written.
 """
@@ -198,8 +201,8 @@ def control(layout, swap_groups, devices, kubelet_config):
         else (system_slice or {}).get('swap_max'),
         'system_slice_may_swap': slice_may_swap,
         'may_swap_by_cgroup': may_swap,
-        # KubeletConfiguration defaults (v1beta1 SetDefaults_KubeletConfiguration): failSwapOn true; swapBehavior ""
-        # means NoSwap (pkg/kubelet/types: NoSwap is the default since 1.30).
+        # KubeletConfiguration defaults: failSwapOn true; an empty swapBehavior is NoSwap (kubernetes.io "Linux Node
+        # Swap Behaviors": "NoSwap (default)"; KEP-2400 "Swap as the default").
         'kubelet_fail_swap_on': config.get('failSwapOn', True),
         'kubelet_swap_behavior': memory_swap.get('swapBehavior') or 'NoSwap',
         'proposed_drop_in': {'path': DROP_IN_PATH, 'content': DROP_IN_CONTENT,
