@@ -100,7 +100,10 @@ def non_pod_memory(meminfo, kubepods_memory, wmark_low_bytes, non_pod_swap_bytes
     counted_slab = min(pods_slab, slab_available)
     counted = counted_cache + counted_slab
     resident = poc + counted
-    corrected = resident + non_pod_swap_bytes
+    # Up to MemTotal: no reservation can exceed the node's RAM, and the history refuses a reading above MemTotal
+    # (_history.validate), which would drop exactly the highest readings.
+    swap_counted = min(non_pod_swap_bytes, max(0, total - resident))
+    corrected = resident + swap_counted
     lines = [
         'PoC non-pod memory = MemTotal - MemAvailable - kubepods working set = %d - %d - %d = %d B (%.1f MiB)'
         % (total, available, pods_ws, poc, poc / MIB),
@@ -116,8 +119,11 @@ def non_pod_memory(meminfo, kubepods_memory, wmark_low_bytes, non_pod_swap_bytes
         % (poc, counted, resident, resident / MIB),
     ]
     if non_pod_swap_bytes:
-        lines.append('non-pod memory with its swapped-out pages (_swap) = %d + %d = %d B (%.1f MiB)'
-                     % (resident, non_pod_swap_bytes, corrected, corrected / MIB))
+        lines.append('non-pod memory with its swapped-out pages (_swap) = %d + %d = %d B (%.1f MiB)%s'
+                     % (resident, swap_counted, corrected, corrected / MIB,
+                        '' if swap_counted == non_pod_swap_bytes else
+                        '; of the %d B in swap only what fits in MemTotal is counted: no reservation can be larger'
+                        % non_pod_swap_bytes))
     return {
         'bytes': corrected,
         'poc_bytes': poc,

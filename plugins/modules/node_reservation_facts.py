@@ -130,7 +130,7 @@ memory:
         - Non-pod memory, C(mem_total_bytes - mem_available_bytes - kubepods_working_set_bytes) plus the part of the
           pods' active page cache (and, on cgroup v2, reclaimable slab) that C(MemAvailable) already counts as
           available, so it is not subtracted twice (may be negative). See RV(memory.non_pod_accounting).
-        - Plus RV(memory.non_pod_swap_bytes), the non-pod memory that is swapped out.
+        - Plus RV(memory.non_pod_swap_bytes), the non-pod memory that is swapped out, up to C(MemTotal).
       type: int
     non_pod_swap_bytes:
       description:

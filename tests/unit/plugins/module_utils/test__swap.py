@@ -24,7 +24,7 @@ import shutil
 import pytest
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cgroup, _memory_accounting, _metrics, _procfs, _report, _report_units, _swap)
+    _cgroup, _history, _memory_accounting, _metrics, _procfs, _report, _report_units, _swap)
 from ansible_collections.nodealloc.kubelet.tests.unit.plugins.module_utils.test__report import RAW_BYTES, result
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'swap')
@@ -75,9 +75,10 @@ def test_the_daemons_swapped_out_memory_is_in_non_pod_swap():
 def test_the_non_pod_figure_adds_the_swapped_out_memory_to_the_resident():
     _root, layout, meminfo = _case('v2-daemon-swapped')
     swap = _swap.measure(layout, _kubepods('v2'), meminfo, [])
-    kubepods = {'working_set_bytes': 0}
+    kubepods = _cgroup.memory_working_set(layout, _kubepods('v2'))  # the pod, still running then
     without = _memory_accounting.non_pod_memory(meminfo, kubepods, None)
     with_swap = _memory_accounting.non_pod_memory(meminfo, kubepods, None, swap['bytes'])
+    assert without['bytes'] + swap['bytes'] <= meminfo['MemTotal']  # below the cap of the next test
     assert with_swap['bytes'] == without['bytes'] + swap['bytes'] and with_swap['resident_bytes'] == without['bytes']
     assert any('swapped-out' in line for line in with_swap['explanation'])
 
@@ -210,3 +211,14 @@ def test_the_metrics_carry_non_pod_swap_and_whether_system_slice_may_swap():
         text = _metrics.render(facts, 1700000000)
         assert 'nodealloc_memory_non_pod_swap_bytes %d\n' % facts['memory']['non_pod_swap_bytes'] in text
         assert 'nodealloc_swap_system_slice_may_swap %d\n' % may_swap in text
+
+
+def test_non_pod_memory_with_swap_stops_at_memtotal_so_the_history_keeps_the_reading():
+    """A node whose daemons have more in swap than it has RAM: the figure stops at MemTotal (no reservation can be
+    larger), and the history does not refuse the reading as more than the node has."""
+    _root, layout, meminfo = _case('v2-daemon-swapped')
+    huge = 4 * meminfo['MemTotal']
+    accounting = _memory_accounting.non_pod_memory(meminfo, {'working_set_bytes': 0}, None, huge)
+    assert accounting['bytes'] == meminfo['MemTotal'] and 'only what fits in MemTotal' in accounting['explanation'][-1]
+    sample = {'t': 1700000000.0, 'non_pod_bytes': accounting['bytes'], 'non_pod_millicores': 100}
+    assert _history.validate(sample, 1700000001.0, meminfo['MemTotal'], 2000) is None
