@@ -364,6 +364,15 @@ VERSION_ROWS = [
                         'systemReservedCgroup': '/system.slice', 'systemReserved': {'cpu': '100m'}}, True),
     ('v1.32.0', False, {'enforceNodeAllocatable': ['pods', 'system-reserved-compressible'],
                         'systemReservedCgroup': '/system.slice', 'systemReserved': {'cpu': '100m'}}, False),
+    # memoryReservationPolicy (KEP-2570, 1.36; validation.go 001332b0): None or TieredReservation, the latter only
+    # with the MemoryQoS gate (alpha, off, in 1.36; beta, on, from 1.37); dropped as unknown before 1.36.
+    ('v1.35.0', False, {'memoryReservationPolicy': 'TieredReservation'}, False),
+    ('v1.36.0', False, {'memoryReservationPolicy': 'TieredReservation'}, True),
+    ('v1.36.0', False, {'memoryReservationPolicy': 'TieredReservation', 'featureGates': {'MemoryQoS': True}}, False),
+    ('v1.37.0', False, {'memoryReservationPolicy': 'TieredReservation'}, False),
+    ('v1.37.0', False, {'memoryReservationPolicy': 'TieredReservation', 'featureGates': {'MemoryQoS': False}}, True),
+    ('v1.36.0', False, {'memoryReservationPolicy': 'Hard', 'featureGates': {'MemoryQoS': True}}, True),
+    ('v1.36.0', False, {'memoryReservationPolicy': 'None'}, False),
 ]
 
 
@@ -372,7 +381,7 @@ def test_version_rows_standin(git_version, cgroup_v1, change, refused):
     version = standin_version.parse(git_version)
     config = standin_version.defaults(dict(BASE, **change), version)
     errors = (validation.validate_configuration(config) + standin_version.legacy_enforcement_errors(config, version)
-              + standin_version.os_errors(config, cgroup_v1))
+              + standin_version.memory_reservation_errors(config, version) + standin_version.os_errors(config, cgroup_v1))
     assert bool(errors) == refused, errors
 
 
