@@ -176,16 +176,16 @@ def explain(protection, summary, memory_qos_enabled, policy):
     if summary:
         for row in summary['groups']:
             if row['memory_min_bytes']:
-                lines.append('memory.min beyond use of %s = memory.min - working set = %d bytes - %d bytes = %d bytes: '
+                lines.append('memory.min beyond use of %s = memory.min - working set = %d B - %d B = %d B: '
                              'memory pods cannot reclaim once the daemons (page cache included) grow into it'
                              % (row['cgroup'], row['memory_min_bytes'], row['working_set_bytes'],
                                 row['protected_beyond_use_bytes']))
         after = summary.get('after_apply')
         if after and after['groups']:
             lines.append('with the recommendation applied the kubelet (MemoryQoS gate on, %s enforced) writes memory.min '
-                         '= the reservation: %s; protected beyond use then %d bytes' % (
+                         '= the reservation: %s; protected beyond use then %d B' % (
                              ', '.join(r['role'] for r in after['groups']),
-                             ', '.join('%s %d bytes' % (r['cgroup'], r['memory_min_bytes']) for r in after['groups']),
+                             ', '.join('%s %d B' % (r['cgroup'], r['memory_min_bytes']) for r in after['groups']),
                              after['protected_beyond_use_bytes']))
     lines.append('MemoryQoS feature gate %s, memoryReservationPolicy %s%s' % (
         {True: 'on', False: 'off', None: 'unknown'}[memory_qos_enabled], policy or 'None (default)',
@@ -194,7 +194,7 @@ def explain(protection, summary, memory_qos_enabled, policy):
 
 
 def _show(value):
-    return '-' if value is None else str(value) if value == UNLIMITED else '%d bytes' % value
+    return '-' if value is None else str(value) if value == UNLIMITED else '%d B' % value
 
 
 def assess(protection, config, reserved, cgroup_version, kubelet_version, mem_total_bytes):

@@ -135,5 +135,5 @@ def test_explanation_says_what_the_protection_costs(tmp_path):
     protection = mp.read(layout, 'kubepods.slice', {'systemReservedCgroup': '/system.slice'}, 'systemd')
     lines = mp.explain(protection, mp.cost(protection, 4 << 30), True, 'TieredReservation')
     beyond = int(CAPTURE['idle']['system.slice']['memory.min']) - 60 * MIB
-    assert any('memory.min beyond use of /system.slice' in line and '= %d bytes:' % beyond in line for line in lines)
+    assert any('memory.min beyond use of /system.slice' in line and '= %d B:' % beyond in line for line in lines)
     assert any('memoryReservationPolicy TieredReservation' in line for line in lines)
