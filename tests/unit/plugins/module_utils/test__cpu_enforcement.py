@@ -27,6 +27,17 @@ def test_the_guests_starved_system_slice_is_over_the_threshold_and_the_idle_one_
     assert ce.starved_groups(pressure(**{'/system.slice': IDLE}), ['/system.slice']) == []
 
 
+@pytest.mark.parametrize('line,starved', [
+    # The five-minute average decides: a burst of seconds (an image pull, a build) is not starvation.
+    ('some avg10=80.00 avg60=30.00 avg300=4.00 total=9000000', False),
+    ('some avg10=0.00 avg60=2.00 avg300=10.00 total=90000000', True),
+    ('some avg10=0.00 avg60=2.00 avg300=9.99 total=89000000', False),
+])
+def test_starvation_is_the_five_minute_some_average_at_the_threshold(line, starved):
+    text = line + '\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n'
+    assert bool(ce.starved_groups(pressure(**{'/system.slice': text}), ['/system.slice'])) is starved
+
+
 def _propose(config, system_cpu='3', weights=None, version=V134, text=STARVED, components=()):
     return ce.propose(config, {'system_reserved': {'cpu': system_cpu, 'memory': '1Gi'}, 'kube_reserved': {'cpu': '100m'}},
                       pressure(**{'/system.slice': text}), list(components), 'v2', 8000, weights or {}, version,
