@@ -7,8 +7,9 @@ part of the reservation to the reserved cgroup: ``cpu.shares = MilliCPUToShares(
 that converted to ``cpu.weight`` (v2, ``CpuSharesToCpuWeight``). No memory limit, no pids limit, no memory.min. So
 its only effect is the reserved group's CPU weight against kubepods', which is what decides the daemons' share
 of a busy node (_cpu_guarantee). It helps only when that weight is above the one the group has now: on cgroup v2
-systemd gives system.slice ``cpu.weight`` 100, which the kubelet's conversion reaches only at about 2536m
-reserved, so a smaller reservation enforced this way *lowers* the daemons' share. We propose it only where it
+systemd gives system.slice ``cpu.weight`` 100, which the kubelet's conversion passes only from 2563m reserved
+(v1: the default ``cpu.shares`` 1024 from 1001m), so a smaller reservation enforced this way *lowers* the
+daemons' share. We propose it only where it
 raises the guaranteed CPU.
 
 The evidence of starvation is PSI (Documentation/accounting/psi.rst): a v2 group's ``cpu.pressure`` ``some``
