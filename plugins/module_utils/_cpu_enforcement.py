@@ -162,14 +162,15 @@ def propose(config, reserved, pressure, component_cgroups, cgroup_version, capac
         keys.add(key)
         if not named:
             changes[cgroup_field] = group
+        guarantee = ''
+        if group == SYSTEM_SLICE:
+            guarantee = (': the daemons\' guaranteed CPU under contention goes from %dm to %dm'
+                         % (target['guaranteed_millicores_now'], target['guaranteed_millicores_enforced']))
         result['reasons'].append(
             '%s: enforcing %s writes %s %d on %s (from %s cpu %dm) instead of %d%s'
             % ('; '.join('%s waits for CPU %.1f %% of the last 5 min' % (s['cgroup'], s['some_avg300_percent'])
                          for s in starved), key, unit, weight_enforced, group, reservation_field,
-               reserved_millicores, weight_now,
-               '' if target['guaranteed_millicores_now'] is None else
-               ': the daemons\' guaranteed CPU under contention goes from %dm to %dm'
-               % (target['guaranteed_millicores_now'], target['guaranteed_millicores_enforced'])))
+               reserved_millicores, weight_now, guarantee))
     if not any(t['proposed'] for t in result['targets']):
         return result
     changes['enforceNodeAllocatable'] = sorted(keys, key=_kubelet_config_rules.ENFORCEMENT_VALUES.index)

@@ -104,8 +104,8 @@ def read(layout, kubepods, config, driver):
             except (OSError, NodeallocError) as exc:
                 result['problems'].append('%s: working set unreadable: %s' % (directory, exc))
         else:
-            result['problems'].append('%s (%s) does not exist under %s' % ('/' + relative, field or role,
-                                                                             layout.memory_root))
+            result['problems'].append('%s (%s) does not exist under %s'
+                                      % ('/' + relative, field or role, layout.memory_root))
         result['cgroups'].append(entry)
     return result
 

@@ -397,8 +397,8 @@ def test_version_rows_collection(git_version, cgroup_v1, change, refused):
 # collection proposes system-reserved-compressible for a starved system.slice and validates the change; the stand-in
 # decides from its own reading of validation.go, the 1.32 keys and enforceExistingCgroup whether it would start with
 # the config the proposal leads to. A proposal the stand-in refuses, or a refusal it would start with, is a bug in one.
-STARVED_PSI = {'node': {}, 'note': None, 'cgroups': {'/system.slice': {'cpu': {'some': {'avg10': 50.0, 'avg60': 40.0,
-                                                                                       'avg300': 30.0}}}}}
+STARVED_PSI = {'node': {}, 'note': None,
+               'cgroups': {'/system.slice': {'cpu': {'some': {'avg10': 50.0, 'avg60': 40.0, 'avg300': 30.0}}}}}
 PROPOSAL_ROWS = [
     ('systemd node, no reserved cgroup named', 'v1.34.2', {'cgroupDriver': 'systemd'}, {'cpu': '3'}, ('system.slice',)),
     ('cgroupfs node', 'v1.32.0', {}, {'cpu': '3', 'memory': '1Gi'}, ('system.slice',)),

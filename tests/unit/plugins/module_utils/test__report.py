@@ -273,8 +273,8 @@ def test_memory_min_cost_and_the_enforcement_proposal_reach_the_text_and_markdow
     protection = {'supported': True, 'problems': [], 'note': None, 'cgroups': [
         {'role': 'system-reserved', 'config_field': 'systemReservedCgroup', 'cgroup': '/system.slice', 'exists': True,
          'memory_min': 300 * MI, 'memory_low': 0, 'working_set_bytes': 100 * MI, 'cpu_weight': 100}]}
-    facts['memory_protection'] = dict(protection, cost=_memory_protection.cost(protection, 8 * GI,
-                                                                                {'system-reserved': 250 * MI}))
+    cost = _memory_protection.cost(protection, 8 * GI, {'system-reserved': 250 * MI})
+    facts['memory_protection'] = dict(protection, cost=cost)
     pressure = {'node': {}, 'note': None, 'cgroups': {'/system.slice': {
         'cpu': _cpu_guarantee.parse_pressure(CAPTURE['starved']['system.slice']['cpu.pressure'])}}}
     facts['enforcement_proposal'] = _cpu_enforcement.propose(
