@@ -143,14 +143,16 @@ def propose(config, reserved, pressure, component_cgroups, cgroup_version, capac
         weight_now = (weights_now or {}).get(group) or _cpu_guarantee.DEFAULT_WEIGHT[cgroup_version]
         weight_enforced = _cpu_guarantee.kubepods_weight(cgroup_version, reserved_millicores)
         target.update(weight_now=weight_now, weight_enforced=weight_enforced)
+        guarantee = ''
         if group == SYSTEM_SLICE:
             # kubepods' weight comes from the node allocatable CPU when 'pods' is enforced, else from capacity.
             pods_millicores = capacity_millicores - ((reserved_millicores + _millicores(reserved.get('kube_reserved')))
                                                      if 'pods' in keys else 0)
-            target['guaranteed_millicores_now'] = _cpu_guarantee.guaranteed_millicores(
-                cgroup_version, capacity_millicores, weight_now, pods_millicores)
-            target['guaranteed_millicores_enforced'] = _cpu_guarantee.guaranteed_millicores(
-                cgroup_version, capacity_millicores, weight_enforced, pods_millicores)
+            now = _cpu_guarantee.guaranteed_millicores(cgroup_version, capacity_millicores, weight_now, pods_millicores)
+            after = _cpu_guarantee.guaranteed_millicores(cgroup_version, capacity_millicores, weight_enforced,
+                                                         pods_millicores)
+            target.update(guaranteed_millicores_now=now, guaranteed_millicores_enforced=after)
+            guarantee = ': the daemons\' guaranteed CPU under contention goes from %dm to %dm' % (now, after)
         unit = 'cpu.shares' if cgroup_version == 'v1' else 'cpu.weight'
         if weight_enforced <= weight_now:
             result['reasons'].append(
@@ -162,10 +164,6 @@ def propose(config, reserved, pressure, component_cgroups, cgroup_version, capac
         keys.add(key)
         if not named:
             changes[cgroup_field] = group
-        guarantee = ''
-        if group == SYSTEM_SLICE:
-            guarantee = (': the daemons\' guaranteed CPU under contention goes from %dm to %dm'
-                         % (target['guaranteed_millicores_now'], target['guaranteed_millicores_enforced']))
         result['reasons'].append(
             '%s: enforcing %s writes %s %d on %s (from %s cpu %dm) instead of %d%s'
             % ('; '.join('%s waits for CPU %.1f %% of the last 5 min' % (s['cgroup'], s['some_avg300_percent'])
