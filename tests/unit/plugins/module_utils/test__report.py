@@ -268,15 +268,14 @@ def test_the_overcommit_audit_reaches_the_text_and_markdown(tmp_path):
 
 def test_memory_min_cost_and_the_enforcement_proposal_reach_the_text_and_markdown():
     from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cpu_enforcement, _cpu_guarantee, _memory_protection
-    from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.guest_v2_protection import CAPTURE
     facts = result(512 * MI)
     protection = {'supported': True, 'problems': [], 'note': None, 'cgroups': [
         {'role': 'system-reserved', 'config_field': 'systemReservedCgroup', 'cgroup': '/system.slice', 'exists': True,
          'memory_min': 300 * MI, 'memory_low': 0, 'working_set_bytes': 100 * MI, 'cpu_weight': 100}]}
     cost = _memory_protection.cost(protection, 8 * GI, {'system-reserved': 250 * MI})
     facts['memory_protection'] = dict(protection, cost=cost)
-    pressure = {'node': {}, 'note': None, 'cgroups': {'/system.slice': {
-        'cpu': _cpu_guarantee.parse_pressure(CAPTURE['starved']['system.slice']['cpu.pressure'])}}}
+    pressure = {'node': {}, 'note': None, 'cgroups': {'/system.slice': {'cpu': _cpu_guarantee.parse_pressure(
+        'some avg10=41.50 avg60=38.20 avg300=33.10 total=99300000\nfull avg10=9.10 avg60=8.70 avg300=7.90 total=23700000\n')}}}
     facts['enforcement_proposal'] = _cpu_enforcement.propose(
         {}, {'system_reserved': {'cpu': '3'}}, pressure, [], 'v2', 8000, {}, None, cgroup_exists=lambda r: True)
     facts['recommendation']['explanation'].extend(_memory_protection.explain(
