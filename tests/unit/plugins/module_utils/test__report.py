@@ -268,7 +268,7 @@ def test_the_overcommit_audit_reaches_the_text_and_markdown(tmp_path):
 
 def test_memory_min_cost_and_the_enforcement_proposal_reach_the_text_and_markdown():
     from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cpu_enforcement, _cpu_guarantee, _memory_protection
-    facts = result(512 * MI)
+    facts = result(512 * MI, current_memory='1Gi', kubelet_pid=4242)
     protection = {'supported': True, 'problems': [], 'note': None, 'cgroups': [
         {'role': 'system-reserved', 'config_field': 'systemReservedCgroup', 'cgroup': '/system.slice', 'exists': True,
          'memory_min': 300 * MI, 'memory_low': 0, 'working_set_bytes': 100 * MI, 'cpu_weight': 100}]}
@@ -286,6 +286,9 @@ def test_memory_min_cost_and_the_enforcement_proposal_reach_the_text_and_markdow
     assert not RAW_BYTES.search(text), RAW_BYTES.search(text)
     assert 'memory.min beyond use of /system.slice = memory.min - working set = 300 MiB - 100 MiB = 200 MiB' in text
     assert '(memory.min: cgroup v2 hard protection' in text
+    assert report['nodes'][0]['memory_min_beyond_use_bytes'] == 200 * MI
+    assert any(row[0] == 'memory.min beyond use' and row[1] == '200 MiB' for row in _report.rows(report['nodes'][0]))
+    assert 'memory.min beyond use' in _report.render_html(report)
     for rendering in (text, markdown):
         assert 'memory.min protects 300 MiB on the reserved groups (/system.slice), 200 MiB beyond what they use' in rendering
         assert 'with the recommendation written, 150 MiB beyond use' in rendering
