@@ -186,6 +186,8 @@ def _node(host, result):
         'overcommit': _overcommit_summary(result.get('overcommit')),
         # memory.min's cost to pods and the *-compressible proposal, as sentences (_memory_protection, _cpu_enforcement).
         'protection': protection_lines(result.get('memory_protection'), result.get('enforcement_proposal')),
+        'memory_min_beyond_use_bytes': ((result.get('memory_protection') or {}).get('cost') or {}).get(
+            'protected_beyond_use_bytes'),
         # The policy settings the module ran with: the same reservations_* variables as apply.yml.
         'settings': dict(recommendation.get('settings') or {}, **(decision.get('settings') or {})),
         'formulas': {name: {'reserved_memory_bytes': f['reserved_memory_bytes'],
@@ -356,6 +358,11 @@ def rows(node):
          units.cpu(node['allocatable_millicores']),
          'capacity - reserved - hard eviction: what pods may be given'),
     ]
+    if node.get('memory_min_beyond_use_bytes'):
+        # Waste the kernel enforces: reserved groups' memory.min beyond their use (_memory_protection.cost).
+        out.append(('memory.min beyond use', units.memory(node['memory_min_beyond_use_bytes']), '-',
+                    'the reserved groups\' memory.min minus their working set: pods cannot reclaim it once the '
+                    'daemons grow into it'))
     return out + _total_formula_rows(node)
 
 
