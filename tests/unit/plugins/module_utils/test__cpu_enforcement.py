@@ -10,8 +10,8 @@ from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.guest_v2_protecti
 
 # The guest's system.slice a minute after boot: the boot's contention shows over 10 s (20 %) and 60 s, not over 5 min.
 BOOTED = CAPTURE['idle']['system.slice']['cpu.pressure']
-# The test's own line, in the kernel's format (psi.c psi_show), for daemons waiting a third of the last five minutes.
-STARVED = 'some avg10=41.50 avg60=38.20 avg300=33.10 total=99300000\nfull avg10=9.10 avg60=8.70 avg300=7.90 total=23700000\n'
+# The guest's system.slice after 150 s of a busy service behind CPU hogs in kubepods (weight 1000 against 100).
+STARVED = CAPTURE['starved']['system.slice']['cpu.pressure']
 V134, V131 = _kubelet_version.parse('Kubernetes v1.34.2'), _kubelet_version.parse('Kubernetes v1.31.4')
 
 
@@ -25,13 +25,18 @@ def test_the_guests_cpu_pressure_parses_and_its_boot_burst_is_not_starvation():
     assert parsed['some'] == {'avg10': 20.12, 'avg60': 12.79, 'avg300': 3.40, 'total_usec': 11028957}
     assert parsed['full']['total_usec'] == 1485675
     assert ce.starved_groups(pressure(**{'/system.slice': BOOTED}), ['/system.slice']) == []
-    assert [g for g, _a300, _a60 in ce.starved_groups(pressure(**{'/system.slice': STARVED}), ['/system.slice'])] \
-        == ['/system.slice']
 
 
-@pytest.mark.parametrize('group', sorted(CAPTURE['idle']))
-def test_every_captured_cpu_pressure_file_parses_to_some_and_full(group):
-    parsed = _cpu_guarantee.parse_pressure(CAPTURE['idle'][group]['cpu.pressure'])
+def test_the_guests_starved_system_slice_is_starved_and_its_idle_kubelet_group_is_not():
+    groups = {'/system.slice': STARVED,
+              '/system.slice/kubelet.service': CAPTURE['starved']['system.slice/kubelet.service']['cpu.pressure']}
+    found = ce.starved_groups(pressure(**groups), sorted(groups))
+    assert found == [('/system.slice', 39.20, 85.18)]
+
+
+@pytest.mark.parametrize('state,group', sorted((state, group) for state in CAPTURE for group in CAPTURE[state]))
+def test_every_captured_cpu_pressure_file_parses_to_some_and_full(state, group):
+    parsed = _cpu_guarantee.parse_pressure(CAPTURE[state][group]['cpu.pressure'])
     assert sorted(parsed) == ['full', 'some']
     assert sorted(parsed['some']) == ['avg10', 'avg300', 'avg60', 'total_usec']
 

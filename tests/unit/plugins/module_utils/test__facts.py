@@ -208,13 +208,12 @@ def test_no_kubelet_binary_is_said_and_refuses_nothing(monkeypatch):
 
 def test_memory_min_on_the_reserved_group_is_costed_and_the_starved_daemons_get_a_validated_proposal(v2_node, tmp_path):
     from ansible_collections.nodealloc.kubelet.plugins.module_utils import _quantity
+    from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.guest_v2_protection import CAPTURE
     # What the kubelet leaves with MemoryQoS on and system-reserved enforced: memory.min on systemReservedCgroup.
     cgroup_v2.write(os.path.join(v2_node, 'system.slice', 'memory.min'), '%d\n' % (384 * MIB))
     cgroup_v2.write(os.path.join(v2_node, 'system.slice', 'memory.low'), '0\n')
-    # Daemons waiting a third of the last five minutes (the test's own line, in the kernel's format).
-    cgroup_v2.write(os.path.join(v2_node, 'system.slice', 'cpu.pressure'),
-                    'some avg10=41.50 avg60=38.20 avg300=33.10 total=99300000\n'
-                    'full avg10=9.10 avg60=8.70 avg300=7.90 total=23700000\n')
+    # The guest's system.slice starved for CPU (tests/unit/fixtures/guest_v2_protection.py).
+    cgroup_v2.write(os.path.join(v2_node, 'system.slice', 'cpu.pressure'), CAPTURE['starved']['system.slice']['cpu.pressure'])
     config = tmp_path / 'config.json'
     config.write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", '
                       '"cgroupDriver": "systemd", "systemReservedCgroup": "/system.slice", '

@@ -274,8 +274,9 @@ def test_memory_min_cost_and_the_enforcement_proposal_reach_the_text_and_markdow
          'memory_min': 300 * MI, 'memory_low': 0, 'working_set_bytes': 100 * MI, 'cpu_weight': 100}]}
     cost = _memory_protection.cost(protection, 8 * GI, {'system-reserved': 250 * MI})
     facts['memory_protection'] = dict(protection, cost=cost)
-    pressure = {'node': {}, 'note': None, 'cgroups': {'/system.slice': {'cpu': _cpu_guarantee.parse_pressure(
-        'some avg10=41.50 avg60=38.20 avg300=33.10 total=99300000\nfull avg10=9.10 avg60=8.70 avg300=7.90 total=23700000\n')}}}
+    from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.guest_v2_protection import CAPTURE
+    pressure = {'node': {}, 'note': None, 'cgroups': {'/system.slice': {
+        'cpu': _cpu_guarantee.parse_pressure(CAPTURE['starved']['system.slice']['cpu.pressure'])}}}
     facts['enforcement_proposal'] = _cpu_enforcement.propose(
         {}, {'system_reserved': {'cpu': '3'}}, pressure, [], 'v2', 8000, {}, None, cgroup_exists=lambda r: True)
     facts['recommendation']['explanation'].extend(_memory_protection.explain(
@@ -292,5 +293,6 @@ def test_memory_min_cost_and_the_enforcement_proposal_reach_the_text_and_markdow
     for rendering in (text, markdown):
         assert 'memory.min protects 300 MiB on the reserved groups (/system.slice), 200 MiB beyond what they use' in rendering
         assert 'with the recommendation written, 150 MiB beyond use' in rendering
+        assert '/system.slice waits for CPU 39.2 % of the last 5 min' in rendering
         assert "proposed: enforceNodeAllocatable ['pods', 'system-reserved-compressible'], systemReservedCgroup " \
                "/system.slice (validated" in rendering
