@@ -12,6 +12,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
     _cgroup, _cpu_guarantee, _decision, _formulas, _headroom_policy, _history, _kubelet_config_file,
     _kubelet_process, _measure, _option_specs, _overcommit, _procfs, _quantity, _recommend)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_ownership, _kubelet_version, _swap
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cpu_enforcement, _memory_protection
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
@@ -259,6 +260,9 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
                         'system_slice_weight': _cpu_guarantee.read_weight(layout, 'system.slice')[0]},
         # May the daemons swap, what the kubelet says about swap, the drop-in that stops it (_swap).
         'swap_control': _swap.control(layout, memory['swap']['groups'], _swap.read_swaps(proc_root), config),
+        # memory.min/memory.low of kubepods and of the reserved groups the config names (_memory_protection).
+        'memory_protection': _memory_protection.read(layout, kubepods, config, driver_hint or driver),
+        'kubelet_config': config,  # the effective config, for the protection's cost and the enforcement proposal
         'not_found': not_found,
     }
 
@@ -288,6 +292,20 @@ def recommend(options, measurement, history):
     return formulas, recommendation, decision
 
 
+def protection_and_enforcement(measurement, recommendation):
+    """memory.min's cost to pods with the recommendation (its lines join the explanation), and the
+    ``enforceNodeAllocatable`` *-compressible proposal with its validation (``enforcement_proposal.validation``:
+    {'refusal': str or None, ...}; None when nothing was proposed)."""
+    config = measurement.get('kubelet_config') or {}
+    version = _kubelet_version.parse((measurement['kubelet'].get('version') or {}).get('git_version'))
+    reserved = {'kube_reserved': recommendation['kube_reserved'], 'system_reserved': recommendation['system_reserved']}
+    protection = _memory_protection.assess(measurement['memory_protection'], config, reserved,
+                                           measurement['cgroup']['version'], version,
+                                           measurement['memory']['mem_total_bytes'])
+    recommendation['explanation'].extend(protection['explanation'])
+    return protection, _cpu_enforcement.assess(measurement, config, reserved, version)
+
+
 def gather(options, proc_root='/proc', sleep=time.sleep):
     """Measure the node, record the reading (when asked), recommend. ``options`` are the module's parameters.
 
@@ -308,7 +326,8 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
     own_jumps = history['basis']['jumps']  # pooling replaces the basis's jumps; the class hears the node's own
     pooled_with = pool_with_class(options, _headroom_policy.node_class(mem_total, cpus), history)
     formulas, recommendation, decision = recommend(options, measurement, history)
-    result = {k: v for k, v in measurement.items() if k not in ('hugepages_bytes', 'cpu_weights')}
+    result = {k: v for k, v in measurement.items() if k not in ('hugepages_bytes', 'cpu_weights', 'kubelet_config')}
+    result['memory_protection'], result['enforcement_proposal'] = protection_and_enforcement(measurement, recommendation)
     result.update(recommendation=recommendation, decision=decision, formulas=formulas,
                   history={k: v for k, v in history.items() if k != 'basis'},
                   class_record=_headroom_policy.class_record(mem_total, cpus, own_jumps, recommendation),

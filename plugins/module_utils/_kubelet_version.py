@@ -21,10 +21,14 @@ start (``refusals``) and what it would silently ignore (``warnings``). Each rule
   (validation.go 0ea83df1, the 1.31-era switch) refuses any other key: 'invalid configuration: option %q
   specified for enforceNodeAllocatable'.
 * ``memoryReservationPolicy`` (KEP-2570 Memory QoS, ``None`` or ``TieredReservation``): new in 1.36, alpha behind
-  the ``MemoryQoS`` feature gate (beta and on by default from 1.37). An older kubelet does not know the field:
-  its decoder falls back to lenient decoding for unknown fields (pkg/kubelet/kubeletconfig/util/codec/codec.go
+  the ``MemoryQoS`` feature gate (beta and on by default from 1.37; kubernetes.io blog 2026-04-29 "Kubernetes
+  v1.36: Tiered Memory Protection with Memory QoS" and 2026-09-14 "Kubernetes v1.37: Memory QoS Graduates to
+  Beta"). ``ValidateKubeletConfiguration`` (validation.go, 001332b0) refuses any other value ('option %q specified
+  for memoryReservationPolicy') and refuses ``TieredReservation`` while the gate is off ('memoryReservationPolicy
+  %q requires MemoryQoS feature gate to be enabled'). An older kubelet does not know the field: its decoder falls
+  back to lenient decoding for unknown fields (pkg/kubelet/kubeletconfig/util/codec/codec.go
   ``DecodeKubeletConfiguration``, as the stand-in mirrors) and ignores it, so that is a warning, not a refusal.
-  MemoryQoS works on cgroup v2 only.
+  MemoryQoS works on cgroup v2 only: on v1 it is a warning (nothing is written).
 * ``--config-dir`` (KEP-3983, keps/sig-node/3983-drop-in-configuration/kep.yaml, kubernetes/enhancements
   3a8eb262: alpha v1.28, beta v1.31, stable v1.35): unknown flag before 1.28; in 1.28 and 1.29 the kubelet fails
   to start unless its environment has ``KUBELET_CONFIG_DROPIN_DIR_ALPHA`` (kubernetes/website
@@ -116,10 +120,14 @@ def config_dir_problem(version, environment=None):
     return None
 
 
-def _memory_qos_enabled(version, config):
-    gate = (config.get('featureGates') or {}).get('MemoryQoS')
+def memory_qos_enabled(version, config):
+    """The MemoryQoS feature gate as this kubelet runs it: the config's featureGates, else the version's default
+    (off before 1.37, on from 1.37); None when neither says."""
+    gate = ((config or {}).get('featureGates') or {}).get('MemoryQoS')
     if isinstance(gate, bool):
         return gate
+    if version is None:
+        return None
     return _at_least(version, MEMORY_QOS_ON_BY_DEFAULT_FROM)
 
 
@@ -163,9 +171,13 @@ def check(version, cgroup_version, config, config_dir_in_use=False, environment=
             elif policy not in MEMORY_RESERVATION_POLICIES:
                 refusals.append('%s would not start: memoryReservationPolicy %r is not one of %s'
                                 % (name, policy, ', '.join(MEMORY_RESERVATION_POLICIES)))
-            elif policy == 'TieredReservation' and (on_v1 or not _memory_qos_enabled(version, config)):
-                warnings.append('%s: memoryReservationPolicy TieredReservation writes no memory.min/memory.low %s'
-                                % (name, 'on cgroup v1' if on_v1 else 'without the MemoryQoS feature gate'))
+            elif policy == 'TieredReservation' and not memory_qos_enabled(version, config):
+                refusals.append('%s would not start: memoryReservationPolicy "TieredReservation" requires MemoryQoS '
+                                'feature gate to be enabled (off by default before 1.37: set featureGates.MemoryQoS: '
+                                'true)' % name)
+            elif policy == 'TieredReservation' and on_v1:
+                warnings.append('%s: memoryReservationPolicy TieredReservation writes no memory.min/memory.low on '
+                                'cgroup v1' % name)
         if config_dir_in_use:
             problem = config_dir_problem(version, environment)
             if problem:

@@ -185,6 +185,10 @@ def _node(host, result):
         'class_record': result.get('class_record'),
         'class_peers_used': result.get('class_peers_used') or 0,
         'overcommit': _overcommit_summary(result.get('overcommit')),
+        # memory.min's cost to pods and the *-compressible proposal, as sentences (_memory_protection, _cpu_enforcement).
+        'protection': protection_lines(result.get('memory_protection'), result.get('enforcement_proposal')),
+        'memory_min_beyond_use_bytes': ((result.get('memory_protection') or {}).get('cost') or {}).get(
+            'protected_beyond_use_bytes'),
         # The policy settings the module ran with: the same reservations_* variables as apply.yml.
         'settings': dict(recommendation.get('settings') or {}, **(decision.get('settings') or {})),
         # Whether the daemons may swap and the drop-in that stops it (_swap.control), None from an older module.
@@ -202,6 +206,32 @@ def _overcommit_summary(audit):
     return {k: audit.get(k) for k in ('pods', 'pods_by_qos', 'pods_with_memory_limit', 'pods_without_memory_limit',
                                       'memory_limits_sum_bytes', 'kubepods_memory_limit_bytes',
                                       'limits_to_kubepods_percent', 'cpu_requests_sum_millicores')}
+
+
+def protection_lines(protection, proposal):
+    """What memory.min costs pods (reserved groups' protection beyond their working sets, now and with the
+    recommendation), and the enforcement proposal where the daemons were found starved; [] when neither applies."""
+    lines = []
+    cost = (protection or {}).get('cost')
+    if cost and cost['reserved_min_bytes']:
+        line = ('memory.min protects %s on the reserved groups (%s), %s beyond what they use: memory pods cannot '
+                'reclaim once the daemons grow into it' % (
+                    units.memory(cost['reserved_min_bytes']), ', '.join(g['cgroup'] for g in cost['groups']),
+                    units.memory(cost['protected_beyond_use_bytes'])))
+        if cost.get('after_apply') and cost['after_apply']['groups']:
+            line += '; with the recommendation written, %s beyond use' % units.memory(
+                cost['after_apply']['protected_beyond_use_bytes'])
+        lines.append(line)
+    if proposal and proposal.get('starved'):
+        if proposal.get('proposed'):
+            changes = proposal['changes']
+            lines.append('proposed: enforceNodeAllocatable %s%s (validated: the kubelet would start with it); %s' % (
+                changes['enforceNodeAllocatable'],
+                ''.join(', %s %s' % (k, v) for k, v in sorted(changes.items()) if k != 'enforceNodeAllocatable'),
+                '; '.join(proposal['reasons'])))
+        else:
+            lines.append('daemons starved for CPU, no enforcement proposed: %s' % '; '.join(proposal['reasons']))
+    return lines
 
 
 def _overcommit_line(audit):
@@ -349,6 +379,11 @@ def rows(node):
          units.cpu(node['allocatable_millicores']),
          'capacity - reserved - hard eviction: what pods may be given'),
     ]
+    if node.get('memory_min_beyond_use_bytes'):
+        # Waste the kernel enforces: reserved groups' memory.min beyond their use (_memory_protection.cost).
+        out.append(('memory.min beyond use', units.memory(node['memory_min_beyond_use_bytes']), '-',
+                    'the reserved groups\' memory.min minus their working set: pods cannot reclaim it once the '
+                    'daemons grow into it'))
     return out + _total_formula_rows(node)
 
 
@@ -392,6 +427,7 @@ def render_text_lines(report):
             out.append('  decision: %s' % node.get('decision'))
             out.extend('    %s' % units.humanize(reason) for reason in node.get('decision_reasons') or [])
         out.extend('  %s' % line for line in node.get('pressure') or [])
+        out.extend('  %s' % line for line in node.get('protection') or [])
         overcommit = _overcommit_line(node.get('overcommit'))
         if overcommit:
             out.append('  overcommit: %s' % overcommit)
@@ -429,6 +465,7 @@ def render_markdown(report):
             out.append('**Decision: %s.** %s' % (action, reasons))
             out.append('')
         out.extend('- %s' % line for line in node.get('pressure') or [])
+        out.extend('- %s' % line for line in node.get('protection') or [])
         overcommit = _overcommit_line(node.get('overcommit'))
         if overcommit:
             out.extend(['**Overcommit:** %s.' % overcommit, ''])

@@ -36,6 +36,8 @@ GLOSSARY = (
     ('ceil_MiB', 'rounded up to a whole MiB'),
     ('formula', 'what a cloud vendor\'s published formula would reserve for a node of this size, for comparison'),
     ('PSI', 'pressure stall information: the share of time tasks waited for CPU or memory (/proc/pressure)'),
+    ('memory.min', 'cgroup v2 hard protection: the group\'s memory up to this is never reclaimed; the kernel OOM-kills '
+                   'elsewhere rather than take it (the kubelet writes it with the MemoryQoS feature gate)'),
 )
 
 

@@ -331,6 +331,30 @@ pressure:
       (percent) and C(total_usec); C(note) says when per-cgroup files do not exist (cgroup v1).
   returned: always
   type: dict
+memory_protection:
+  description:
+    - C(memory.min) and C(memory.low) (bytes, or V(max)) of kubepods and of the groups C(kubeReservedCgroup) and
+      C(systemReservedCgroup) name (cgroup v2 only; C(note) says so on v1), with each group's working set and CPU
+      weight, C(memory_qos_enabled) (the C(MemoryQoS) feature gate as the kubelet runs it, null if unknown) and
+      C(memory_reservation_policy).
+    - C(cost.protected_beyond_use_bytes) is what the reserved groups' C(memory.min) protects beyond their working
+      sets - memory pods cannot reclaim once the daemons grow into it; C(cost.after_apply) the same with the
+      recommendation written (the kubelet sets C(memory.min) to the reservation of each enforced group when
+      C(MemoryQoS) is on). C(explanation) holds the lines added to RV(recommendation.explanation).
+  returned: always
+  type: dict
+  version_added: 0.1.0
+enforcement_proposal:
+  description:
+    - C(enforceNodeAllocatable) with C(system-reserved-compressible) (and C(kube-reserved-compressible) where a
+      C(kubeReservedCgroup) is named) when PSI shows the daemons starved for CPU (C(cpu.pressure) C(some) C(avg300)
+      at or above C(threshold_some_avg300_percent)) and enforcing would raise their CPU weight.
+    - C(proposed), C(changes) (the config fields to set, the cgroup the key needs included), C(reasons), C(starved),
+      C(targets) (per key - weight now and enforced, guaranteed millicores), and C(validation) - the change checked
+      as the kubelet would check it, C({refusal, rules_checked, warnings}), C(refusal) null when it would start.
+  returned: always
+  type: dict
+  version_added: 0.1.0
 history:
   description:
     - The history used (path, samples, span in seconds, whether this reading was recorded, problems found,

@@ -14,7 +14,10 @@ collection's module_utils. Each module cites what it mirrors:
   component-base's verflag does; the version is the first line of /etc/kubelet-standin/version (a node's
   "installed kubelet": change it and the next start is that version), else kubelet_logic/version.py's default.
 * kubelet_logic/version.py, what depends on that version: the failCgroupV1 default (true from 1.35, KEP-5573)
-  and validation_linux.go's refusal of it on a cgroup v1 host, and the compressible enforcement keys (1.32).
+  and validation_linux.go's refusal of it on a cgroup v1 host, the compressible enforcement keys (1.32), and
+  memoryReservationPolicy (1.36: None or TieredReservation, the latter only with the MemoryQoS gate; KEP-2570).
+  With MemoryQoS on, an enforced system-reserved/kube-reserved group on cgroup v2 also gets memory.min = its
+  memory reservation (node_container_manager_linux.go ``enforceExistingCgroup``).
 * kubelet_logic/config.py, config decoding and drop-ins (pkg/kubelet/kubeletconfig/util/codec/codec.go
   ``DecodeKubeletConfiguration``; cmd/kubelet/app/server.go ``mergeKubeletConfigurations``): YAML or
   JSON; ``apiVersion: kubelet.config.k8s.io/v1beta1`` and ``kind: KubeletConfiguration`` required; an
@@ -152,6 +155,7 @@ def start_up(config, version=None, cgroup_v1=False):
     version = version or kubelet_version.parse(kubelet_version.DEFAULT_GIT_VERSION)
     config = kubelet_version.defaults(config, version)
     errors = validation.validate_configuration(config) + kubelet_version.legacy_enforcement_errors(config, version)
+    errors += kubelet_version.memory_reservation_errors(config, version)
     errors += kubelet_version.os_errors(config, cgroup_v1)
     if errors:
         # server.go: "failed to validate kubelet configuration, error: <aggregate>"
@@ -203,7 +207,13 @@ def write_limits(layout, relative, memory_limit, cpu_shares):
                 handle.write(str(allocatable.cpu_shares_to_weight(cpu_shares)))
 
 
-def enforce_reserved(config, layout, kube_reserved, system_reserved):
+def write_memory_min(layout, relative, memory_min):
+    """enforceExistingCgroup's MemoryQoS part: the reserved group's memory.min (cgroup v2 only)."""
+    with open(os.path.join(layout.memory_root, relative, 'memory.min'), 'w') as handle:
+        handle.write(str(memory_min))
+
+
+def enforce_reserved(config, layout, kube_reserved, system_reserved, memory_qos=False):
     """enforceNodeAllocatableCgroups' kube-reserved/system-reserved part; raises StartupError as the kubelet exits."""
     roots = [layout.memory_root] if layout.version == 'v2' else [layout.memory_root, layout.cpu_root]
     message = validation.enforce_reserved_cgroups(config, kube_reserved, system_reserved,
@@ -224,10 +234,13 @@ def enforce_reserved(config, layout, kube_reserved, system_reserved):
         shares = allocatable.milli_cpu_to_shares(allocatable.reserved(resources, 'cpu')) if 'cpu' in resources else None
         try:
             write_limits(layout, relative, memory, shares)
+            if memory is not None and memory_qos and layout.version == 'v2':
+                write_memory_min(layout, relative, memory)
         except OSError as exc:
             raise StartupError('Failed to start ContainerManager: Failed to enforce %s Cgroup Limits on "%s": %s'
                                % (key, config[field], exc))
-        log('reserved-cgroup', enforcement=key, cgroup=config[field], memory_limit_bytes=memory, cpu_shares=shares)
+        log('reserved-cgroup', enforcement=key, cgroup=config[field], memory_limit_bytes=memory, cpu_shares=shares,
+            memory_min_bytes=memory if memory is not None and memory_qos and layout.version == 'v2' else None)
 
 
 def write_kubepods(layout, name, memory_limit, cpu_shares):
@@ -353,7 +366,7 @@ def main(argv):
             raise StartupError(str(exc))
         derived, kube_reserved, system_reserved = start_up(config, version, layout.version == 'v1')
         move_self_into(layout, 'system.slice/kubelet.service')
-        enforce_reserved(config, layout, kube_reserved, system_reserved)
+        enforce_reserved(config, layout, kube_reserved, system_reserved, kubelet_version.memory_qos(config, version))
     except StartupError as exc:
         log('refused', error=str(exc))
         return 1

@@ -73,3 +73,29 @@ def test_the_kind_and_version_are_required(tmp_path, head):
     with pytest.raises(kubelet_config.ConfigError, match='no kind'):
         kubelet_config.load(write(tmp_path / 'config.yaml', head + 'cgroupDriver: systemd\n'), None, KNOWN,
                             lambda *a, **k: None)
+
+
+@pytest.mark.parametrize('enforce,memory_qos,version,memory_min', [
+    # enforceExistingCgroup: with MemoryQoS on, an enforced system-reserved group gets memory.min = its reservation,
+    (['pods', 'system-reserved'], True, 'v2', str(64 << 20)),
+    # not without the gate, not on cgroup v1 (no such file), and never for the compressible key (CPU only).
+    (['pods', 'system-reserved'], False, 'v2', None),
+    (['pods', 'system-reserved'], True, 'v1', None),
+    (['pods', 'system-reserved-compressible'], True, 'v2', None),
+])
+def test_the_standin_writes_memory_min_on_an_enforced_reserved_group_with_memory_qos(
+        tmp_path, monkeypatch, enforce, memory_qos, version, memory_min):
+    monkeypatch.setenv('STANDIN_LOG', str(tmp_path / 'standin.log'))
+    import importlib
+    standin = importlib.import_module('kubelet')
+    monkeypatch.setattr(standin, 'LOG_PATH', str(tmp_path / 'standin.log'))
+    from kubelet_logic import machine, validation
+    root = str(tmp_path / 'cg')
+    os.makedirs(os.path.join(root, 'sysres.slice'))
+    layout = machine.Layout(version, root, root, root)
+    config = {'enforceNodeAllocatable': enforce, 'systemReservedCgroup': '/sysres.slice', 'cgroupDriver': 'systemd',
+              'systemReserved': {'memory': '64Mi', 'cpu': '100m'}}
+    system = validation.parse_resource_list(config['systemReserved'])
+    standin.enforce_reserved(config, layout, None, system, memory_qos)
+    path = os.path.join(root, 'sysres.slice', 'memory.min')
+    assert (open(path).read() if os.path.exists(path) else None) == memory_min

@@ -364,6 +364,15 @@ VERSION_ROWS = [
                         'systemReservedCgroup': '/system.slice', 'systemReserved': {'cpu': '100m'}}, True),
     ('v1.32.0', False, {'enforceNodeAllocatable': ['pods', 'system-reserved-compressible'],
                         'systemReservedCgroup': '/system.slice', 'systemReserved': {'cpu': '100m'}}, False),
+    # memoryReservationPolicy (KEP-2570, 1.36; validation.go 001332b0): None or TieredReservation, the latter only
+    # with the MemoryQoS gate (alpha, off, in 1.36; beta, on, from 1.37); dropped as unknown before 1.36.
+    ('v1.35.0', False, {'memoryReservationPolicy': 'TieredReservation'}, False),
+    ('v1.36.0', False, {'memoryReservationPolicy': 'TieredReservation'}, True),
+    ('v1.36.0', False, {'memoryReservationPolicy': 'TieredReservation', 'featureGates': {'MemoryQoS': True}}, False),
+    ('v1.37.0', False, {'memoryReservationPolicy': 'TieredReservation'}, False),
+    ('v1.37.0', False, {'memoryReservationPolicy': 'TieredReservation', 'featureGates': {'MemoryQoS': False}}, True),
+    ('v1.36.0', False, {'memoryReservationPolicy': 'Hard', 'featureGates': {'MemoryQoS': True}}, True),
+    ('v1.36.0', False, {'memoryReservationPolicy': 'None'}, False),
 ]
 
 
@@ -372,7 +381,7 @@ def test_version_rows_standin(git_version, cgroup_v1, change, refused):
     version = standin_version.parse(git_version)
     config = standin_version.defaults(dict(BASE, **change), version)
     errors = (validation.validate_configuration(config) + standin_version.legacy_enforcement_errors(config, version)
-              + standin_version.os_errors(config, cgroup_v1))
+              + standin_version.memory_reservation_errors(config, version) + standin_version.os_errors(config, cgroup_v1))
     assert bool(errors) == refused, errors
 
 
@@ -381,3 +390,55 @@ def test_version_rows_collection(git_version, cgroup_v1, change, refused):
     verdict = _kubelet_version.check(_kubelet_version.parse('Kubernetes ' + git_version), 'v1' if cgroup_v1 else 'v2',
                                      dict(BASE, **change))
     assert bool(verdict['refusals']) == refused, verdict
+
+
+# --- the enforcement proposal (_cpu_enforcement): what the collection proposes, the stand-in starts with ----------
+# Each row: the node's config, the reservation it would write, the kubelet version, the groups that exist. The
+# collection proposes system-reserved-compressible for a starved system.slice and validates the change; the stand-in
+# decides from its own reading of validation.go, the 1.32 keys and enforceExistingCgroup whether it would start with
+# the config the proposal leads to. A proposal the stand-in refuses, or a refusal it would start with, is a bug in one.
+STARVED_PSI = {'node': {}, 'note': None,
+               'cgroups': {'/system.slice': {'cpu': {'some': {'avg10': 50.0, 'avg60': 40.0, 'avg300': 30.0}}}}}
+PROPOSAL_ROWS = [
+    ('systemd node, no reserved cgroup named', 'v1.34.2', {'cgroupDriver': 'systemd'}, {'cpu': '3'}, ('system.slice',)),
+    ('cgroupfs node', 'v1.32.0', {}, {'cpu': '3', 'memory': '1Gi'}, ('system.slice',)),
+    ('reservedSystemCPUs set', 'v1.34.2', {'reservedSystemCPUs': '0'}, {'cpu': '3'}, ('system.slice',)),
+    ('a kubelet before the compressible keys', 'v1.31.4', {}, {'cpu': '3'}, ('system.slice',)),
+    ('cgroupsPerQOS off', 'v1.34.2', {'cgroupsPerQOS': False, 'enforceNodeAllocatable': []}, {'cpu': '3'},
+     ('system.slice',)),
+    ('the group does not exist (removed since PSI was read)', 'v1.34.2', {'systemReservedCgroup': '/system.slice'},
+     {'cpu': '3'}, ()),
+    ('a reservation just above systemd\'s cpu.weight 100 (2600m: 102)', 'v1.34.2', {}, {'cpu': '2600m'}, ('system.slice',)),
+]
+
+
+def standin_start_errors(config, git_version, existing):
+    version = standin_version.parse(git_version)
+    config = standin_version.defaults(config, version)
+    errors = (validation.validate_configuration(config) + standin_version.legacy_enforcement_errors(config, version)
+              + standin_version.memory_reservation_errors(config, version))
+    if errors:
+        return errors
+    message = validation.enforce_reserved_cgroups(config, validation.parse_resource_list(config.get('kubeReserved')),
+                                                  validation.parse_resource_list(config.get('systemReserved')),
+                                                  lambda relative: relative in existing)
+    return [message] if message else []
+
+
+@pytest.mark.parametrize('name,git_version,config,system_reserved,existing', PROPOSAL_ROWS)
+def test_the_standin_starts_with_what_the_collection_proposes_and_refuses_what_it_refuses(
+        name, git_version, config, system_reserved, existing):
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cpu_enforcement
+    version = _kubelet_version.parse('Kubernetes ' + git_version)
+    proposal = _cpu_enforcement.propose(config, {'system_reserved': system_reserved}, STARVED_PSI, [], 'v2', 8000, {},
+                                        version, driver=config.get('cgroupDriver'),
+                                        cgroup_exists=lambda relative: relative in existing)
+    assert proposal['validation'] is not None, proposal['reasons']  # starved and worth it: a change was checked
+    # The config the proposal leads to, whether or not it was made: what the kubelet would be asked to start with.
+    changed = dict(config, enforceNodeAllocatable=['pods', 'system-reserved-compressible'],
+                   systemReserved=system_reserved)
+    changed.setdefault('systemReservedCgroup', '/system.slice')
+    collection_refused = proposal['validation']['refusal'] is not None
+    assert proposal['proposed'] is not collection_refused, name
+    errors = standin_start_errors(changed, git_version, existing)
+    assert bool(errors) == collection_refused, (name, errors, proposal['validation'])

@@ -10,6 +10,12 @@ Written from the kubelet's source, independently of the collection:
   host not in cgroup v2 unified mode, FailCgroupV1 true is refused, and so is singleProcessOOMKill set to false.
 * validation.go ``ValidateKubeletConfiguration``: the ``*-reserved-compressible`` enforcement keys exist from
   1.32 (kubernetes/kubernetes#125982); before that the switch knows pods, system-reserved, kube-reserved, none.
+* The same function from 1.36 (KEP-2570 alpha v3, validation.go 001332b0): ``memoryReservationPolicy`` must be
+  ``None`` (its default, v1beta1 defaults) or ``TieredReservation``, and ``TieredReservation`` needs the
+  ``MemoryQoS`` feature gate, which is alpha (off) in 1.36 and beta (on) from 1.37 (pkg/features, the 1.37 Memory
+  QoS beta notes). Before 1.36 the field is unknown: lenient decoding drops it (config.py).
+* node_container_manager_linux.go ``enforceExistingCgroup``: with MemoryQoS on, an enforced ``system-reserved``/
+  ``kube-reserved`` group also gets ``memory.min`` = its memory reservation (cgroup v2 only; see kubelet.py).
 """
 
 from __future__ import annotations
@@ -61,3 +67,26 @@ def os_errors(config, cgroup_v1):
     if config.get('singleProcessOOMKill') is False:
         return ['invalid configuration: singleProcessOOMKill must not be explicitly set to false when using cgroup v1']
     return []
+
+
+def memory_qos(config, version):
+    """Whether the MemoryQoS gate is on: featureGates, else the version's default (beta, on, from 1.37)."""
+    gate = (config.get('featureGates') or {}).get('MemoryQoS')
+    if gate is not None:
+        return bool(gate)
+    return version[:2] >= (1, 37)
+
+
+def memory_reservation_errors(config, version):
+    """ValidateKubeletConfiguration's memoryReservationPolicy checks (1.36 on; before, the field is dropped)."""
+    if version[:2] < (1, 36):
+        return []
+    policy = config.get('memoryReservationPolicy') or 'None'
+    errors = []
+    if policy == 'TieredReservation' and not memory_qos(config, version):
+        errors.append('invalid configuration: memoryReservationPolicy "TieredReservation" requires MemoryQoS feature '
+                      'gate to be enabled')
+    if policy not in ('None', 'TieredReservation'):
+        errors.append('invalid configuration: option "%s" specified for memoryReservationPolicy. Valid options are '
+                      '"None" or "TieredReservation"' % policy)
+    return errors

@@ -204,3 +204,43 @@ def test_no_kubelet_binary_is_said_and_refuses_nothing(monkeypatch):
     result = _facts.kubelet_version({'pid': None, 'argv': None, 'config_dir': None}, {}, 'v2', not_found)
     assert result['version'] is None and result['refusals'] == []
     assert not_found and 'no kubelet binary' in not_found[0]
+
+
+def test_memory_min_on_the_reserved_group_is_costed_and_the_starved_daemons_get_a_validated_proposal(v2_node, tmp_path):
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils import _quantity
+    from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.guest_v2_protection import CAPTURE
+    # What the kubelet leaves with MemoryQoS on and system-reserved enforced: memory.min on systemReservedCgroup.
+    cgroup_v2.write(os.path.join(v2_node, 'system.slice', 'memory.min'), '%d\n' % (384 * MIB))
+    cgroup_v2.write(os.path.join(v2_node, 'system.slice', 'memory.low'), '0\n')
+    # The guest's system.slice starved for CPU (tests/unit/fixtures/guest_v2_protection.py).
+    cgroup_v2.write(os.path.join(v2_node, 'system.slice', 'cpu.pressure'), CAPTURE['starved']['system.slice']['cpu.pressure'])
+    config = tmp_path / 'config.json'
+    config.write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", '
+                      '"cgroupDriver": "systemd", "systemReservedCgroup": "/system.slice", '
+                      '"featureGates": {"MemoryQoS": true}, "memoryReservationPolicy": "TieredReservation", '
+                      '"systemReserved": {"memory": "1Gi"}, "enforceNodeAllocatable": ["pods", "system-reserved"]}')
+    facts = _facts.gather({'cgroup_root': v2_node, 'sample_seconds': 0, 'kubelet_config_path': str(config),
+                           'history': False})
+    protection = facts['memory_protection']
+    assert protection['memory_qos_enabled'] is True and protection['memory_reservation_policy'] == 'TieredReservation'
+    # system.slice's working set is 210 MiB (the tree's anon + active file): 174 MiB protected beyond use.
+    assert protection['cost']['protected_beyond_use_bytes'] == 384 * MIB - 210 * MIB
+    recommended = _quantity.quantity_value(_quantity.parse_quantity(facts['recommendation']['system_reserved']['memory']))
+    assert protection['cost']['after_apply']['groups'][0]['memory_min_bytes'] == recommended
+    assert any(line.startswith('memory.min beyond use of /system.slice') for line in facts['recommendation']['explanation'])
+    # system-reserved is enforced already (its CPU weight written): nothing to propose, said so.
+    assert facts['enforcement_proposal']['proposed'] is False
+    assert any('already enforced' in reason for reason in facts['enforcement_proposal']['reasons'])
+
+    # The same node enforcing pods only, with system.slice's weight set to 1 and its daemons starved: proposed.
+    cgroup_v2.write(os.path.join(v2_node, 'system.slice', 'cpu.weight'), '1\n')
+    config.write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", '
+                      '"cgroupDriver": "systemd", "systemReserved": {"memory": "1Gi", "cpu": "1"}}')
+    facts = _facts.gather({'cgroup_root': v2_node, 'sample_seconds': 0, 'kubelet_config_path': str(config),
+                           'history': False})
+    proposal = facts['enforcement_proposal']
+    assert proposal['proposed'] is True, proposal['reasons']
+    assert proposal['changes'] == {'enforceNodeAllocatable': ['pods', 'system-reserved-compressible'],
+                                   'systemReservedCgroup': '/system.slice'}
+    assert proposal['validation']['refusal'] is None
+    assert proposal['starved'][0]['cgroup'] == '/system.slice'

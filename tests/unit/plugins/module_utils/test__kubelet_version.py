@@ -80,19 +80,33 @@ def test_compressible_enforcement_keys_exist_from_1_32(version, refused):
         assert 'system-reserved-compressible' in refusals[0]
 
 
-# memoryReservationPolicy: 1.36 (KEP-2570); ignored (lenient decoding) before, only None/TieredReservation after.
-@pytest.mark.parametrize('version,policy,gates,refused,warned', [
-    ('v1.35.0', 'TieredReservation', {}, False, True),
-    ('v1.36.0', 'TieredReservation', {'MemoryQoS': True}, False, False),
-    ('v1.36.0', 'TieredReservation', {}, False, True),          # alpha in 1.36: gate off by default
-    ('v1.37.0', 'TieredReservation', {}, False, False),         # beta in 1.37: on by default
-    ('v1.36.0', 'Tiered', {'MemoryQoS': True}, True, False),
-    ('v1.36.0', 'None', {}, False, False),
+# memoryReservationPolicy: 1.36 (KEP-2570); ignored (lenient decoding) before, only None/TieredReservation after,
+# and TieredReservation only with the MemoryQoS gate on (validation.go: "requires MemoryQoS feature gate").
+@pytest.mark.parametrize('version,cgroup,policy,gates,refused,warned', [
+    ('v1.35.0', 'v2', 'TieredReservation', {}, False, True),
+    ('v1.36.0', 'v2', 'TieredReservation', {'MemoryQoS': True}, False, False),
+    ('v1.36.0', 'v2', 'TieredReservation', {}, True, False),          # alpha in 1.36: gate off by default
+    ('v1.37.0', 'v2', 'TieredReservation', {'MemoryQoS': False}, True, False),
+    ('v1.37.0', 'v2', 'TieredReservation', {}, False, False),         # beta in 1.37: on by default
+    ('v1.37.0', 'v1', 'TieredReservation', {'MemoryQoS': True}, False, True),   # nothing to write on v1
+    ('v1.36.0', 'v2', 'Tiered', {'MemoryQoS': True}, True, False),
+    ('v1.36.0', 'v2', 'None', {}, False, False),
 ])
-def test_memory_reservation_policy_by_version(version, policy, gates, refused, warned):
-    result = kv.check(v(version), 'v2', {'memoryReservationPolicy': policy, 'featureGates': gates})
+def test_memory_reservation_policy_by_version(version, cgroup, policy, gates, refused, warned):
+    config = {'memoryReservationPolicy': policy, 'featureGates': gates, 'failCgroupV1': False}
+    result = kv.check(v(version), cgroup, config)
     assert bool(result['refusals']) == refused
     assert any('memoryReservationPolicy' in w for w in result['warnings']) == warned
+    if refused:
+        assert 'memoryReservationPolicy' in result['refusals'][0]
+
+
+@pytest.mark.parametrize('version,gates,enabled', [
+    (None, {}, None), (None, {'MemoryQoS': True}, True), ('v1.36.9', {}, False), ('v1.37.0', {}, True),
+    ('v1.37.0', {'MemoryQoS': False}, False),
+])
+def test_memory_qos_gate_from_config_or_version_default(version, gates, enabled):
+    assert kv.memory_qos_enabled(v(version) if version else None, {'featureGates': gates}) is enabled
 
 
 # --config-dir: unknown before 1.28; 1.28 and 1.29 need KUBELET_CONFIG_DROPIN_DIR_ALPHA; from 1.30 nothing.

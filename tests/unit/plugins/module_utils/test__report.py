@@ -264,3 +264,35 @@ def test_the_overcommit_audit_reaches_the_text_and_markdown(tmp_path):
     assert report['nodes'][0]['overcommit']['limits_to_kubepods_percent'] == 150.0
     assert 'kubepods would need 150.0 % of its limit' in _report.render_text(report)
     assert '**Overcommit:** 2 pods (0 without a memory limit)' in _report.render_markdown(report)
+
+
+def test_memory_min_cost_and_the_enforcement_proposal_reach_the_text_and_markdown():
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cpu_enforcement, _cpu_guarantee, _memory_protection
+    facts = result(512 * MI, current_memory='1Gi', kubelet_pid=4242)
+    protection = {'supported': True, 'problems': [], 'note': None, 'cgroups': [
+        {'role': 'system-reserved', 'config_field': 'systemReservedCgroup', 'cgroup': '/system.slice', 'exists': True,
+         'memory_min': 300 * MI, 'memory_low': 0, 'working_set_bytes': 100 * MI, 'cpu_weight': 100}]}
+    cost = _memory_protection.cost(protection, 8 * GI, {'system-reserved': 250 * MI})
+    facts['memory_protection'] = dict(protection, cost=cost)
+    from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.guest_v2_protection import CAPTURE
+    pressure = {'node': {}, 'note': None, 'cgroups': {'/system.slice': {
+        'cpu': _cpu_guarantee.parse_pressure(CAPTURE['starved']['system.slice']['cpu.pressure'])}}}
+    facts['enforcement_proposal'] = _cpu_enforcement.propose(
+        {}, {'system_reserved': {'cpu': '3'}}, pressure, [], 'v2', 8000, {}, None, cgroup_exists=lambda r: True)
+    facts['recommendation']['explanation'].extend(_memory_protection.explain(
+        protection, facts['memory_protection']['cost'], True, 'TieredReservation'))
+    report = _report.build_report({'node1': facts})
+    text, markdown = _report.render_text(report), _report.render_markdown(report)
+    # The explanation's exact byte counts reach a person in MiB, with memory.min explained where it first appears.
+    assert not RAW_BYTES.search(text), RAW_BYTES.search(text)
+    assert 'memory.min beyond use of /system.slice = memory.min - working set = 300 MiB - 100 MiB = 200 MiB' in text
+    assert '(memory.min: cgroup v2 hard protection' in text
+    assert report['nodes'][0]['memory_min_beyond_use_bytes'] == 200 * MI
+    assert any(row[0] == 'memory.min beyond use' and row[1] == '200 MiB' for row in _report.rows(report['nodes'][0]))
+    assert 'memory.min beyond use' in _report.render_html(report)
+    for rendering in (text, markdown):
+        assert 'memory.min protects 300 MiB on the reserved groups (/system.slice), 200 MiB beyond what they use' in rendering
+        assert 'with the recommendation written, 150 MiB beyond use' in rendering
+        assert '/system.slice waits for CPU 39.2 % of the last 5 min' in rendering
+        assert "proposed: enforceNodeAllocatable ['pods', 'system-reserved-compressible'], systemReservedCgroup " \
+               "/system.slice (validated" in rendering
