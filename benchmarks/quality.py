@@ -557,7 +557,8 @@ def window_peaks(trace, window_days, readings, apply_every):
         if now >= next_apply:
             if not seen or seen[-1][0] != now:
                 seen.append((now, memory[index]))
-            while window is not None and seen[0][0] <= now - window:
+            # The window as _history.read cuts it: readings at now - window and later.
+            while window is not None and seen[0][0] < now - window:
                 seen.popleft()
             runs.append((now, max(value for _t, value in seen)))
             next_apply += apply_every

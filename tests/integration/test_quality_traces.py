@@ -124,17 +124,17 @@ def test_an_option_set_on_the_command_line_reaches_the_measured_policy_and_a_bad
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout)
 
-    shipped, smaller = measured(), measured('--option', 'jump_headroom_factor=1.0')
-    assert smaller['options'] == {'jump_headroom_factor': 1.0} and shipped['options'] == {}
-    # A smaller factor on the climbs leaves less headroom from day 2 on; the vendor formulas do not move.
+    shipped, smaller = measured(), measured('--option', 'memory_headroom_percent=30')
+    assert smaller['options'] == {'memory_headroom_percent': 30.0} and shipped['options'] == {}
+    # A smaller share of the peak leaves less headroom from day 2 on; the vendor formulas do not move.
     assert smaller['policies']['measured']['waste_gib_hours'] < shipped['policies']['measured']['waste_gib_hours']
     assert smaller['policies']['gke'] == shipped['policies']['gke']
     # As -e reads it: YAML, so 2e0 (a string to PyYAML) is the number 2 and a quoted 'none' is none.
-    assert measured('--option', 'jump_headroom_factor=2e0', '--option', "cold_start_prior='none'")['options'] == {
-        'jump_headroom_factor': 2.0, 'cold_start_prior': 'none'}
-    for bad, reason in (('jump_headroom_factor=0.5', 'must be >= 1'), ('no_such_option=1', 'expected NAME=VALUE'),
-                        ('cold_start_prior', 'expected NAME=VALUE'), ('jump_headroom_factor=[1', 'is not a value'),
-                        ('jump_headroom_factor=', 'a value is needed'), ('allow_decrease=maybe', 'true or false'),
+    assert measured('--option', 'memory_headroom_percent=4e1', '--option', "cold_start_prior='none'")['options'] == {
+        'memory_headroom_percent': 40.0, 'cold_start_prior': 'none'}
+    for bad, reason in (('memory_headroom_percent=-1', 'must be >= 0'), ('no_such_option=1', 'expected NAME=VALUE'),
+                        ('cold_start_prior', 'expected NAME=VALUE'), ('memory_headroom_percent=[1', 'is not a value'),
+                        ('memory_headroom_percent=', 'a value is needed'), ('allow_decrease=maybe', 'true or false'),
                         ('memory_headroom_min_bytes=1.5', 'whole number'), ('percentile=nan', 'must be a number'),
                         # Options the replay does not use (the node's own paths) are refused, not ignored.
                         ('history_path=/tmp/h', 'the options the replay uses')):
