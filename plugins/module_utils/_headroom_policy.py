@@ -88,6 +88,9 @@ def pool_jumps(own, peers):
     return result
 
 
+PEAK_KEYS = ('reaction_seconds', 'span_seconds', 'memory_bytes', 'millicores', 'warm')
+
+
 def class_record(mem_total_bytes, cpus, jumps, recommendation):
     """What one node tells the nodes of its class: its class, its own peaks and, once warm, its reservation.
 
@@ -98,8 +101,7 @@ def class_record(mem_total_bytes, cpus, jumps, recommendation):
     jumps = jumps or {}
     cold = bool(recommendation.get('single_reading')) or not jumps.get('warm')
     return {'node_class': list(node_class(mem_total_bytes, cpus)),
-            'jumps': {key: jumps.get(key) for key in ('reaction_seconds', 'span_seconds', 'memory_bytes', 'millicores',
-                                                       'warm')},
+            'jumps': {key: jumps.get(key) for key in PEAK_KEYS},
             'cold_start': cold,
             'reserved_memory_bytes': None if cold else recommendation.get('reserved_memory_bytes'),
             'reserved_millicores': None if cold else recommendation.get('reserved_millicores')}

@@ -161,8 +161,8 @@ def _cold_start_prior(basis, formulas, settings, lines):
         source = 'what the %s formula reserves' % policy_settings['cold_start_prior']
     if prior is None:
         lines.append('the history spans %.1f h, less than the %.1f h reaction time, and no cold-start prior applies '
-                     '(cold_start_prior none, no warm node of its class)' % (basis['span_seconds'] / 3600.0,
-                                                                               reaction / 3600.0))
+                     '(cold_start_prior none, no warm node of its class)'
+                     % (basis['span_seconds'] / 3600.0, reaction / 3600.0))
         return None
     lines.append('the history spans %.1f h, less than the %.1f h reaction time: the cold-start prior, %s (%s, %dm), '
                  'is the floor' % (basis['span_seconds'] / 3600.0, reaction / 3600.0, source,
@@ -284,8 +284,8 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     _describe_cpu(measured, lines)
     measuring = options['policy'] == 'measured'
     prior = _cold_start_prior(basis, formulas, settings, lines) if measuring else None
-    mem_needed, cpu_needed, mem_headroom, cpu_headroom = _measured_reservation(peak_bytes, peak_millicores, prior,
-                                                                                options, lines)
+    mem_needed, cpu_needed, mem_headroom, cpu_headroom = _measured_reservation(
+        peak_bytes, peak_millicores, prior, options, lines)
     capacity_m = measured['capacity_millicores']
     guarantee_input = measured.get('cpu_weights')
     guarantee = None
