@@ -66,7 +66,6 @@ def _daily(trace, reserve_for_day, prior_on_day_0=True):
     return series, restarts
 
 
-
 # cap-known's climbs: the climb rule the shipped policy had before issue 29 (the largest climb to a new peak within
 # a reaction time), kept here as this bound's own arithmetic.
 def _sliding_max_before(times, values, window):
