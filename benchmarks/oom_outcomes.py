@@ -120,14 +120,15 @@ echo $! > /run/sampler.pid
 '''
 # The recommendation the facts module (policy measured, every default) makes from that history, with the
 # time options scaled to the fast-forward: the reaction time (how often the role runs) and the
-# stabilization window are REACTION seconds instead of 24 h, the history window 1 h instead of 7 d.
+# stabilization window are REACTION seconds instead of 24 h, the history window 3 x REACTION instead of 3 d
+# (the shipped default: three reaction times).
 RECOMMEND = r'''
 import json, sys
 sys.path.insert(0, "/opt/nodealloc")
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import NODE_RESERVATION_FACTS_OPTIONS
 options = {name: spec.get("default") for name, spec in NODE_RESERVATION_FACTS_OPTIONS.items()}
-options.update(history_path="/var/lib/nodealloc/history.jsonl", history_window="1h", reaction_time="%ds",
+options.update(history_path="/var/lib/nodealloc/history.jsonl", history_window="%ds", reaction_time="%ds",
                stabilization_window="%ds", max_pods=%d, sample_seconds=2, _check_mode=False)
 facts = _facts.gather(options)
 print(json.dumps(facts["recommendation"], default=str))
@@ -179,7 +180,7 @@ def warm_up(node, pods, reaction_seconds):
     time.sleep(reaction_seconds // 2)
     sh(node, 'kill $(cat /run/sampler.pid); rm -f /run/sampler.pid; wc -l < /var/lib/nodealloc/history.jsonl')
     recommendation = json.loads(sh(node, "python3 - <<'EOF'\n%s\nEOF" % (
-        RECOMMEND % (reaction_seconds, reaction_seconds, MAX_PODS))))
+        RECOMMEND % (3 * reaction_seconds, reaction_seconds, reaction_seconds, MAX_PODS))))
     return recommendation
 
 

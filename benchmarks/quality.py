@@ -27,7 +27,7 @@ Policies:
       near its reservation (_headroom_policy.near_reservation) at every reading for D, as a job the
       NodeallocNearReservation alert (for: 15m) starts would;
   measured (default --pool-class): the same, replayed as a fleet: traces of one node class (memory size, CPU count)
-      pool their largest climbs at each run (_headroom_policy.pool_jumps), as the role does by default;
+      pool their window peaks at each run (_headroom_policy.pool_jumps), as the role does by default;
   poc: the PoC as published: every 5 s reserve the reading + 100Mi, restarting the kubelet when that
       differs from what is reserved by more than 100Mi;
   every vendor formula (docs/formulas.md), fixed for the trace;
@@ -88,8 +88,10 @@ DEFAULT_EVICTION_HARD_BYTES = _eviction.hard_eviction_memory_bytes(_eviction.DEF
 SIMPLE_FRACTIONS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
 SIMPLE_WINDOW_DAYS = (1, 3, 7)
 SIMPLE_MIN_BYTES = 100 * MIB
-# The candidate policy (issue 29 item 4): the simple rule on the class's largest P_W, GKE's formula the first
-# run's floor. f fraction, W window days (0: all history), m minimum headroom MiB, pool and prior 1 or 0.
+# The candidate policy (issue 29 item 4), shipped as the measured policy's defaults: the simple rule on the class's
+# largest P_W, GKE's formula the first run's floor. f fraction, W window days (0: all history), m minimum headroom
+# MiB, pool and prior 1 or 0. A few lines of its own, so tests/integration/test_quality_shipped_policy.py can check
+# that the shipped code (replay_measured) reserves what this rule does.
 CANDIDATE = {'f': 0.5, 'W': 3, 'm': 100, 'pool': 1, 'prior': 1}
 # (memory GiB, CPUs, pods running on average)
 CONFIGS = ((4, 2, 10), (8, 2, 20), (16, 4, 40), (32, 8, 60), (64, 16, 110), (128, 32, 110))
@@ -557,7 +559,8 @@ def window_peaks(trace, window_days, readings, apply_every):
         if now >= next_apply:
             if not seen or seen[-1][0] != now:
                 seen.append((now, memory[index]))
-            while window is not None and seen[0][0] <= now - window:
+            # The window as _history.read cuts it: readings at now - window and later.
+            while window is not None and seen[0][0] < now - window:
                 seen.popleft()
             runs.append((now, max(value for _t, value in seen)))
             next_apply += apply_every
@@ -810,7 +813,7 @@ def main(argv):
                              'over an inventory by default (reservations_pool_class); --no-pool-class: each node alone')
     parser.add_argument('--option', action='append', default=[], metavar='NAME=VALUE',
                         help='replay the measured policy with this facts module option set (repeatable), e.g. '
-                             'jump_headroom_factor=1.0; the defaults otherwise. NAME: one of '
+                             'memory_headroom_percent=30; the defaults otherwise. NAME: one of '
                              + ', '.join(REPLAYED_OPTIONS))
     parser.add_argument('--candidate', action='append', default=[], metavar='f=F,W=D,m=MIB,pool=0|1,prior=0|1',
                         help='also replay the pooled simple rule with these settings (repeatable; unset keys as %s)'

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import collections
 import json
 import os
 import sys
@@ -40,7 +41,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import quality  # noqa: E402  (benchmarks/quality.py: the generator, the GKE formula and the scoring)
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _headroom_policy  # noqa: E402
 
 DAY, MIB, GIB = quality.DAY, quality.MIB, quality.GIB
 SAMPLER_STEP_SECONDS = 60
@@ -66,6 +66,83 @@ def _daily(trace, reserve_for_day, prior_on_day_0=True):
     return series, restarts
 
 
+# cap-known's climbs: the climb rule the shipped policy had before issue 29 (the largest climb to a new peak within
+# a reaction time), kept here as this bound's own arithmetic.
+def _sliding_max_before(times, values, window):
+    """For each i: max of values[j] with times[i] - window <= times[j] <= times[i]."""
+    queue, result = collections.deque(), []
+    for index, value in enumerate(values):
+        while queue and values[queue[-1]] <= value:
+            queue.pop()
+        queue.append(index)
+        while times[queue[0]] < times[index] - window:
+            queue.popleft()
+        result.append(values[queue[0]])
+    return result
+
+
+# A history with fewer readings than this per reaction time (the role's own daily readings without the
+# sampler) cannot show how use climbs within it: spot readings a reaction time apart are not climbs.
+_MIN_READINGS_PER_REACTION = 10
+
+
+def start_slack(times, reaction_seconds):
+    """How far a climb's start may sit from a whole reaction time of history on either side, or None.
+
+    Readings rarely fall on the exact second a whole reaction time from the history's ends (the
+    sampler's clock, the module's own reading at run time): one sampling interval, the median gap
+    between readings. None when that gap is more than a tenth of the reaction time (fewer than
+    ``_MIN_READINGS_PER_REACTION`` readings per reaction time): too sparse to measure climbs.
+    """
+    gaps = sorted(b - a for a, b in zip(times, times[1:]))
+    if not gaps:
+        return None
+    gap = gaps[len(gaps) // 2]
+    return gap if gap <= reaction_seconds / float(_MIN_READINGS_PER_REACTION) else None
+
+
+def largest_jump(times, values, reaction_seconds, window_seconds, slack=None):
+    """The largest climb above the running peak within ``reaction_seconds``, and how many windows it rests on.
+
+    Returns (jump, windows) where windows is the count of whole reaction times the history spans;
+    (None, 0) when it spans fewer than two (one to establish a peak, one to climb past it); (None, windows)
+    when the readings are too sparse or none lies where a climb can start (``start_slack``; pass ``slack``
+    when it is already known for these times).
+    """
+    if len(times) < 2 or times[-1] - times[0] < 2 * reaction_seconds:
+        return None, 0
+    if slack is None:
+        slack = start_slack(times, reaction_seconds)
+    if slack is None:
+        return None, int((times[-1] - times[0]) // reaction_seconds)
+    before = _sliding_max_before(times, values, window_seconds)
+    # Forward max over (t, t + reaction]: a second pass with a deque over indices in time order.
+    after = [None] * len(values)
+    queue = collections.deque()
+    right = 0
+    for index in range(len(values)):
+        while right < len(values) and times[right] <= times[index] + reaction_seconds:
+            while queue and values[queue[-1]] <= values[right]:
+                queue.pop()
+            queue.append(right)
+            right += 1
+        while queue and queue[0] <= index:
+            queue.popleft()
+        after[index] = values[queue[0]] if queue else None
+    jump = None
+    for index, time_value in enumerate(times):
+        # A start counts when one reaction time of history lies before it (the peak it climbs from is one
+        # the node has shown over a whole reaction time, as at every run but the first) and one after it,
+        # each to within one sampling interval.
+        if time_value + reaction_seconds > times[-1] + slack:
+            break
+        if time_value - times[0] < reaction_seconds - slack or after[index] is None:
+            continue
+        jump = max(jump or 0, after[index] - before[index])
+    windows = int((times[-1] - times[0]) // reaction_seconds)
+    return jump, windows
+
+
 def clairvoyant(trace):
     memory, start = trace['non_pod_bytes'], trace['t'][0]
     by_day = {}
@@ -85,7 +162,7 @@ def cap_known(trace):
         cut = bisect.bisect_right(times, times[0] + day * DAY)
         # Climbs within a day need two days of history; on day 1, climbs within half a day, doubled.
         reaction, scale = (DAY, 1) if day > 1 else (DAY / 2, 2)
-        climb, _windows = _headroom_policy.largest_jump(times[:cut], level[:cut], reaction, 7 * DAY)
+        climb, _windows = largest_jump(times[:cut], level[:cut], reaction, 7 * DAY)
         return int(max(max(values[:cut]) + 100 * MIB, max(level[:cut]) + (climb or 0) * scale + cap))
     return _daily(trace, reserve)
 

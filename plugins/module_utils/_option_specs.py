@@ -36,9 +36,13 @@ def effective_enforce_node_allocatable(value):
 
 
 def _option(type_, default=None, description='', unit=None, modules=(FACTS,), rule=None, choices=None,
-            elements=None, required=False):
-    return {'type': type_, 'default': default, 'description': description, 'unit': unit, 'modules': modules,
-            'rule': rule, 'choices': choices, 'elements': elements, 'required': required}
+            elements=None, required=False, removed_in_version=None):
+    option = {'type': type_, 'default': default, 'description': description, 'unit': unit, 'modules': modules,
+              'rule': rule, 'choices': choices, 'elements': elements, 'required': required}
+    if removed_in_version:
+        # AnsibleModule warns of the deprecation whenever the option is set.
+        option.update(removed_in_version=removed_in_version, removed_from_collection='nodealloc.kubelet')
+    return option
 
 
 # rule: ('range', low, low_inclusive, high, high_inclusive) with None for no bound, 'duration' (Go duration
@@ -62,7 +66,8 @@ OPTIONS = {
     # Measuring.
     'sample_seconds': _option('float', 5, 'CPU sampling time', 'seconds', rule=AT_LEAST_0),
     # Policy.
-    'memory_headroom_percent': _option('float', 10.0, 'memory headroom over measured non-pod use', 'percent',
+    'memory_headroom_percent': _option('float', 50.0, 'memory headroom: this share of P, the history window\'s peak',
+                                       'percent',
                                        rule=AT_LEAST_0),
     'memory_headroom_min_bytes': _option('int', 100 * 1024 * 1024, 'least memory headroom', 'bytes', rule=AT_LEAST_0),
     'cpu_headroom_percent': _option('float', 10.0, 'CPU headroom over measured non-pod use', 'percent',
@@ -77,15 +82,13 @@ OPTIONS = {
     'history': _option('bool', True, 'keep and use a history of readings'),
     # In the sampler's ExecStart=, and its directory holds the files the role and the sampler keep (vars/main.yml).
     'history_path': _option('path', _history.DEFAULT_PATH, 'the history file on the node', rule='unit_path'),
-    'history_window': _option('str', '7d', 'how far back the recommendation looks', 'duration', rule='duration'),
+    'history_window': _option('str', '3d', 'how far back the recommendation looks', 'duration', rule='duration'),
     'percentile': _option('float', 100.0, 'percentile of non-pod use over the window', 'percent',
                           rule=('range', 0, False, 100, True)),
     'stabilization_window': _option('str', '24h', 'how long a lower value must hold before a decrease',
                                     'duration', rule='duration'),
     'allow_decrease': _option('bool', True, 'decide decreases; false keeps a resource that would decrease (a run '
                               'started to raise the reservation)'),
-    'single_reading_headroom_factor': _option('float', 2.0, 'headroom factor with no history', 'factor',
-                                              rule=AT_LEAST_1),
     'min_reserved': _option('str', '256Mi', 'least memory reserved in all', 'quantity', rule='quantity'),
     'max_reserved_fraction': _option('float', 0.5, 'most of the memory the reservations may take', 'fraction',
                                      rule=('range', 0, False, 1, False)),
@@ -95,16 +98,17 @@ OPTIONS = {
     'openshift_sizing_version': _option('int', _formulas.OPENSHIFT_DEFAULT_SIZING_VERSION,
                                         "OpenShift's node sizing version (/etc/node-sizing-version.json)",
                                         choices=list(_formulas.OPENSHIFT_SIZING_VERSIONS)),
-    'reaction_time': _option('str', '24h', 'how often the reservations are applied; headroom covers the largest '
-                             'climb to a new peak within it', 'duration', rule='duration'),
-    'jump_headroom_factor': _option('float', 1.5, 'multiplies the largest climb within the reaction time',
-                                    'factor', rule=AT_LEAST_1),
-    'cold_start_prior': _option('str', 'gke', 'until the history shows climbs over a whole reaction time, reserve at '
+    'reaction_time': _option('str', '24h', 'how often the reservations are applied; until the history spans one, '
+                             'the cold-start prior is the floor', 'duration', rule='duration'),
+    # Deprecated (issue 29): the climb rule it scaled is gone; accepted and ignored, with a warning, until 1.0.0.
+    'jump_headroom_factor': _option('float', None, 'ignored (deprecated): the headroom is memory_headroom_percent of P',
+                                    'factor', rule=AT_LEAST_1, removed_in_version='1.0.0'),
+    'cold_start_prior': _option('str', 'gke', 'until the history spans one reaction time, reserve at '
                                 'least this vendor formula',
                                 choices=['none'] + VENDOR_FORMULAS),
     'class_peers': _option('list', None, "what the other nodes of the run told their class (each one's "
-                           'class_record): climbs to pool, reservations for a cold start', elements='dict'),
-    'pool_class': _option('bool', True, 'pool climbs, and take the cold-start prior, over the nodes of the same class '
+                           'class_record): peaks to pool, reservations for a cold start', elements='dict'),
+    'pool_class': _option('bool', True, 'pool peaks, and take the cold-start prior, over the nodes of the same class '
                           'measured in the same run', modules=()),
     'cpu_guarantee': _option('str', 'reserve', "reserve CPU until system.slice's guaranteed share covers its need, "
                              'or only report it', choices=['reserve', 'report']),
@@ -178,7 +182,7 @@ OPTIONS = {
 # (meta/argument_specs.yml; tests/unit/plugins/module_utils/test__option_specs.py keeps the two in step).
 MODULE_ONLY = frozenset((
     'kubelet_config_dir', 'kubelet_process_names', 'runtime_process_names', 'kubepods_cgroup', 'cgroup_root', 'history',
-    'single_reading_headroom_factor', 'max_pods', 'class_peers', 'record', 'textfile_path', 'path', 'drop_in_name',
+    'max_pods', 'class_peers', 'record', 'textfile_path', 'path', 'drop_in_name',
     'state', 'kube_reserved', 'system_reserved', 'eviction_hard', 'eviction_soft', 'eviction_soft_grace_period',
     'eviction_minimum_reclaim', 'enforce_node_allocatable', 'kube_reserved_cgroup', 'system_reserved_cgroup', 'backup',
     'validate_against_node', 'lock_timeout'))
@@ -198,6 +202,7 @@ def argument_spec(module, names=None):
     for name, option in OPTIONS.items():
         if (names is not None and name in names) or (names is None and module in option['modules']):
             spec[name] = {k: option[k] for k in _SPEC_KEYS if option[k] is not None and (k != 'required' or option[k])}
+            spec[name].update({k: option[k] for k in ('removed_in_version', 'removed_from_collection') if k in option})
     return spec
 
 

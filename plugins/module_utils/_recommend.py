@@ -1,10 +1,11 @@
 # Private to nodealloc.kubelet: not a public API, may change without notice.
 """Turn measured non-pod usage into kubeReserved / systemReserved, with every step explained.
 
-reserved memory = measured non-pod working set + headroom, where
+reserved memory = P + headroom, where
     non-pod = MemTotal - MemAvailable - working_set(kubepods)
-    headroom = max(non-pod * headroom_percent / 100, headroom_min)
-rounded up to whole MiB; split between kubeReserved (the kubelet's and the
+    P = the history's percentile (100: its peak) of non-pod memory, raised to its class's (_headroom_policy)
+    headroom = max(P * memory_headroom_percent / 100, memory_headroom_min_bytes)
+rounded up to whole MiB, never below the cold-start prior while the history is short; split between kubeReserved (the kubelet's and the
 container runtime's own working sets, in proportion) and systemReserved (the
 rest: systemd, sshd, kernel, anything outside both). CPU likewise in
 millicores. The hard eviction threshold is reported as the kubelet accounts
@@ -15,14 +16,14 @@ it is not counted as room for non-pod processes.
 from __future__ import annotations
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cpu_guarantee, _headroom_policy, _node_allocatable, _option_specs, _quantity)
+    _cpu_guarantee, _headroom_policy, _history, _node_allocatable, _option_specs, _quantity)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
 MIB = 1024 * 1024
 
 DEFAULTS = _option_specs.defaults((
     'memory_headroom_percent', 'memory_headroom_min_bytes', 'cpu_headroom_percent', 'cpu_headroom_min_millicores',
-    'single_reading_headroom_factor', 'min_reserved', 'max_reserved_fraction', 'policy', 'floor_policy'))
+    'min_reserved', 'max_reserved_fraction', 'policy', 'floor_policy'))
 
 
 def ceil_to(value, step):
@@ -91,20 +92,8 @@ def _guarantee_now_and_after(weights, guarantee, capacity_m, current, enforce, r
             'kubepods_weight_recommended': _cpu_guarantee.kubepods_weight(version, after_pods)}
 
 
-def recommend(measured, settings=None, current=None, basis=None, formulas=None):
-    """Compute the recommendation.
-
-    ``measured`` holds integers: mem_total_bytes, mem_available_bytes,
-    kubepods_working_set_bytes, kube_components_working_set_bytes,
-    capacity_millicores, non_pod_millicores, kube_components_millicores; optionally session_millicores
-    and session_cgroups (the SSH sessions' CPU left out of non_pod_millicores, _measure.SESSION_CGROUPS).
-    ``current`` holds the kubelet's eviction_hard and enforce_node_allocatable
-    (defaults apply when it is None).
-    """
-    options = dict(DEFAULTS)
-    options.update({k: v for k, v in (settings or {}).items() if k in DEFAULTS and v is not None})
-    lines = []
-
+def _non_pod_memory(measured, lines):
+    """Non-pod memory now (clipped at 0), explained: what the node spends outside its pods."""
     total = measured['mem_total_bytes']
     available = measured['mem_available_bytes']
     pods_ws = measured['kubepods_working_set_bytes']
@@ -120,151 +109,131 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     else:
         lines.append('non-pod memory = MemTotal - MemAvailable - kubepods working set = %d - %d - %d = %s'
                      % (total, available, pods_ws, describe_bytes(non_pod)))
-    non_pod_now = max(0, non_pod)
     if non_pod < 0:
         lines.append('non-pod memory is negative (page cache counted in the pods working set is '
                      'also in MemAvailable); using 0')
-    basis = basis or {'samples': 1, 'span_seconds': 0, 'percentile': 100.0, 'non_pod_bytes': non_pod_now,
-                      'non_pod_millicores': max(0, measured['non_pod_millicores'])}
-    single_reading = basis['samples'] <= 1
+    return max(0, non_pod)
+
+
+def _describe_history(basis, lines):
+    """The history line: how many readings over how long, and P of memory and CPU."""
+    if basis['samples'] <= 1:
+        lines.append('this rests on one reading (no history yet)')
+        return
+    lines.append('history: %d samples over %.1f h; p%g of non-pod memory = %s, of non-pod CPU = %dm%s'
+                 % (basis['samples'], basis['span_seconds'] / 3600.0, basis['percentile'],
+                    describe_bytes(basis['non_pod_bytes']), basis['non_pod_millicores'],
+                    ('; raised to the peak of the stabilization window' if basis.get('stabilized') else '')))
+
+
+def _pooled_peaks(basis, lines):
+    """(P memory bytes, P millicores): the node's own P, raised to its class's largest where pooled."""
+    peaks = basis.get('jumps') or {}  # the facts module pools under this key (_headroom_policy)
+    memory = max(int(basis['non_pod_bytes']), int(peaks.get('memory_bytes') or 0), 0)
+    cpu = max(int(basis['non_pod_millicores']), int(peaks.get('millicores') or 0), 0)
+    if peaks.get('class_nodes', 1) > 1:
+        raised = peaks.get('raised_by_class')
+        lines.append('peaks pooled over %d nodes of the same class (memory size and CPU count)%s'
+                     % (peaks['class_nodes'], ": the class's largest raises %s to %s and %dm"
+                        % (' and '.join(raised), describe_bytes(memory), cpu) if raised else ''))
+    return memory, cpu
+
+
+def _cold_start_prior(basis, formulas, settings, lines):
+    """(memory bytes, millicores) the reservation may not go below while the history is short, or None.
+
+    Short: one reading, or a history not yet spanning (nearly) one reaction time (_headroom_policy.WARM_SHARE).
+    A warm node of its class measured in the same run knows more than any formula (``class_prior``).
+    """
     policy_settings = dict(_headroom_policy.DEFAULTS)
-    policy_settings.update({k: v for k, v in (settings or {}).items() if k in _headroom_policy.DEFAULTS and v is not None})
-    short_history = not single_reading and 'jumps' in basis and (basis['jumps'] or {}).get('memory_bytes') is None
-    # One to two reaction times of history: climbs measured within half of it and scaled up (_headroom_policy).
-    scaled_climbs = not single_reading and _headroom_policy.extrapolated(basis.get('jumps'))
-    prior, prior_source = None, None
-    if single_reading or short_history or scaled_climbs:
-        # A node of the same class with history, measured in the same run, knows more than any formula.
-        class_prior = basis.get('class_prior')
-        if class_prior:
-            prior = class_prior[:2]
-            prior_source = ('the largest reservation recommended for the %d node(s) of the same class (memory size '
-                            'and CPU count) with history in this run' % class_prior[2])
-        else:
-            prior = _headroom_policy.cold_start_floor(formulas, policy_settings['cold_start_prior'])
-            prior_source = 'what the %s formula reserves' % policy_settings['cold_start_prior']
-    prior_floors = prior is not None and options['policy'] == 'measured'
-    prior_line = ('the cold-start prior, %s (%s, %dm), is the floor until the history shows climbs over a whole '
-                  'reaction time' % (prior_source, describe_bytes(prior[0]), prior[1]) if prior_floors else None)
-    if single_reading and prior_floors:
-        lines.append('this rests on one reading (no history yet): %s' % prior_line)
-    elif single_reading:
-        factor = options['single_reading_headroom_factor']
-        options['memory_headroom_percent'] *= factor
-        options['memory_headroom_min_bytes'] = int(options['memory_headroom_min_bytes'] * factor)
-        options['cpu_headroom_percent'] *= factor
-        options['cpu_headroom_min_millicores'] = int(options['cpu_headroom_min_millicores'] * factor)
-        lines.append('this rests on one reading (no history yet): headroom widened %.1fx' % factor)
+    policy_settings.update({k: v for k, v in (settings or {}).items()
+                            if k in _headroom_policy.DEFAULTS and v is not None})
+    reaction = _history.parse_window(policy_settings['reaction_time'])
+    if basis['samples'] > 1 and _headroom_policy.warm(basis['span_seconds'], reaction):
+        return None
+    class_prior = basis.get('class_prior')
+    if class_prior:
+        prior = tuple(class_prior[:2])
+        source = ('the largest reservation recommended for the %d node(s) of the same class (memory size and CPU '
+                  'count) with a reaction time of history in this run' % class_prior[2])
     else:
-        lines.append('history: %d samples over %.1f h; p%g of non-pod memory = %s, of non-pod CPU = %dm%s'
-                     % (basis['samples'], basis['span_seconds'] / 3600.0, basis['percentile'],
-                        describe_bytes(basis['non_pod_bytes']), basis['non_pod_millicores'],
-                        ('; raised to the peak of the stabilization window' if basis.get('stabilized') else '')))
-        if short_history:
-            jumps_seen = basis.get('jumps') or {}
-            if basis['span_seconds'] < jumps_seen.get('reaction_seconds', float('inf')):
-                why = 'it spans less than one reaction time'
-            elif jumps_seen.get('too_sparse'):
-                why = ('its readings are too sparse to show climbs: fewer than %d per reaction time; the sampler '
-                       'records one a minute' % _headroom_policy.MIN_READINGS_PER_REACTION)
-            else:
-                why = 'no reading lies where a climb over the reaction time can start'
-            lines.append('the history shows no climb to a new peak yet (%s)' % why)
-        if scaled_climbs:
-            jumps_seen = basis['jumps']
-            lines.append("the history spans less than two reaction times: this node's climbs to a new peak measured "
-                         'within %.1f h (half the history) and scaled x%.2f to the %.1f h reaction time'
-                         % (jumps_seen['horizon_seconds'] / 3600.0,
-                            jumps_seen['reaction_seconds'] / float(jumps_seen['horizon_seconds']),
-                            jumps_seen['reaction_seconds'] / 3600.0))
-        if (short_history or scaled_climbs) and prior_floors:
-            lines.append(prior_line)
-        elif short_history or scaled_climbs:
-            # Too short to show how far use climbs within a reaction time: the peak so far is no sure guide yet.
-            factor = options['single_reading_headroom_factor']
-            for key in ('memory_headroom_percent', 'cpu_headroom_percent'):
-                options[key] *= factor
-            for key in ('memory_headroom_min_bytes', 'cpu_headroom_min_millicores'):
-                options[key] = int(options[key] * factor)
-            lines.append('the percentage rule and minimum widened %.1fx until the history shows climbs over a whole '
-                         'reaction time' % factor)
-    non_pod_used = max(0, int(basis['non_pod_bytes']))
+        prior = _headroom_policy.cold_start_floor(formulas, policy_settings['cold_start_prior'])
+        source = 'what the %s formula reserves' % policy_settings['cold_start_prior']
+    if prior is None:
+        lines.append('the history spans %.1f h, less than the %.1f h reaction time, and no cold-start prior applies '
+                     '(cold_start_prior none, no warm node of its class)'
+                     % (basis['span_seconds'] / 3600.0, reaction / 3600.0))
+        return None
+    lines.append('the history spans %.1f h, less than the %.1f h reaction time: the cold-start prior, %s (%s, %dm), '
+                 'is the floor' % (basis['span_seconds'] / 3600.0, reaction / 3600.0, source,
+                                   describe_bytes(prior[0]), prior[1]))
+    return prior
 
-    jumps = basis.get('jumps') or {}
-    if jumps.get('class_nodes', 1) > 1:
-        raised = jumps.get('raised_by_class')
-        lines.append('climbs pooled over %d nodes of the same class (memory size and CPU count)%s'
-                     % (jumps['class_nodes'], ": the class's largest raises %s" % ' and '.join(raised) if raised else ''))
-    mem_headroom, rule = _headroom_policy.headroom(non_pod_used, jumps.get('memory_bytes'),
-                                                   options['memory_headroom_percent'],
-                                                   options['memory_headroom_min_bytes'],
-                                                   policy_settings['jump_headroom_factor'], jumps.get('windows') or 0)
+
+def _measured_reservation(peak_bytes, peak_millicores, prior, options, lines):
+    """(memory bytes, millicores, memory headroom, CPU headroom): P + headroom, each at least the prior."""
+    mem_headroom, rule = _headroom_policy.headroom(peak_bytes, options['memory_headroom_percent'],
+                                                   options['memory_headroom_min_bytes'])
     lines.append('memory headroom = %s' % rule)
-    mem_needed = ceil_to(non_pod_used + mem_headroom, MIB)
-    lines.append('reserved memory = ceil_MiB(%d + %d) = %s'
-                 % (non_pod_used, mem_headroom, describe_bytes(mem_needed)))
-    if prior is not None and options['policy'] == 'measured' and mem_needed < prior[0]:
-        mem_needed = ceil_to(prior[0], MIB)
-        lines.append('reserved memory raised to the cold-start prior: %s' % describe_bytes(mem_needed))
+    memory = ceil_to(peak_bytes + mem_headroom, MIB)
+    lines.append('reserved memory = ceil_MiB(%d + %d) = %s' % (peak_bytes, mem_headroom, describe_bytes(memory)))
+    if prior is not None and memory < prior[0]:
+        memory = ceil_to(prior[0], MIB)
+        lines.append('reserved memory raised to the cold-start prior: %s' % describe_bytes(memory))
+    cpu_headroom, rule = _headroom_policy.headroom(peak_millicores, options['cpu_headroom_percent'],
+                                                   options['cpu_headroom_min_millicores'])
+    cpu = peak_millicores + cpu_headroom
+    lines.append('reserved CPU = %dm + headroom %s = %dm' % (peak_millicores, rule, cpu))
+    if prior is not None and cpu < prior[1]:
+        cpu = prior[1]
+        lines.append('reserved CPU raised to the cold-start prior: %dm' % cpu)
+    return memory, cpu, mem_headroom, cpu_headroom
 
-    capacity_m = measured['capacity_millicores']
-    non_pod_m = max(0, int(basis['non_pod_millicores']))
+
+def _describe_cpu(measured, lines):
     lines.append('CPU capacity = %dm; non-pod CPU = node busy - kubepods - SSH sessions = %dm over the sample'
-                 % (capacity_m, non_pod_m))
+                 % (measured['capacity_millicores'], max(0, int(measured['non_pod_millicores']))))
     if measured.get('session_cgroups'):
         lines.append('SSH sessions (%s), where this role runs, used %dm over the sample: left out of non-pod CPU, '
                      'their memory stays counted' % (', '.join(measured['session_cgroups']),
                                                      measured.get('session_millicores', 0)))
-    cpu_headroom, rule = _headroom_policy.headroom(non_pod_m, jumps.get('millicores'), options['cpu_headroom_percent'],
-                                                   options['cpu_headroom_min_millicores'],
-                                                   policy_settings['jump_headroom_factor'], jumps.get('windows') or 0)
-    cpu_needed = non_pod_m + cpu_headroom
-    lines.append('reserved CPU = %dm + headroom %s = %dm' % (non_pod_m, rule, cpu_needed))
-    if prior is not None and options['policy'] == 'measured' and cpu_needed < prior[1]:
-        cpu_needed = prior[1]
-        lines.append('reserved CPU raised to the cold-start prior: %dm' % cpu_needed)
 
-    guarantee_input = measured.get('cpu_weights')
-    guarantee = None
-    if guarantee_input and options['policy'] == 'measured':
-        cpu_needed, guarantee_lines, guarantee = _cpu_guarantee.settle(
-            guarantee_input['version'], capacity_m, guarantee_input.get('system_slice_weight'), cpu_needed, cpu_needed,
-            (settings or {}).get('cpu_guarantee') or 'reserve')
-        lines.extend(guarantee_lines)
 
-    formulas = formulas or {}
-    floor = formulas.get(options['floor_policy']) if options['floor_policy'] != 'none' else None
-    policy = options['policy']
-    if policy != 'measured':
-        chosen = formulas[policy]
-        lines.append('policy %s: the %s formula replaces the measurement: kubeReserved %s / %dm, systemReserved '
-                     '%s / %dm' % (policy, policy, describe_bytes(chosen['kube_reserved_memory_bytes']),
-                                   chosen['kube_reserved_millicores'],
-                                   describe_bytes(chosen['system_reserved_memory_bytes']),
-                                   chosen['system_reserved_millicores']))
-        kube_mem = ceil_to(chosen['kube_reserved_memory_bytes'], MIB)
-        system_mem = ceil_to(chosen['system_reserved_memory_bytes'], MIB)
-        kube_cpu, system_cpu = chosen['kube_reserved_millicores'], chosen['system_reserved_millicores']
-        mem_needed, cpu_needed = kube_mem + system_mem, kube_cpu + system_cpu
-    else:
-        mem_needed, cpu_needed = _apply_bounds(mem_needed, cpu_needed, total, capacity_m, options, floor, lines)
-        # Split by the kubelet and runtime's share of non-pod use now.
-        kube_ws = measured.get('kube_components_working_set_bytes') or 0
-        kube_mem, system_mem = _split(mem_needed, kube_ws, non_pod_now, MIB)
-        lines.append('kubelet + container runtime working set = %s, %.1f%% of non-pod memory now'
-                     % (describe_bytes(kube_ws), 100.0 * min(kube_ws, non_pod_now) / non_pod_now if non_pod_now else 0.0))
-        lines.append('kubeReserved.memory = ceil_MiB(%d * %d / %d) = %s; systemReserved.memory = %d - %d = %s'
-                     % (mem_needed, min(kube_ws, non_pod_now), non_pod_now or 1, _quantity.format_memory(kube_mem),
-                        mem_needed, kube_mem, _quantity.format_memory(system_mem)))
-        kube_m_used = measured.get('kube_components_millicores') or 0
-        kube_cpu, system_cpu = _split(cpu_needed, kube_m_used, max(0, measured['non_pod_millicores']), 1)
-        lines.append('kubeReserved.cpu = %dm (kubelet + runtime used %dm); systemReserved.cpu = %dm'
-                     % (kube_cpu, kube_m_used, system_cpu))
+def _vendor_split(policy, formulas, lines):
+    """(kube memory, system memory, kube millicores, system millicores) of a vendor formula that replaces the measurement."""
+    chosen = formulas[policy]
+    lines.append('policy %s: the %s formula replaces the measurement: kubeReserved %s / %dm, systemReserved '
+                 '%s / %dm' % (policy, policy, describe_bytes(chosen['kube_reserved_memory_bytes']),
+                               chosen['kube_reserved_millicores'],
+                               describe_bytes(chosen['system_reserved_memory_bytes']),
+                               chosen['system_reserved_millicores']))
+    return (ceil_to(chosen['kube_reserved_memory_bytes'], MIB), ceil_to(chosen['system_reserved_memory_bytes'], MIB),
+            chosen['kube_reserved_millicores'], chosen['system_reserved_millicores'])
 
-    kube_reserved = {'cpu': _quantity.format_cpu(kube_cpu), 'memory': _quantity.format_memory(kube_mem)}
-    system_reserved = {'cpu': _quantity.format_cpu(system_cpu), 'memory': _quantity.format_memory(system_mem)}
 
-    current = current or {}
+def _measured_split(measured, mem_needed, cpu_needed, non_pod_now, lines):
+    """Split by the kubelet and runtime's share of non-pod use now: (kube memory, system memory, kube m, system m)."""
+    kube_ws = measured.get('kube_components_working_set_bytes') or 0
+    kube_mem, system_mem = _split(mem_needed, kube_ws, non_pod_now, MIB)
+    lines.append('kubelet + container runtime working set = %s, %.1f%% of non-pod memory now'
+                 % (describe_bytes(kube_ws), 100.0 * min(kube_ws, non_pod_now) / non_pod_now if non_pod_now else 0.0))
+    lines.append('kubeReserved.memory = ceil_MiB(%d * %d / %d) = %s; systemReserved.memory = %d - %d = %s'
+                 % (mem_needed, min(kube_ws, non_pod_now), non_pod_now or 1, _quantity.format_memory(kube_mem),
+                    mem_needed, kube_mem, _quantity.format_memory(system_mem)))
+    kube_m_used = measured.get('kube_components_millicores') or 0
+    kube_cpu, system_cpu = _split(cpu_needed, kube_m_used, max(0, measured['non_pod_millicores']), 1)
+    lines.append('kubeReserved.cpu = %dm (kubelet + runtime used %dm); systemReserved.cpu = %dm'
+                 % (kube_cpu, kube_m_used, system_cpu))
+    return kube_mem, system_mem, kube_cpu, system_cpu
+
+
+def _allocatable(measured, current, kube_reserved, system_reserved, amounts, lines):
+    """What the kubelet derives from the reservations (_node_allocatable), explained; and the enforced list.
+
+    ``amounts``: (kube memory, system memory, kube millicores, system millicores) as the maps hold them.
+    """
+    kube_mem, system_mem, kube_cpu, system_cpu = amounts
+    total, capacity_m = measured['mem_total_bytes'], measured['capacity_millicores']
     eviction_hard = current.get('eviction_hard')
     if eviction_hard is None:
         eviction_hard = DEFAULT_EVICTION_HARD
@@ -287,13 +256,64 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     lines.append('kubepods cgroup limit (enforceNodeAllocatable has pods: %s) = %s, cpu shares %d'
                  % ('yes' if derived['enforces_pods'] else 'no',
                     describe_bytes(derived['kubepods_memory_limit_bytes']), derived['kubepods_cpu_shares']))
+    return derived, enforce
+
+
+def recommend(measured, settings=None, current=None, basis=None, formulas=None):
+    """Compute the recommendation.
+
+    ``measured`` holds integers: mem_total_bytes, mem_available_bytes,
+    kubepods_working_set_bytes, kube_components_working_set_bytes,
+    capacity_millicores, non_pod_millicores, kube_components_millicores; optionally session_millicores
+    and session_cgroups (the SSH sessions' CPU left out of non_pod_millicores, _measure.SESSION_CGROUPS).
+    ``current`` holds the kubelet's eviction_hard and enforce_node_allocatable
+    (defaults apply when it is None). The steps: non-pod memory now, the history's P pooled over the class,
+    the cold-start prior, P + headroom (or a vendor formula), floors and ceiling, the split, allocatable.
+    """
+    options = dict(DEFAULTS)
+    options.update({k: v for k, v in (settings or {}).items() if k in DEFAULTS and v is not None})
+    formulas = formulas or {}
+    current = current or {}
+    lines = []
+    non_pod_now = _non_pod_memory(measured, lines)
+    basis = basis or {'samples': 1, 'span_seconds': 0, 'percentile': 100.0, 'non_pod_bytes': non_pod_now,
+                      'non_pod_millicores': max(0, measured['non_pod_millicores'])}
+    single_reading = basis['samples'] <= 1
+    _describe_history(basis, lines)
+    peak_bytes, peak_millicores = _pooled_peaks(basis, lines)
+    _describe_cpu(measured, lines)
+    measuring = options['policy'] == 'measured'
+    prior = _cold_start_prior(basis, formulas, settings, lines) if measuring else None
+    mem_needed, cpu_needed, mem_headroom, cpu_headroom = _measured_reservation(
+        peak_bytes, peak_millicores, prior, options, lines)
+    capacity_m = measured['capacity_millicores']
+    guarantee_input = measured.get('cpu_weights')
+    guarantee = None
+    if guarantee_input and measuring:
+        cpu_needed, guarantee_lines, guarantee = _cpu_guarantee.settle(
+            guarantee_input['version'], capacity_m, guarantee_input.get('system_slice_weight'), cpu_needed, cpu_needed,
+            (settings or {}).get('cpu_guarantee') or 'reserve')
+        lines.extend(guarantee_lines)
+    if not measuring:
+        kube_mem, system_mem, kube_cpu, system_cpu = _vendor_split(options['policy'], formulas, lines)
+        mem_needed, cpu_needed = kube_mem + system_mem, kube_cpu + system_cpu
+    else:
+        floor = formulas.get(options['floor_policy']) if options['floor_policy'] != 'none' else None
+        mem_needed, cpu_needed = _apply_bounds(mem_needed, cpu_needed, measured['mem_total_bytes'], capacity_m,
+                                               options, floor, lines)
+        kube_mem, system_mem, kube_cpu, system_cpu = _measured_split(measured, mem_needed, cpu_needed, non_pod_now,
+                                                                     lines)
+    kube_reserved = {'cpu': _quantity.format_cpu(kube_cpu), 'memory': _quantity.format_memory(kube_mem)}
+    system_reserved = {'cpu': _quantity.format_cpu(system_cpu), 'memory': _quantity.format_memory(system_mem)}
+    derived, enforce = _allocatable(measured, current, kube_reserved, system_reserved,
+                                    (kube_mem, system_mem, kube_cpu, system_cpu), lines)
     if guarantee is not None:
         guarantee.update(_guarantee_now_and_after(guarantee_input, guarantee, capacity_m, current, enforce,
                                                   cpu_needed, derived, lines))
+    pods_ws = measured['kubepods_working_set_bytes']
     if pods_ws > derived['kubepods_memory_limit_bytes']:
         lines.append('WARNING: pods use %s now, more than the new kubepods limit; applying this would '
                      'make the kernel reclaim or OOM-kill pods' % describe_bytes(pods_ws))
-
     return {
         'kube_reserved': kube_reserved,
         'system_reserved': system_reserved,

@@ -60,8 +60,8 @@ options:
     description:
       - What other nodes measured in the same run told their class, each one's RV(class_record) as returned by this
         module. Records of another class (memory size rounded to whole GiB, CPU count) are ignored.
-      - With peers of this node's class, its climbs to a new peak are raised to the largest of the class, and a node
-        whose history does not yet span two reaction times takes as its cold-start prior the largest reservation
+      - With peers of this node's class, its P (the history window's peak) is raised to the largest of the class, and a
+        node whose history does not yet span one reaction time takes as its cold-start prior the largest reservation
         recommended for a peer with such a history (instead of the O(cold_start_prior) formula).
       - The reservations role passes them where they change the decision (C(reservations_pool_class)).
     type: list
@@ -378,10 +378,9 @@ formulas:
 class_record:
   description:
     - What this node tells the other nodes of its class, to pass to their O(class_peers) - its class
-      (C(node_class), memory GiB and CPU count), its own climbs (C(jumps), before any pooling - C(memory_bytes),
-      C(millicores), C(reaction_seconds), C(windows), and C(horizon_seconds), less than the reaction time where they
-      were scaled up from half a short history), C(cold_start), and with history C(reserved_memory_bytes) and
-      C(reserved_millicores).
+      (C(node_class), memory GiB and CPU count), its own P (C(jumps), before any pooling - C(memory_bytes),
+      C(millicores), C(reaction_seconds), C(span_seconds) and C(warm), true once the history spans one reaction
+      time), C(cold_start), and once warm C(reserved_memory_bytes) and C(reserved_millicores).
   returned: always
   type: dict
   version_added: 0.1.0

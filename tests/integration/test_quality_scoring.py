@@ -109,8 +109,8 @@ def test_write_decisions_writes_each_change_in_force_from_its_run(tmp_path):
     traces = tmp_path / 'traces'
     traces.mkdir()
     lines = [json.dumps({'node': {'mem_total_bytes': 8 * GIB, 'cpus': 2, 'max_pods': 110}})]
-    for minute in range(3 * 24 * 60):
-        # A node whose use steps up by 600 MiB on day 2: the daily run after it raises the reservation.
+    for minute in range(4 * 24 * 60):
+        # A node whose use steps up by 600 MiB on day 2: the daily run after it (day 3) raises the reservation.
         memory = (700 if minute < 2 * 24 * 60 + 30 else 1300) * MIB
         lines.append(json.dumps({'t': 1700000000 + 60 * minute, 'non_pod_bytes': memory, 'non_pod_millicores': 100}))
     (traces / 'node-a.jsonl').write_text('\n'.join(lines) + '\n', encoding='utf-8')
@@ -131,7 +131,7 @@ def test_write_decisions_writes_each_change_in_force_from_its_run(tmp_path):
             in_force, upcoming = upcoming['reserved_memory_bytes'], next(by_time)
         exposed += sample['non_pod_bytes'] > in_force
     assert exposed == json.loads(result.stdout)['policies']['measured']['exposure_samples'] > 0
-    assert any(line['t'] == 1700000000 + 2 * DAY for line in written)  # the day-2 run raised it, its own line
+    assert any(line['t'] == 1700000000 + 3 * DAY for line in written)  # the day-3 run raised it, its own line
 
 
 def test_the_trace_families_are_deterministic_by_seed_and_eight_nodes_of_4_to_256_gib():

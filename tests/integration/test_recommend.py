@@ -82,10 +82,10 @@ def test_report_shows_what_the_role_decides_and_inventory_variables_win(tmp_path
     decided = json.loads(decision_file.read_text())
 
     assert node['settings'] == dict(decided['recommendation']['settings'], **decided['decision']['settings'])
-    # The module widens the headroom while it rests on a single reading (check mode records no history).
-    assert node['settings']['memory_headroom_percent'] == 37.0 * node['settings']['single_reading_headroom_factor']
+    # The role's options reach the module as set (no widening around a single reading since issue 29).
+    assert node['settings']['memory_headroom_percent'] == 37.0
     assert node['settings']['policy'] == 'eks'
-    assert node['settings']['cpu_headroom_min_millicores'] == 80 * node['settings']['single_reading_headroom_factor']
+    assert node['settings']['cpu_headroom_min_millicores'] == 80
     assert node['settings']['change_threshold_min_bytes'] == 1048576
     assert node['recommended'] == {'kube_reserved': decided['recommendation']['kube_reserved'],
                                    'system_reserved': decided['recommendation']['system_reserved']}

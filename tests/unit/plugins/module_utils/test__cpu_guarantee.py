@@ -56,11 +56,11 @@ def measured(capacity_m, non_pod_m, version='v1', weight=1024):
 def test_recommendation_reserves_enough_for_the_guarantee_capped_as_before():
     result = _recommend.recommend(measured(32000, 1500))
     guarantee = result['cpu_guarantee']
-    # 1500m + 2x headroom needed; system.slice gets about 1 CPU of 32 unless kubepods' shares drop.
+    # 1500m + headroom needed; system.slice gets about 1 CPU of 32 unless kubepods' shares drop.
     assert guarantee['guaranteed_millicores_before_raise'] < guarantee['needed_millicores']
-    # 1800m needed: kubepods may keep at most 1024 x (32000 / 1800 - 1) shares, which is under the 16000m cap.
+    # 1650m needed: kubepods may keep at most 1024 x (32000 / 1650 - 1) shares, which is under the 16000m cap.
     assert 0 < result['reserved_millicores'] == guarantee['min_reserved_millicores'] < 16000
-    assert guarantee['recommended_millicores'] >= guarantee['needed_millicores'] == 1800
+    assert guarantee['recommended_millicores'] >= guarantee['needed_millicores'] == 1650
 
 
 def test_a_guarantee_beyond_the_cap_is_capped_with_a_warning():

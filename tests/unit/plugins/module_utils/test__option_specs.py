@@ -232,7 +232,6 @@ def test_enforce_node_allocatable_default_applies_only_when_absent(configured, e
     ('change_threshold_percent', -5, 'must be >= 0'),
     ('change_threshold_min_bytes', -1, 'must be >= 0'),
     ('change_threshold_min_millicores', -1, 'must be >= 0'),
-    ('single_reading_headroom_factor', 0.5, 'must be >= 1'),
     ('sample_seconds', -1, 'must be >= 0'),
     ('max_pods', 0, 'must be >= 1'),
     ('lock_timeout', -1, 'must be >= 0'),

@@ -31,10 +31,10 @@ def total_memory(rec):
 
 
 def test_the_poc_example_plus_headroom():
-    # PoC: MemTotal 10Gi, working set 7Gi, available 1Gi -> non-pod 2Gi; we add 10% headroom.
+    # PoC: MemTotal 10Gi, working set 7Gi, available 1Gi -> non-pod 2Gi; we add 50% headroom (issue 29).
     rec = settled(measured())
     non_pod = 2 * GI
-    assert rec['reserved_memory_bytes'] == -(-(non_pod + non_pod // 10) // MI) * MI
+    assert rec['reserved_memory_bytes'] == -(-(non_pod + non_pod // 2) // MI) * MI
     assert total_memory(rec) == rec['reserved_memory_bytes']
     # The kubelet + runtime hold a quarter of non-pod memory, so kubeReserved gets a quarter, rounded up.
     assert parse_quantity(rec['kube_reserved']['memory']) == -(-rec['reserved_memory_bytes'] // 4 // MI) * MI
@@ -82,11 +82,12 @@ def test_warns_when_pods_already_use_more_than_the_new_limit():
     assert any(line.startswith('WARNING') for line in rec['explanation'])
 
 
-def test_one_reading_widens_the_headroom_and_says_so():
+def test_one_reading_without_a_prior_takes_the_same_rule_and_says_so():
+    # No formulas, so no cold-start prior: one reading gets the rule a history gets (no widening since issue 29).
     single = _recommend.recommend(measured(), {'min_reserved': '0'})
     history = settled(measured())
     assert single['single_reading'] and not history['single_reading']
-    assert single['memory_headroom_bytes'] == 2 * history['memory_headroom_bytes']
+    assert single['memory_headroom_bytes'] == history['memory_headroom_bytes'] == GI
     assert any('one reading' in line for line in single['explanation'])
 
 

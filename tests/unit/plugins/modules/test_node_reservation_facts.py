@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 
 import pytest
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import NODE_RESERVATION_FACTS_OPTIONS
 from ansible_collections.nodealloc.kubelet.plugins.modules import node_reservation_facts
 from ansible_collections.nodealloc.kubelet.tests.unit.utils.module_harness import run_module
 from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
@@ -100,3 +102,21 @@ def test_a_recorded_reading_warns_nothing(run, node, monkeypatch):
     result = run(dict(node, record=True))
     assert result['changed'] is True and result['history']['recorded'] is True
     assert warnings == [] and result['history']['not_recorded'] is None
+
+
+def test_the_deprecated_jump_headroom_factor_is_ignored_with_a_deprecation_warning(run, node):
+    # Issue 29 removed the climb rule it scaled: set, it changes nothing, and the module's argument spec (from
+    # _option_specs) makes AnsibleModule name it deprecated, removed in 1.0.0. The spec's validator is asked
+    # directly: the process-wide deprecation list depends on what other tests ran.
+    plain = run(dict(node, _ansible_check_mode=True))
+    with_factor = run(dict(node, _ansible_check_mode=True, jump_headroom_factor=3.0))
+    # The host's own memory moves between the two runs: compare the rule, not the figures.
+    for result in (plain, with_factor):
+        recommendation = result['recommendation']
+        peak = recommendation['basis']['non_pod_bytes']
+        assert recommendation['memory_headroom_bytes'] == max(100 * MIB, -(-peak * 50 // 100))
+    validator = ArgumentSpecValidator(NODE_RESERVATION_FACTS_OPTIONS)
+    deprecations = validator.validate({'jump_headroom_factor': 3.0})._deprecations
+    assert [(entry['version'], entry['collection_name']) for entry in deprecations
+            if 'jump_headroom_factor' in entry['msg']] == [('1.0.0', 'nodealloc.kubelet')]
+    assert not validator.validate({})._deprecations
