@@ -16,7 +16,8 @@ here; ``_facts`` reads the files the plan needs (``kubelet.reservation_files``).
      'apply': {...},                # the node-specific options of kubelet_reservations_apply (absent: omitted)
      'restore': {...},              # the same for state=restored (playbooks/rollback.yml)
      'status': {'on_success': [doc], 'on_failure': [doc], 'keep': [doc]},  # doc: {'path': str, 'content': dict}
-     'report': {'target': str|None, 'config_diff': [str]}}
+     'report': {'target': str|None, 'config_diff': [str]},
+     'summary': [str]}              # what the role prints: the action and where, then the decision's reasons
 """
 
 from __future__ import annotations
@@ -244,44 +245,53 @@ def path_of_drop_in(where):
     return where['drop_in_dir'].rstrip('/') + '/' + DROP_IN_NAME
 
 
-def config_diff(facts, where, apply):
-    """The unified diff, as lines, of what the on-node step writes (_kubelet_config_change.plan's merge).
+def _diff(before, after, path, fmt):
+    old = _kubelet_config_edit.render_document(before, fmt) if before else ''
+    new = _kubelet_config_edit.render_document(after, fmt)
+    return [line.rstrip('\n') for line in difflib.unified_diff(old.splitlines(True), new.splitlines(True),
+                                                               path + ' (now)', path + ' (apply)', n=10)]
 
-    Into the main file, its kubeReserved/systemReserved fields before and after (map keys merged one by one, an
-    equal quantity keeps its text). Into our drop-in, the whole drop-in, which is all ours (a new one from nothing).
-    Returns (target path, lines); lines are empty when nothing would change.
+
+def fields_diff(current, requested, path):
+    """The unified diff, as lines, of kubeReserved/systemReserved before and after a write into the main file.
+
+    ``current`` holds ``kube_reserved``/``system_reserved`` as they are, ``requested`` as the step is given them. The
+    after side is ``_kubelet_config_edit.apply_changes``, the merge the step makes (map keys merged one by one, an
+    equal quantity keeps its text). Empty when nothing would change.
+    """
+    before = _reservation_fields({'kubeReserved': (current or {}).get('kube_reserved'),
+                                  'systemReserved': (current or {}).get('system_reserved')})
+    after, changed = _kubelet_config_edit.apply_changes(
+        before, {option: requested[option] for option in RESERVATION_OPTIONS if requested.get(option) is not None})
+    return _diff(before, after, path, 'yaml') if changed else []
+
+
+def config_diff(facts, where, apply):
+    """(target path, the unified diff as lines) of what the on-node step writes (_kubelet_config_change.plan).
+
+    Into the main file, its own kubeReserved/systemReserved before and after. Into our drop-in, the whole drop-in,
+    which is all ours (from nothing where there is none yet), in the format it has, else the main file's; only where
+    the effective config changes, as the step writes only then. Lines are empty when nothing would change.
     """
     files = (facts.get('kubelet') or {}).get('reservation_files') or {}
     requested = {option: apply.get(option) for option in RESERVATION_OPTIONS if apply.get(option) is not None}
     current = facts.get('current') or {}
-    effective = _reservation_fields({'kubeReserved': current.get('kube_reserved'),
-                                     'systemReserved': current.get('system_reserved')})
-    if where['drop_in_dir']:
-        # The step writes only where the effective config changes (ours sorts last: _kubelet_config_change.plan).
-        if not _kubelet_config_edit.apply_changes(effective, requested)[1]:
-            return path_of_drop_in(where), []
-        path = path_of_drop_in(where)
-        known = files.get(path) or {}
-        before_fields = {f: v for f, v in (known.get('fields') or {}).items() if f in _kubelet_config_edit.MANAGED_KEYS}
-        after_fields, _changed = _kubelet_config_edit.apply_changes(before_fields, requested)
-        # Written in the format it had, else the main file's.
-        fmt = known.get('format') if known.get('exists') else (files.get(where['path']) or {}).get('format')
-        fmt = fmt or 'yaml'
-        before = _kubelet_config_edit.new_drop_in(before_fields) if known.get('exists') else None
-        after = _kubelet_config_edit.new_drop_in(after_fields)
-    else:
-        path = where['path']
-        before = _reservation_fields((files.get(path) or {}).get('fields')) if path in files else effective
-        after, changed = _kubelet_config_edit.apply_changes(before, requested)
-        fmt = 'yaml'
-        if not changed:
-            return path, []
-    if before == after:
+    if not where['drop_in_dir']:
+        known = files.get(where['path'])
+        if known is not None:  # the main file's own fields: the step edits that file, not the merged config
+            current = {'kube_reserved': known['fields'].get('kubeReserved'),
+                       'system_reserved': known['fields'].get('systemReserved')}
+        return where['path'], fields_diff(current, requested, where['path'])
+    path = path_of_drop_in(where)
+    if not fields_diff(current, requested, path):  # ours sorts last: the effective config would not change
         return path, []
-    old = _kubelet_config_edit.render_document(before, fmt) if before else ''
-    new = _kubelet_config_edit.render_document(after, fmt)
-    return path, [line.rstrip('\n') for line in difflib.unified_diff(old.splitlines(True), new.splitlines(True),
-                                                                     path + ' (now)', path + ' (apply)', n=10)]
+    known = files.get(path) or {}
+    before_fields = {f: v for f, v in (known.get('fields') or {}).items() if f in _kubelet_config_edit.MANAGED_KEYS}
+    after_fields, _changed = _kubelet_config_edit.apply_changes(before_fields, requested)
+    fmt = (known.get('format') if known.get('exists') else (files.get(where['path']) or {}).get('format')) or 'yaml'
+    before = _kubelet_config_edit.new_drop_in(before_fields) if known.get('exists') else None
+    after = _kubelet_config_edit.new_drop_in(after_fields)
+    return path, [] if before == after else _diff(before, after, path, fmt)
 
 
 def report(facts, where, apply, rolls):
@@ -290,6 +300,12 @@ def report(facts, where, apply, rolls):
         return {'target': None, 'config_diff': []}
     path, lines = config_diff(facts, where, apply)
     return {'target': path, 'config_diff': lines}
+
+
+def summary(facts, action, where):
+    line = '%s (unit %s, config %s%s)' % (action, where['unit'], where['path'],
+                                        ', drop-in dir ' + where['drop_in_dir'] if where['drop_in_dir'] else '')
+    return [line] + list(_decision(facts).get('reasons') or [])
 
 
 def plan(facts, options, sources=REFUSAL_SOURCES):
@@ -310,4 +326,5 @@ def plan(facts, options, sources=REFUSAL_SOURCES):
         'restore': restore_options(facts, where),
         'status': status(facts, options),
         'report': report(facts, where, apply, rolls),
+        'summary': summary(facts, action, where),
     }
