@@ -12,7 +12,8 @@ import time
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
     _cgroup, _cpu_guarantee, _decision, _formulas, _headroom_policy, _history, _kubelet_config_file,
     _kubelet_process, _measure, _option_specs, _overcommit, _procfs, _quantity, _recommend)
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_ownership, _kubelet_version, _plan
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
+    _kubelet_config_edit, _kubelet_ownership, _kubelet_version, _plan)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
@@ -139,8 +140,8 @@ def reservation_files(kubelet, options):
             data, fmt, _text = _kubelet_config_file.load_config(path)
         except (OSError, NodeallocError):
             continue
-        found[path] = {'exists': True, 'format': fmt, 'fields': {k: data[k] for k in ('kubeReserved', 'systemReserved',
-                                                                                    'apiVersion', 'kind') if k in data}}
+        kept = ('apiVersion', 'kind') + _kubelet_config_edit.MANAGED_KEYS  # what the step keeps of our drop-in
+        found[path] = {'exists': True, 'format': fmt, 'fields': {k: data[k] for k in kept if k in data}}
     return found
 
 

@@ -303,8 +303,8 @@ def report(facts, where, apply, rolls):
 
 
 def summary(facts, action, where):
-    line = '%s (unit %s, config %s%s)' % (action, where['unit'], where['path'],
-                                        ', drop-in dir ' + where['drop_in_dir'] if where['drop_in_dir'] else '')
+    drop_in = (', drop-in dir ' + where['drop_in_dir']) if where['drop_in_dir'] else ''
+    line = '%s (unit %s, config %s%s)' % (action, where['unit'], where['path'], drop_in)
     return [line] + list(_decision(facts).get('reasons') or [])
 
 

@@ -219,8 +219,8 @@ def test_the_report_diff_of_the_main_file_is_of_its_own_fields():
     diff = planned['report']['config_diff']
     assert planned['report']['target'] == CONFIG
     assert diff[:2] == ['--- %s (now)' % CONFIG, '+++ %s (apply)' % CONFIG]
-    assert [line for line in diff[2:] if line[:1] in '+-'] == ['-  memory: 1Gi', '+  memory: 2Gi', '+systemReserved:',
-                                                                '+  memory: 512Mi', '+  cpu: 100m']
+    changed = [line for line in diff[2:] if line[:1] in '+-']
+    assert changed == ['-  memory: 1Gi', '+  memory: 2Gi', '+systemReserved:', '+  memory: 512Mi', '+  cpu: 100m']
 
 
 def test_the_report_diff_is_our_whole_new_drop_in_where_the_step_writes_one():
@@ -263,8 +263,8 @@ def test_the_report_diff_ends_in_the_text_the_on_node_step_writes(tmp_path, drop
     node['kubelet']['reservation_files'] = _facts.reservation_files(node['kubelet'], {})
     planned = _plan.plan(node, {})
     written = _kubelet_config_change.plan(dict(planned['apply'], state='present'))
-    assert written['target'] == planned['report']['target'] == (str(config_dir / '50-nodealloc.conf') if drop_in
-                                                                 else str(main))
+    expected_target = str(config_dir / '50-nodealloc.conf') if drop_in else str(main)
+    assert written['target'] == planned['report']['target'] == expected_target
     after = [line[1:] for line in planned['report']['config_diff'][3:] if line[:1] in ' +']
     if drop_in:  # the whole drop-in
         assert '\n'.join(after) + '\n' == written['text']
