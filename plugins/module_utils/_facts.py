@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import subprocess
@@ -11,7 +12,8 @@ import time
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
     _cgroup, _cpu_guarantee, _decision, _formulas, _headroom_policy, _history, _kubelet_config_file,
     _kubelet_process, _measure, _option_specs, _overcommit, _procfs, _quantity, _recommend)
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_ownership, _kubelet_version, _swap
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
+    _kubelet_config_edit, _kubelet_ownership, _kubelet_version, _plan, _swap)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cpu_enforcement, _memory_protection
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
@@ -119,6 +121,31 @@ def _kubelet_settings(options, proc_root, not_found, found):
     return kubelet, current, config
 
 
+def reservation_files(kubelet, options):
+    """The main config and our drop-in wherever the plan may write it: {path: {exists, format, fields}}.
+
+    What _plan needs for the exact diff the on-node step would write, read here so that the plan stays pure.
+    A file that cannot be read or parsed is left out (the step itself refuses it, naming the file).
+    """
+    directories = (kubelet.get('config_dir'), kubelet['ownership'].get('config_dir'), options.get('drop_in_dir'),
+                   options.get('config_dir_path') or _DEFAULT['config_dir_path'])
+    paths = [kubelet.get('config_path')] + [_plan.path_of_drop_in({'drop_in_dir': d}) for d in directories if d]
+    found = {}
+    for path in paths:
+        if not path or path in found:
+            continue
+        if not os.path.exists(path):
+            found[path] = {'exists': False, 'format': None, 'fields': {}}
+            continue
+        try:
+            data, fmt, _text = _kubelet_config_file.load_config(path)
+        except (OSError, NodeallocError):
+            continue
+        kept = ('apiVersion', 'kind') + _kubelet_config_edit.MANAGED_KEYS  # what the step keeps of our drop-in
+        found[path] = {'exists': True, 'format': fmt, 'fields': {k: data[k] for k in kept if k in data}}
+    return found
+
+
 def reading_from(measurement, source, now):
     """The one history sample a measurement makes (what the sampler and the module record)."""
     memory = measurement['memory']
@@ -220,6 +247,7 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
     kubelet, current, config = _kubelet_settings(options, proc_root, not_found, found)
     kubelet['ownership'] = _kubelet_ownership.detect(kubelet['argv'], kubelet['unit'])
     kubelet['version'] = kubelet_version(kubelet, config, layout.version, not_found, proc_root)
+    kubelet['reservation_files'] = reservation_files(kubelet, options)
     driver_hint = (current or {}).get('cgroup_driver')
     driver, kubepods = _cgroup.find_kubepods(layout, options.get('kubepods_cgroup'), driver_hint)
     if kubepods is None:
@@ -307,21 +335,29 @@ def protection_and_enforcement(measurement, recommendation):
 
 
 def gather(options, proc_root='/proc', sleep=time.sleep):
-    """Measure the node, record the reading (when asked), recommend. ``options`` are the module's parameters.
+    """Measure the node, record the reading (when asked), recommend, plan. ``options`` are the module's parameters.
 
     Three steps kept apart: ``measure`` reads the node, ``record`` appends to the history (only with
     ``record`` true and outside check mode), ``recommend`` applies the policy to the history read back.
+    With ``basis`` (what an earlier call returned as ``basis``) nothing is measured, read or recorded: the class
+    decision re-decides from the same measurement and history with ``class_peers``.
     """
-    measurement = measure(options, proc_root, sleep)
-    now = time.time()
-    reading = reading_from(measurement, options.get('history_source') or 'module', now)
-    history, samples = read_history(options, measurement, now)
-    history['recorded'], problems = record(options, reading)
-    history['problems'].extend(problems)
-    # Asked to record and could not: the module turns this into an Ansible warning, so a run that meant to build the
-    # history does not pass as ok with the reading silently lost.
-    history['not_recorded'] = problems[0] if problems and not history['recorded'] else None
-    history_basis(options, history, samples, reading, now)
+    if options.get('basis'):
+        measurement = copy.deepcopy(options['basis']['measurement'])
+        history = copy.deepcopy(options['basis']['history'])
+    else:
+        measurement = measure(options, proc_root, sleep)
+        now = time.time()
+        reading = reading_from(measurement, options.get('history_source') or 'module', now)
+        history, samples = read_history(options, measurement, now)
+        history['recorded'], problems = record(options, reading)
+        history['problems'].extend(problems)
+        # Asked to record and could not: the module turns this into an Ansible warning, so a run that meant to build
+        # the history does not pass as ok with the reading silently lost.
+        history['not_recorded'] = problems[0] if problems and not history['recorded'] else None
+        history_basis(options, history, samples, reading, now)
+    # Before pooling, which changes the basis's jumps: a second call pools this node's own basis again.
+    basis = {'measurement': copy.deepcopy(measurement), 'history': copy.deepcopy(history)}
     mem_total, cpus = measurement['memory']['mem_total_bytes'], measurement['cpu']['capacity_millicores'] // 1000
     own_jumps = history['basis']['jumps']  # pooling replaces the basis's jumps; the class hears the node's own
     pooled_with = pool_with_class(options, _headroom_policy.node_class(mem_total, cpus), history)
@@ -331,5 +367,6 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
     result.update(recommendation=recommendation, decision=decision, formulas=formulas,
                   history={k: v for k, v in history.items() if k != 'basis'},
                   class_record=_headroom_policy.class_record(mem_total, cpus, own_jumps, recommendation),
-                  class_peers_used=len(pooled_with))
+                  class_peers_used=len(pooled_with), basis=basis)
+    result['plan'] = _plan.plan(result, options)
     return result

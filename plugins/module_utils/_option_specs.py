@@ -115,10 +115,11 @@ OPTIONS = {
     # Recording and output.
     'record': _option('bool', False, 'append this reading to the history'),
     'textfile_path': _option('path', None, 'Prometheus textfile to write', rule='node_path'),
+    'basis': _option('dict', None, "an earlier call's basis: decide again from it, measuring nothing"),
     # kubelet_config.
     'path': _option('path', None, 'the main KubeletConfiguration file', modules=(CONFIG,), required=True,
                     rule='node_path'),
-    'drop_in_dir': _option('path', None, "the kubelet's --config-dir", modules=(CONFIG,), rule='node_path'),
+    'drop_in_dir': _option('path', None, "the kubelet's --config-dir", modules=BOTH, rule='node_path'),
     'drop_in_name': _option('str', '50-nodealloc.conf', 'our drop-in file name', modules=(CONFIG,),
                             rule='drop_in_name'),
     'state': _option('str', 'present', 'present or absent', modules=(CONFIG,), choices=['present', 'absent']),
@@ -139,14 +140,14 @@ OPTIONS = {
     'lock_timeout': _option('float', 30, 'wait for the directory lock', 'seconds', modules=(CONFIG,),
                             rule=AT_LEAST_0),
     # The reservations role's own.
-    'kubelet_unit': _option('str', None, "the kubelet's systemd unit", modules=(), rule='unit_name'),
+    # The role's, and node_reservation_facts' for its plan (_plan).
+    'kubelet_unit': _option('str', None, "the kubelet's systemd unit", rule='unit_name'),
     'use_drop_in': _option('raw', 'auto', 'write a drop-in (auto: wherever the kubelet runs with --config-dir)',
-                           modules=(), choices=['auto', True, False, 'true', 'false']),
-    'enable_config_dir': _option('bool', False, "give a kubeadm node's kubelet --config-dir the supported way",
-                                 modules=()),
+                           choices=['auto', True, False, 'true', 'false']),
+    'enable_config_dir': _option('bool', False, "give a kubeadm node's kubelet --config-dir the supported way"),
     # Written into KUBELET_EXTRA_ARGS="... --config-dir=PATH" in kubeadm's environment file.
     'config_dir_path': _option('path', '/etc/kubernetes/kubelet.conf.d', 'the drop-in directory enable_config_dir '
-                               'gives the kubelet', modules=(), rule='unit_path'),
+                               'gives the kubelet', rule='unit_path'),
     'healthz_url': _option('str', 'http://127.0.0.1:10248/healthz', "the kubelet's health endpoint", modules=(),
                            rule='http_url'),
     'health_timeout_seconds': _option('int', 120, 'time a restarted kubelet has to become healthy', 'seconds',
@@ -160,7 +161,7 @@ OPTIONS = {
     'restart_throttle': _option('int', 0, 'most kubelet restarts at once in a batch (0: no limit)', 'restarts',
                                 modules=(), rule=AT_LEAST_0),
     'pause_seconds': _option('int', 0, 'wait after each batch', 'seconds', modules=(), rule=AT_LEAST_0),
-    'install_sampler': _option('bool', True, 'install the sampler timer', modules=()),
+    'install_sampler': _option('bool', True, 'install the sampler timer'),
     'sampler_textfile_path': _option('str', '/var/lib/node_exporter/textfile_collector/nodealloc.prom',
                                      "the sampler's Prometheus textfile", modules=(), rule='unit_path'),
     'sampler_memory_max': _option('str', '64M', "the sampler service's MemoryMax=", modules=(), rule='systemd_bytes'),
@@ -185,7 +186,7 @@ MODULE_ONLY = frozenset((
     'max_pods', 'class_peers', 'record', 'textfile_path', 'path', 'drop_in_name',
     'state', 'kube_reserved', 'system_reserved', 'eviction_hard', 'eviction_soft', 'eviction_soft_grace_period',
     'eviction_minimum_reclaim', 'enforce_node_allocatable', 'kube_reserved_cgroup', 'system_reserved_cgroup', 'backup',
-    'validate_against_node', 'lock_timeout'))
+    'validate_against_node', 'lock_timeout', 'basis'))
 
 
 def role_option_names():

@@ -10,20 +10,19 @@ global OOM (smallest ``margin_bytes``: memory reserved now minus non-pod memory 
 nodes without a kubelet. A measured node adds ``capacity``, ``current``, ``measured``,
 ``recommended``, ``allocatable``, ``config_diff``, ``cgroup``, ``explanation``, ... with exact
 machine values in unit-suffixed names (``*_bytes``, ``*_millicores``) or Kubernetes quantity strings;
-``config_diff`` is the unified diff of the ``kubeReserved`` and ``systemReserved`` fields that
-``nodealloc.kubelet.kubelet_config`` would write, computed with the same merge
-(``_kubelet_config_edit.apply_changes``). Version 2 renamed ``error`` to ``status_reason``, added
+``config_diff`` is the unified diff the on-node step would write, from the node's plan (``_plan``): the
+``kubeReserved`` and ``systemReserved`` fields of the main file, or our whole drop-in where the step writes one,
+computed with the step's merge (``_kubelet_config_edit.apply_changes``). Version 2 renamed ``error`` to ``status_reason``, added
 ``no_kubelet`` and dropped the human strings from ``measured`` (the renderers format the figures).
 """
 
 from __future__ import annotations
 
 import datetime
-import difflib
 import json
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cpu_guarantee, _headroom_policy, _kubelet_config_edit, _node_allocatable, _quantity, _report_html,
+    _cpu_guarantee, _headroom_policy, _node_allocatable, _plan, _quantity, _report_html,
     _report_units as units)
 
 SCHEMA_VERSION = 2
@@ -49,32 +48,19 @@ def risk(margin_bytes, reserved_now_bytes):
 
 
 def config_diff(current, recommended, path=None):
-    """The unified diff, as lines, of kubeReserved/systemReserved before and after the write.
+    """The unified diff, as lines, of kubeReserved/systemReserved before and after a write into the main file.
 
-    The after side comes from ``_kubelet_config_edit.apply_changes``, the merge the kubelet_config
-    module makes (map keys merged one by one, an equal quantity keeps its text), so the diff shows what
-    apply would write into these fields. Empty when nothing would change.
+    The after side comes from ``_kubelet_config_edit.apply_changes``, the merge the kubelet_config module makes
+    (map keys merged one by one, an equal quantity keeps its text), so the diff shows what apply would write into
+    these fields (_plan.fields_diff). Empty when nothing would change.
     """
-    before = {}
-    for field, key in (('kubeReserved', 'kube_reserved'), ('systemReserved', 'system_reserved')):
-        if (current or {}).get(key):
-            before[field] = dict(current[key])
-    after, changed = _kubelet_config_edit.apply_changes(before, {'kube_reserved': recommended['kube_reserved'],
-                                                                 'system_reserved': recommended['system_reserved']})
-    if not changed:
-        return []
-    name = path or 'kubelet config'
-    old = _kubelet_config_edit.render_document(before, 'yaml') if before else ''
-    new = _kubelet_config_edit.render_document(after, 'yaml')
-    return [line.rstrip('\n') for line in difflib.unified_diff(old.splitlines(True), new.splitlines(True),
-                                                               name + ' (now)', name + ' (apply)', n=10)]
+    return _plan.fields_diff(current, recommended, path or 'kubelet config')
 
 
-def _apply_diff(current, recommendation, decision, path):
-    """The diff of what apply writes: nothing on keep, else the decision's per-resource maps (_decision)."""
-    if decision.get('action') == 'keep':
-        return []
-    return config_diff(current, decision if 'kube_reserved' in decision else recommendation, path)
+def _apply_diff(result):
+    """The plan's diff of what apply writes (into our drop-in where it writes one); a result from a module without a
+    plan is planned here with the role's defaults."""
+    return (result.get('plan') or _plan.plan(result, {}))['report']['config_diff']
 
 
 def _not_measured(host, result):
@@ -141,8 +127,7 @@ def _node(host, result):
         'capacity_millicores': capacity_millicores,
         'capacity_memory_bytes': capacity_memory_bytes,
         # No kubelet, or one run by flags alone: apply refuses, so there is no diff to show.
-        'config_diff': ([] if no_kubelet or not kubelet_config
-                        else _apply_diff(current, recommendation, decision, kubelet_config)),
+        'config_diff': [] if no_kubelet or not kubelet_config else _apply_diff(result),
         'capacity': result['capacity'],
         'current': None if not current else {
             'kube_reserved': current.get('kube_reserved') or {},

@@ -79,6 +79,47 @@ options:
         node_exporter fails a scrape that finds one series in two files. For nodes without the sampler.
     type: path
     version_added: 0.1.0
+  basis:
+    description:
+      - What an earlier call on this node returned as RV(basis). Nothing is measured, read or recorded; the
+        recommendation, the decision and the plan are made again from that measurement and history, with O(class_peers).
+      - The reservations role's class decision passes it, so that pooling over the class never samples the node twice.
+    type: dict
+    version_added: 0.1.0
+  kubelet_unit:
+    description:
+      - The kubelet's systemd unit for RV(plan). Empty means the unit the running kubelet belongs to, else C(kubelet.service).
+    type: str
+    version_added: 0.1.0
+  use_drop_in:
+    description:
+      - Where RV(plan) writes - V(auto) our drop-in wherever the kubelet reads a C(--config-dir), else the main file;
+        V(true) always a drop-in (in the kubelet's C(--config-dir) or O(drop_in_dir)); V(false) the main file.
+    type: raw
+    choices: [auto, true, false, "true", "false"]
+    default: auto
+    version_added: 0.1.0
+  drop_in_dir:
+    description: The drop-in directory RV(plan) writes to with O(use_drop_in=true) when the kubelet names none.
+    type: path
+    version_added: 0.1.0
+  enable_config_dir:
+    description:
+      - RV(plan) gives a kubeadm node's kubelet C(--config-dir=) O(config_dir_path) when it has none (the reservations
+        role's C(reservations_enable_config_dir)); a kubespray node or one without kubeadm's files is refused.
+    type: bool
+    default: false
+    version_added: 0.1.0
+  config_dir_path:
+    description: The drop-in directory O(enable_config_dir) gives the kubelet.
+    type: path
+    default: /etc/kubernetes/kubelet.conf.d
+    version_added: 0.1.0
+  install_sampler:
+    description: The node runs the role's sampler, so RV(plan) carries the status files its metrics read.
+    type: bool
+    default: true
+    version_added: 0.1.0
 notes:
   - Reading a YAML kubelet configuration needs PyYAML on the node; a JSON configuration needs only Python 3.
   - C(/proc/meminfo) describes the whole machine; inside a container it is the host's.
@@ -401,6 +442,24 @@ swap_control:
   returned: always
   type: dict
   version_added: 0.1.0
+plan:
+  description:
+    - Everything the reservations role does on this node, decided in module_utils (C(_plan)) - C(refusals) (why nothing
+      may be written; the role stops on any), C(action), C(add_config_dir), C(rolls) (the rollout touches the node),
+      C(target) (C(path), C(drop_in_dir), C(unit), C(kubepods_limit_file), each V('') where none), C(apply) and
+      C(restore) (the node-specific options of M(nodealloc.kubelet.kubelet_reservations_apply)), C(status)
+      (C(on_success), C(on_failure), C(keep) - lists of C(path) and C(content) documents the sampler's metrics read)
+      and C(report) (C(target) and C(config_diff), the diff the step would write, into our drop-in where it writes one).
+  returned: always
+  type: dict
+  version_added: 0.1.0
+basis:
+  description:
+    - The measurement and history this call decided from, before any class pooling; pass it back as O(basis) to
+      decide again without measuring.
+  returned: always
+  type: dict
+  version_added: 0.1.0
 not_found:
   description: Plain statements of what was looked for and not found on this node.
   returned: always
@@ -430,10 +489,11 @@ def main():
         module.fail_json(msg=missing_required_lib(exc.library, reason=exc.reason))
     except (NodeallocError, ValueError) as exc:
         module.fail_json(msg=str(exc))
-    for warning in facts['kubelet']['version']['warnings']:
+    again = bool(module.params['basis'])  # decided again from an earlier call's basis: it warned and recorded
+    for warning in [] if again else facts['kubelet']['version']['warnings']:
         module.warn(warning)
-    changed = facts['history']['recorded']
-    if facts['history']['not_recorded']:
+    changed = facts['history']['recorded'] and not again
+    if facts['history']['not_recorded'] and not again:
         module.warn('record=true, but %s' % facts['history']['not_recorded'])
     if module.params['textfile_path'] and not module.check_mode:
         try:

@@ -171,6 +171,31 @@ def test_class_peers_of_another_class_are_ignored_and_of_its_own_give_the_cold_s
     assert pooled['class_record']['cold_start']  # it still offers no reservation of its own to the class
 
 
+def test_the_class_decision_decides_again_from_the_first_calls_basis_without_measuring(v2_node, tmp_path, monkeypatch):
+    options = {'cgroup_root': v2_node, 'sample_seconds': 0, 'history': False,
+               'kubelet_config_path': str(tmp_path / 'none.yaml')}
+    alone = _facts.gather(options)
+    own = alone['class_record']
+    warm = dict(own, cold_start=False, reserved_memory_bytes=alone['recommendation']['reserved_memory_bytes'] + 512 * MIB,
+                reserved_millicores=alone['recommendation']['reserved_millicores'] + 100,
+                jumps=dict(own['jumps'], windows=3, memory_bytes=0, millicores=0))
+
+    def not_again(*_args, **_kwargs):
+        raise AssertionError('the node was measured again')
+    for name in ('measure', 'read_history', 'record'):
+        monkeypatch.setattr(_facts, name, not_again)
+    pooled = _facts.gather(dict(options, class_peers=[warm], basis=alone['basis']))
+    assert pooled['class_peers_used'] == 1
+    assert any('the largest reservation recommended for the 1 node(s) of the same class' in line
+               for line in pooled['recommendation']['explanation'])
+    # The first call's figures (a second sample of a busy machine's CPU would differ), decided again with the class.
+    assert pooled['memory'] == alone['memory'] and pooled['cpu'] == alone['cpu']
+    assert pooled['recommendation']['reserved_memory_bytes'] > alone['recommendation']['reserved_memory_bytes']
+    assert pooled['plan']['apply']['kube_reserved'] == pooled['decision']['kube_reserved']
+    # The basis handed back is this node's own, before pooling: a third call pools it the same way.
+    assert pooled['basis'] == alone['basis']
+
+
 STANDIN = os.path.join(os.path.dirname(__file__), "..", "..", "..", "standin", "kubelet.py")
 
 
