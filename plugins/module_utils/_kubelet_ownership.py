@@ -29,6 +29,7 @@ import os
 import re
 import shlex
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_defaults
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet_process import flag_values
 
 # systemd.unit(5) "System Unit Search Path", highest priority first (the directories a packaged
@@ -146,7 +147,7 @@ def _expand(exec_start, variables):
     return expanded
 
 
-def read_unit(unit='kubelet.service', root='/'):
+def read_unit(unit=_kubelet_defaults.UNIT, root='/'):
     """The unit's files, environment and ExecStart, with where each piece came from."""
     fragment, drop_ins = unit_files(unit, root)
     exec_start, exec_source = None, None
@@ -198,7 +199,7 @@ def detect(argv=None, unit=None, root='/'):
     ``argv`` is the running kubelet's command line (None when no kubelet runs): its flags are
     the ones in force; the unit files say where each came from.
     """
-    unit = unit or 'kubelet.service'
+    unit = unit or _kubelet_defaults.UNIT
     service = read_unit(unit, root)
     unit_argv = service['argv']
     live = argv if argv else unit_argv

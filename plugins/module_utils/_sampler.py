@@ -30,16 +30,15 @@ import time
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
     _cgroup, _cpu_guarantee, _file_io, _headroom_policy, _history, _kubelet_process, _measure, _metrics, _overcommit,
-    _procfs)
+    _procfs, _state_dir)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 
 STATE_VERSION = 2  # 2: hours packed in strings
 MIB = 1 << 20
-DEFAULT_STATE_PATH = '/var/lib/nodealloc/sampler-state.json'
-DEFAULT_DECISION_PATH = '/var/lib/nodealloc/decision.json'
-# Beside the decision: the reservation the role last applied and the headroom it was sized with (written only
-# when a change is applied, so a run that keeps the reservations rewrites nothing).
-RESERVATION_FILE = 'reservation.json'
+DEFAULT_STATE_PATH = _state_dir.SAMPLER_STATE_PATH
+DEFAULT_DECISION_PATH = _state_dir.DECISION_PATH
+# Beside the decision (_state_dir.APPLIED_FILE).
+RESERVATION_FILE = _state_dir.APPLIED_FILE
 DEFAULT_TEXTFILE_PATH = '/var/lib/node_exporter/textfile_collector/nodealloc.prom'
 _PRESSURE_FILES = (('cpu', 'cpu.pressure'), ('memory', 'memory.pressure'), ('io', 'io.pressure'))
 
