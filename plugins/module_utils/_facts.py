@@ -293,7 +293,7 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
     """
     measurement = measure(options, proc_root, sleep)
     now = time.time()
-    reading = reading_from(measurement, options.get('history_source') or 'module', now)
+    reading = reading_from(measurement, 'module', now)
     history, samples = read_history(options, measurement, now)
     history['recorded'], problems = record(options, reading)
     history['problems'].extend(problems)

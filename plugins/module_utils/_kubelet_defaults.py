@@ -30,9 +30,11 @@ MAX_PODS = 110
 ENFORCE_NODE_ALLOCATABLE = ('pods',)
 
 # pkg/kubelet/eviction/defaults_linux.go DefaultEvictionHard: used when evictionHard is not set at all (a set map
-# replaces it whole unless mergeDefaultEvictionSettings).
+# replaces it whole unless mergeDefaultEvictionSettings). Its memory.available also as bytes, for the readers that must
+# not load the quantity parser (the sampler's metrics).
+EVICTION_HARD_MEMORY_AVAILABLE_BYTES = 100 * 1024 * 1024
 EVICTION_HARD = {
-    'memory.available': '100Mi',
+    'memory.available': '%dMi' % (EVICTION_HARD_MEMORY_AVAILABLE_BYTES // (1024 * 1024)),
     'nodefs.available': '10%',
     'nodefs.inodesFree': '5%',
     'imagefs.available': '15%',

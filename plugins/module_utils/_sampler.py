@@ -51,9 +51,6 @@ DEFAULTS = {
     'kubepods_cgroup': None,
     'cgroup_driver': None,
 }
-DEFAULT_STATE_PATH = DEFAULTS['state_path']
-DEFAULT_DECISION_PATH = DEFAULTS['decision_path']
-DEFAULT_TEXTFILE_PATH = DEFAULTS['textfile_path']
 # Beside the decision (_state_dir.APPLIED_FILE).
 RESERVATION_FILE = _state_dir.APPLIED_FILE
 _PRESSURE_FILES = (('cpu', 'cpu.pressure'), ('memory', 'memory.pressure'), ('io', 'io.pressure'))
