@@ -30,8 +30,8 @@ except ImportError:  # pragma: no cover - exercised on nodes without PyYAML
     yaml = None
     HAS_YAML = False
 
-API_VERSION = 'kubelet.config.k8s.io/v1beta1'
-KIND = 'KubeletConfiguration'
+API_VERSION = _kubelet_defaults.API_VERSION
+KIND = _kubelet_defaults.KIND
 DROP_IN_SUFFIX = _kubelet_defaults.DROP_IN_SUFFIX
 
 

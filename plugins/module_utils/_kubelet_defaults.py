@@ -8,6 +8,11 @@ here. Each value names the upstream source it mirrors (kubernetes/kubernetes unl
 
 from __future__ import annotations
 
+# k8s.io/kubelet/config/v1beta1 (register.go GroupName "kubelet.config.k8s.io", SchemeGroupVersion v1beta1): the only
+# version that carries the KubeletConfiguration kind.
+API_VERSION = 'kubelet.config.k8s.io/v1beta1'
+KIND = 'KubeletConfiguration'
+
 # cmd/kubeadm/app/constants/constants.go: KubeletRunDirectory (/var/lib/kubelet) + KubeletConfigurationFileName
 # (config.yaml), the file kubeadm writes and points the kubelet's --config at; read when no running kubelet names one.
 CONFIG_PATH = '/var/lib/kubelet/config.yaml'
