@@ -199,6 +199,15 @@ def defaults(names):
     return {name: OPTIONS[name]['default'] for name in names}
 
 
+def with_defaults(settings, table):
+    """``table`` (name -> default) with the values ``settings`` gives for its names; None counts as not given.
+
+    The one place defaults are applied: a function takes its options through this once, at its start, and reads
+    ``options[name]`` after (not ``options.get(name) or DEFAULT``, which also replaces a legitimate 0 or '').
+    """
+    return dict(table, **{name: value for name, value in (settings or {}).items() if name in table and value is not None})
+
+
 def _number(value, type_):
     if isinstance(value, bool):
         raise ValueError('not a number')

@@ -263,7 +263,7 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
     process (the script the timer starts).
     """
     now = time.time() if now is None else now
-    options = dict(DEFAULTS, **{name: value for name, value in options.items() if value is not None})
+    options = _option_specs.with_defaults(options, DEFAULTS)
     state_path = options['state_path']
     state = load_json(state_path) or {}
     if state.get('version') != STATE_VERSION:

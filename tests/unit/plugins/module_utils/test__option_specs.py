@@ -375,3 +375,10 @@ def test_values_that_reach_units_urls_and_paths_are_checked_for_their_form(name,
 ])
 def test_values_of_the_right_form_pass(name, value):
     assert _option_specs.check({name: value}) == []
+
+
+def test_with_defaults_keeps_a_given_zero_or_empty_and_drops_what_the_table_does_not_name():
+    table = {'sample_seconds': 10, 'textfile_path': '/var/lib/x.prom', 'percentile': 100.0}
+    assert _option_specs.with_defaults({'sample_seconds': 0, 'textfile_path': '', 'percentile': None, 'other': 1}, table) \
+        == {'sample_seconds': 0, 'textfile_path': '', 'percentile': 100.0}
+    assert _option_specs.with_defaults(None, table) == table
