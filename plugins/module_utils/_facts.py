@@ -11,7 +11,7 @@ import time
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
     _cgroup, _cpu_guarantee, _decision, _formulas, _headroom_policy, _history, _kubelet_config_file,
     _kubelet_process, _measure, _option_specs, _overcommit, _procfs, _quantity, _recommend)
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_ownership, _kubelet_version
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_ownership, _kubelet_version, _swap
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_defaults, _node_probe
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
@@ -256,6 +256,8 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
         'pressure': _cpu_guarantee.pressure(layout, ['system.slice'] + component_cgroups, proc_root),
         'cpu_weights': {'version': layout.version,
                         'system_slice_weight': _cpu_guarantee.read_weight(layout, 'system.slice')[0]},
+        # May the daemons swap, what the kubelet says about swap, the drop-in that stops it (_swap).
+        'swap_control': _swap.control(layout, memory['swap']['groups'], _swap.read_swaps(proc_root), config),
         'not_found': not_found,
     }
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cgroup, _kubelet_process, _memory_accounting, _procfs
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cgroup, _kubelet_process, _memory_accounting, _procfs, _swap
 
 # Groups that hold many unrelated processes: a kubelet found there is measured by its own RSS.
 SHARED_CGROUPS = ('', 'system.slice', 'user.slice', 'init.scope')
@@ -150,7 +150,7 @@ def _component_memory(layout, component_cgroups):
 
 
 def memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root='/proc'):
-    """Memory readings: MemTotal, MemAvailable, kubepods, system.slice, kubelet+runtime, non-pod."""
+    """Memory readings: MemTotal, MemAvailable, kubepods, system.slice, kubelet+runtime, non-pod (with its swap)."""
     if kubepods is None:
         kubepods_memory = {'cgroup': None, 'working_set_bytes': 0}
     else:
@@ -161,8 +161,11 @@ def memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_ro
     component_memory = _component_memory(layout, component_cgroups)
     component_rss = sum(_procfs.read_process_rss_bytes(p, proc_root) or 0 for p in component_pids)
     kube_components_ws = sum(c['working_set_bytes'] for c in component_memory) + component_rss
+    # Swapped-out non-pod memory is counted in the non-pod figure (_swap says why and how).
+    swap = _swap.measure(layout, kubepods, meminfo, component_cgroups)
     accounting = _memory_accounting.non_pod_memory(meminfo, kubepods_memory,
-                                                   _memory_accounting.read_low_watermark_bytes(proc_root))
+                                                   _memory_accounting.read_low_watermark_bytes(proc_root),
+                                                   swap['bytes'])
     return {
         'mem_total_bytes': meminfo['MemTotal'],
         'mem_available_bytes': meminfo['MemAvailable'],
@@ -171,6 +174,8 @@ def memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_ro
         'non_pod_bytes': accounting['bytes'],
         'non_pod_poc_bytes': accounting['poc_bytes'],
         'non_pod_accounting': accounting,
+        'non_pod_swap_bytes': swap['bytes'],
+        'swap': swap,
         'kube_components_working_set_bytes': kube_components_ws,
         'kubepods': kubepods_memory,
         'system_slice': system_slice,

@@ -74,13 +74,15 @@ def counted_available(pool_bytes, wmark_low_bytes):
     return pool_bytes - min(pool_bytes // 2, wmark_low_bytes or 0)
 
 
-def non_pod_memory(meminfo, kubepods_memory, wmark_low_bytes):
+def non_pod_memory(meminfo, kubepods_memory, wmark_low_bytes, non_pod_swap_bytes=0):
     """Both non-pod figures and the steps between them.
 
     ``meminfo``: parsed /proc/meminfo in bytes. ``kubepods_memory``: _cgroup.memory_working_set of
     kubepods (with ``active_file_bytes`` and, on v2, ``slab_reclaimable_bytes``). Returns a dict with
     ``poc_bytes`` (the PoC's figure), ``bytes`` (the corrected one, never below the PoC's),
     ``pods_counted_available_bytes`` (what is no longer subtracted) and ``explanation`` lines.
+    ``non_pod_swap_bytes`` (_swap.non_pod_swap): non-pod memory swapped out, added to ``bytes`` (``resident_bytes``
+    is the figure without it).
     """
     total = meminfo['MemTotal']
     available = meminfo['MemAvailable']
@@ -97,7 +99,11 @@ def non_pod_memory(meminfo, kubepods_memory, wmark_low_bytes):
     counted_cache = min(pods_active_file, cache_available)
     counted_slab = min(pods_slab, slab_available)
     counted = counted_cache + counted_slab
-    corrected = poc + counted
+    resident = poc + counted
+    # Up to MemTotal: no reservation can exceed the node's RAM, and the history refuses a reading above MemTotal
+    # (_history.validate), which would drop exactly the highest readings.
+    swap_counted = min(non_pod_swap_bytes, max(0, total - resident))
+    corrected = resident + swap_counted
     lines = [
         'PoC non-pod memory = MemTotal - MemAvailable - kubepods working set = %d - %d - %d = %d B (%.1f MiB)'
         % (total, available, pods_ws, poc, poc / MIB),
@@ -110,11 +116,19 @@ def non_pod_memory(meminfo, kubepods_memory, wmark_low_bytes):
            ('; pods reclaimable slab %d B, counted min(%d, %d) = %d B'
             % (pods_slab, pods_slab, slab_available, counted_slab)) if pods_slab else ''),
         'non-pod memory = PoC figure + what MemAvailable already counts = %d + %d = %d B (%.1f MiB)'
-        % (poc, counted, corrected, corrected / MIB),
+        % (poc, counted, resident, resident / MIB),
     ]
+    if non_pod_swap_bytes:
+        lines.append('non-pod memory with its swapped-out pages (_swap) = %d + %d = %d B (%.1f MiB)%s'
+                     % (resident, swap_counted, corrected, corrected / MIB,
+                        '' if swap_counted == non_pod_swap_bytes else
+                        '; of the %d B in swap only what fits in MemTotal is counted: no reservation can be larger'
+                        % non_pod_swap_bytes))
     return {
         'bytes': corrected,
         'poc_bytes': poc,
+        'resident_bytes': resident,
+        'non_pod_swap_bytes': non_pod_swap_bytes,
         'pods_counted_available_bytes': counted,
         'pods_active_file_bytes': pods_active_file,
         'pods_slab_reclaimable_bytes': pods_slab,

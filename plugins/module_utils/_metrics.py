@@ -20,6 +20,11 @@ FAMILIES = {
     'nodealloc_memory_capacity_bytes': ('gauge', (), 'Node memory capacity (MemTotal).'),
     'nodealloc_memory_non_pod_bytes': (
         'gauge', (), 'Memory used outside the pods when measured: MemTotal - MemAvailable - kubepods working set.'),
+    'nodealloc_memory_non_pod_swap_bytes': (
+        'gauge', (), 'Non-pod memory swapped out when measured, counted in nodealloc_memory_non_pod_bytes: '
+        'SwapTotal - SwapFree - SwapCached less the kubepods cgroup\'s swap.'),
+    'nodealloc_swap_system_slice_may_swap': (
+        'gauge', (), '1 when swap is on and system.slice may swap (memory.swap.max not 0: no MemorySwapMax=0 drop-in), else 0.'),
     'nodealloc_memory_non_pod_window_bytes': (
         'gauge', ('percentile',), 'Non-pod memory at the policy percentile over the history window (1 MiB buckets, rounded up).'),
     'nodealloc_memory_kubepods_working_set_bytes': ('gauge', (), 'Working set of the kubepods cgroup.'),
@@ -103,6 +108,9 @@ def render(facts, now):
     lines = []
     _family(lines, 'nodealloc_memory_capacity_bytes', [({}, memory['mem_total_bytes'])])
     _family(lines, 'nodealloc_memory_non_pod_bytes', [({}, memory['non_pod_bytes'])])
+    _family(lines, 'nodealloc_memory_non_pod_swap_bytes', [({}, memory.get('non_pod_swap_bytes', 0))])
+    if facts.get('swap_control'):
+        _family(lines, 'nodealloc_swap_system_slice_may_swap', [({}, int(bool(facts['swap_control']['system_slice_may_swap'])))])
     _family(lines, 'nodealloc_memory_kubepods_working_set_bytes', [({}, memory['kubepods_working_set_bytes'])])
     _family(lines, 'nodealloc_memory_recommended_reserved_bytes',
             [({}, memory['mem_total_bytes'] - recommendation['kubepods_memory_limit_bytes'])])
@@ -139,6 +147,7 @@ def render_sampler(figures):
             [({}, memory['mem_total_bytes'])])
     _family(lines, 'nodealloc_memory_non_pod_bytes',
             [({}, memory['non_pod_bytes'])])
+    _family(lines, 'nodealloc_memory_non_pod_swap_bytes', [({}, memory.get('non_pod_swap_bytes', 0))])
     _family(lines, 'nodealloc_memory_non_pod_window_bytes',
             [(percentile, figures['window_non_pod_bytes'])])
     _family(lines, 'nodealloc_memory_kubepods_working_set_bytes',

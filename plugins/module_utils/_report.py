@@ -152,6 +152,7 @@ def _node(host, result):
         },
         'measured': {
             'non_pod_memory_bytes': memory['non_pod_bytes'],
+            'non_pod_swap_bytes': memory.get('non_pod_swap_bytes'),
             'poc_non_pod_memory_bytes': memory.get('non_pod_poc_bytes'),
             'kubepods_working_set_bytes': memory['kubepods_working_set_bytes'],
             'non_pod_millicores': cpu['non_pod_millicores'],
@@ -185,6 +186,8 @@ def _node(host, result):
         'overcommit': _overcommit_summary(result.get('overcommit')),
         # The policy settings the module ran with: the same reservations_* variables as apply.yml.
         'settings': dict(recommendation.get('settings') or {}, **(decision.get('settings') or {})),
+        # Whether the daemons may swap and the drop-in that stops it (_swap.control), None from an older module.
+        'swap_control': result.get('swap_control'),
         'formulas': {name: {'reserved_memory_bytes': f['reserved_memory_bytes'],
                             'reserved_millicores': f['reserved_millicores']}
                      for name, f in (result.get('formulas') or {}).items()},
@@ -272,6 +275,23 @@ def _total_formula_rows(node):
             for index, (name, formula) in enumerate(sorted((node.get('formulas') or {}).items()))]
 
 
+def _swap_rows(node):
+    """Non-pod memory in swap (counted in the non-pod usage) and whether system.slice may swap, where swap is on."""
+    swapped, control = node['measured'].get('non_pod_swap_bytes'), node.get('swap_control') or {}
+    if not swapped and not control.get('swap_on'):
+        return []
+    out = [('of which swapped out', units.memory(swapped or 0), '-',
+            'non-pod memory in swap, counted in the usage above: it comes back into RAM when touched')]
+    if control.get('system_slice_may_swap'):
+        drop_in = control.get('proposed_drop_in')
+        out.append(('system.slice may swap', 'memory.swap.max %s' % control.get('system_slice_swap_max'), '-',
+                    'daemons (the kubelet too) may be swapped out; kubelet swapBehavior %s. Proposed: %s'
+                    % (control.get('kubelet_swap_behavior'),
+                       'a drop-in %s with [Slice] MemorySwapMax=0, then systemctl daemon-reload' % drop_in['path']
+                       if drop_in else control.get('note'))))
+    return out
+
+
 POC_ROW = ('PoC non-pod memory', '-', 'the proof of concept\'s figure, before the page-cache correction; '
            'for comparison')
 
@@ -292,6 +312,7 @@ def rows(node):
                     'in use outside the pods now: kubelet, runtime, system daemons, kernel (%s)' % sample)
     if node['status'] == 'no_kubelet':
         out.append(measured_row)
+        out += _swap_rows(node)
         if poc is not None:
             out.append(POC_ROW[:1] + (units.memory(poc),) + POC_ROW[1:])
         out.append(('reservation a kubelet would need', units.memory(node['recommended_reserved_memory_bytes']),
@@ -309,7 +330,7 @@ def rows(node):
         ('current hard eviction', units.quantity_memory(eviction.get('memory.available'), _bytes), '-',
          'pods are evicted when free memory falls below this'),
         measured_row,
-    ]
+    ] + _swap_rows(node)
     if poc is not None:
         out.append(POC_ROW[:1] + (units.memory(poc),) + POC_ROW[1:])
     out += [

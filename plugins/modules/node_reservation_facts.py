@@ -130,7 +130,19 @@ memory:
         - Non-pod memory, C(mem_total_bytes - mem_available_bytes - kubepods_working_set_bytes) plus the part of the
           pods' active page cache (and, on cgroup v2, reclaimable slab) that C(MemAvailable) already counts as
           available, so it is not subtracted twice (may be negative). See RV(memory.non_pod_accounting).
+        - Plus RV(memory.non_pod_swap_bytes), the non-pod memory that is swapped out, up to C(MemTotal).
       type: int
+    non_pod_swap_bytes:
+      description:
+        - Non-pod memory swapped out, counted in RV(memory.non_pod_bytes) - C(SwapTotal - SwapFree - SwapCached) less
+          the kubepods cgroup's swap (cgroup v2 C(memory.swap.current) less its C(swapcached); v1
+          C(memory.memsw.usage_in_bytes - memory.usage_in_bytes) where the kernel accounts swap). 0 without swap.
+      type: int
+    swap:
+      description:
+        - The steps to RV(memory.non_pod_swap_bytes) (C(explanation) lines) and the swap of C(system.slice) and of the
+          kubelet's and runtime's own groups (C(groups)).
+      type: dict
     non_pod_poc_bytes:
       description: The PoC's figure, C(mem_total_bytes - mem_available_bytes - kubepods_working_set_bytes), exactly, for comparison.
       type: int
@@ -353,6 +365,18 @@ class_peers_used:
   description: How many of O(class_peers) were of this node's class and were pooled with it (0 - decided alone).
   returned: always
   type: int
+  version_added: 0.1.0
+swap_control:
+  description:
+    - Whether the node's daemons may swap, and how to stop it. C(devices) (C(/proc/swaps)), C(swap_on),
+      C(system_slice_swap_max) (cgroup v2 C(memory.swap.max) of C(system.slice); V(max) is unlimited),
+      C(system_slice_may_swap), C(may_swap_by_cgroup) (C(system.slice) and the kubelet's and runtime's own groups),
+      the kubelet's C(kubelet_fail_swap_on) and C(kubelet_swap_behavior) (C(memorySwap.swapBehavior)).
+    - C(proposed_drop_in) - where C(system.slice) may swap on cgroup v2, the systemd drop-in (C(path), C(content))
+      that sets C(MemorySwapMax=0) on it, as the Kubernetes swap documentation advises for system daemons; never
+      written by the collection. Null otherwise; C(note) says why where nothing can be proposed (cgroup v1).
+  returned: always
+  type: dict
   version_added: 0.1.0
 not_found:
   description: Plain statements of what was looked for and not found on this node.

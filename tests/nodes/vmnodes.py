@@ -447,6 +447,21 @@ def run_pod(node, state_dir, uid, qos, command, oom_score_adj, memory_limit=None
     return unit
 
 
+SWAP_FILE = '/var/swapfile'
+
+
+def swap_on(node, state_dir, size_mib, path=SWAP_FILE):
+    """Give a running guest a swap file (ext4 root: fallocate'd files are valid swap), no reboot: a swap device
+    as a node would have one. ``swap_off`` takes it away again; tests that use it leave the guest as they found it."""
+    ssh(node, state_dir, 'set -e; fallocate -l %dM %s; chmod 600 %s; mkswap -q %s; swapon %s'
+        % (size_mib, path, path, path, path))
+
+
+def swap_off(node, state_dir, path=SWAP_FILE):
+    """Take the swap file away (pages still in it come back into RAM first) and remove it."""
+    ssh(node, state_dir, 'swapoff %s 2>/dev/null; rm -f %s' % (path, path), check=False, timeout=600)
+
+
 def push_module_utils(node, state_dir, remote='/opt/nodealloc'):
     """Copy the staged collection's module_utils (pure Python, no Ansible imports) to ``remote`` on a guest.
 
