@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import struct
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_defaults, _quantity
 
 # pkg/kubelet/eviction/api/types.go: every signal the kubelet accepts on Linux.
 KNOWN_SIGNALS = (
@@ -27,13 +27,8 @@ KNOWN_SIGNALS = (
     'imagefs.available', 'imagefs.inodesFree', 'containerfs.available', 'containerfs.inodesFree',
     'pid.available',
 )
-# pkg/kubelet/eviction/defaults_linux.go: used when evictionHard is not set at all.
-DEFAULT_EVICTION_HARD = {
-    'memory.available': '100Mi',
-    'nodefs.available': '10%',
-    'nodefs.inodesFree': '5%',
-    'imagefs.available': '15%',
-}
+# Its home is _kubelet_defaults (pkg/kubelet/eviction/defaults_linux.go); the name stays for the callers that use it.
+DEFAULT_EVICTION_HARD = _kubelet_defaults.EVICTION_HARD
 
 
 def _float32(value):

@@ -13,7 +13,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
     _cgroup, _cpu_guarantee, _decision, _formulas, _headroom_policy, _history, _kubelet_config_file,
     _kubelet_process, _measure, _option_specs, _overcommit, _procfs, _quantity, _recommend)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _kubelet_config_edit, _kubelet_ownership, _kubelet_version, _plan, _swap)
+    _kubelet_config_edit, _kubelet_defaults, _kubelet_ownership, _kubelet_version, _node_probe, _plan, _swap)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cpu_enforcement, _memory_protection
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
@@ -236,9 +236,6 @@ def _downsample(samples, points):
 def measure(options, proc_root='/proc', sleep=time.sleep):
     """Raw readings of the node: memory, CPU, cgroups, the kubelet and its settings; nothing derived."""
     not_found = []
-    meminfo = _procfs.read_meminfo(proc_root)
-    capacity_millicores = (os.cpu_count() or 1) * 1000
-    layout = _cgroup.discover_layout(options.get('cgroup_root'), proc_root)
 
     # One pass over /proc finds the kubelet and the container runtime: it is most of the cost of a run.
     names = tuple(options.get('kubelet_process_names') or _kubelet_process.DEFAULT_KUBELET_NAMES) \
@@ -246,10 +243,11 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
     found = _kubelet_process.find_processes(names, proc_root)
     kubelet, current, config = _kubelet_settings(options, proc_root, not_found, found)
     kubelet['ownership'] = _kubelet_ownership.detect(kubelet['argv'], kubelet['unit'])
+    node = _node_probe.read_node(options.get('cgroup_root'), options.get('kubepods_cgroup'),
+                                 (current or {}).get('cgroup_driver'), proc_root)
+    meminfo, capacity_millicores, layout, driver, kubepods = node[:5]
     kubelet['version'] = kubelet_version(kubelet, config, layout.version, not_found, proc_root)
     kubelet['reservation_files'] = reservation_files(kubelet, options)
-    driver_hint = (current or {}).get('cgroup_driver')
-    driver, kubepods = _cgroup.find_kubepods(layout, options.get('kubepods_cgroup'), driver_hint)
     if kubepods is None:
         not_found.append('no kubepods cgroup (looked for kubepods.slice and kubepods under %s); '
                          'pods working set taken as 0' % layout.memory_root)
@@ -289,7 +287,7 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
         # May the daemons swap, what the kubelet says about swap, the drop-in that stops it (_swap).
         'swap_control': _swap.control(layout, memory['swap']['groups'], _swap.read_swaps(proc_root), config),
         # memory.min/memory.low of kubepods and of the reserved groups the config names (_memory_protection).
-        'memory_protection': _memory_protection.read(layout, kubepods, config, driver_hint or driver),
+        'memory_protection': _memory_protection.read(layout, kubepods, config, driver),
         'kubelet_config': config,  # the effective config, for the protection's cost and the enforcement proposal
         'not_found': not_found,
     }
@@ -312,7 +310,7 @@ def recommend(options, measurement, history):
         'non_pod_memory': memory['non_pod_accounting'],
         'cpu_weights': measurement['cpu_weights'],
     }
-    max_pods = options.get('max_pods') or (current or {}).get('max_pods') or 110
+    max_pods = options.get('max_pods') or (current or {}).get('max_pods') or _kubelet_defaults.MAX_PODS
     formulas = _formulas.all_formulas(memory['mem_total_bytes'], cpu['capacity_millicores'] // 1000, max_pods,
                                       options.get('openshift_sizing_version') or _DEFAULT['openshift_sizing_version'])
     recommendation = _recommend.recommend(measured, options, current, history['basis'], formulas)
@@ -348,7 +346,7 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
     else:
         measurement = measure(options, proc_root, sleep)
         now = time.time()
-        reading = reading_from(measurement, options.get('history_source') or 'module', now)
+        reading = reading_from(measurement, 'module', now)
         history, samples = read_history(options, measurement, now)
         history['recorded'], problems = record(options, reading)
         history['problems'].extend(problems)

@@ -19,6 +19,7 @@ import fcntl
 import os
 import time
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _state_dir
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 
 
@@ -162,7 +163,7 @@ def remove_durably(path):
 
 
 # Where kubelet_reservations_apply keeps the node lock (its state_dir default): the sampler looks at it too.
-DEFAULT_NODE_LOCK_DIR = '/var/lib/nodealloc/step'
+DEFAULT_NODE_LOCK_DIR = _state_dir.NODE_LOCK_DIR
 
 
 def held_exclusively(directory, locks_path='/proc/locks'):

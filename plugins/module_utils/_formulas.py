@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_defaults
+
 MIB = 1024 * 1024
 GIB = 1024 * MIB
 # AKS writes "MB": decimal megabytes, as its own worked example (25% of 4 GB = 1000 MB) shows.
@@ -162,13 +164,13 @@ def aks_legacy(capacity_bytes, cpus, max_pods=None):
                    eviction_bytes=AKS_LEGACY_EVICTION_BYTES)
 
 
-def aks(capacity_bytes, cpus, max_pods=110):
+def aks(capacity_bytes, cpus, max_pods=_kubelet_defaults.MAX_PODS):
     """AKS from Kubernetes 1.29: min(20 MB x max pods + 50 MB, 25% of memory), decimal MB; 100Mi hard eviction."""
     memory = min(20 * MB * max_pods + 50 * MB, capacity_bytes // 4)
     return _result('aks', memory, aks_cpu_millicores(cpus), notes=['MB here are decimal (1,000,000 bytes)'])
 
 
-def aks_hardened(capacity_bytes, cpus, max_pods=110, azure_cni=False):
+def aks_hardened(capacity_bytes, cpus, max_pods=_kubelet_defaults.MAX_PODS, azure_cni=False):
     """AKS Node Hardening (preview): kube-reserved CPU by the AKS table (unchanged), kube-reserved memory
     min(35 MiB x max pods + max(250 MiB, 2 % of memory), 25 % of memory); system-reserved 100m and 200 MiB plus
     100 MiB per full 32 GiB of memory, plus 100 MiB on clusters using Azure CNI.
@@ -189,7 +191,7 @@ def aks_hardened(capacity_bytes, cpus, max_pods=110, azure_cni=False):
                    system_cpu=AKS_HARDENED_SYSTEM_MILLICORES, notes=notes)
 
 
-def eks(capacity_bytes, cpus, max_pods=110):
+def eks(capacity_bytes, cpus, max_pods=_kubelet_defaults.MAX_PODS):
     """EKS nodeadm: (11 x max pods + 255) MiB memory, CPU by basis-point ranges, 100Mi hard eviction."""
     return _result('eks', (11 * max_pods + 255) * MIB, eks_cpu_millicores(cpus),
                    notes=['also kubeReserved ephemeral-storage 1Gi'])
@@ -206,7 +208,7 @@ FORMULAS = {'gke': gke, 'aks': aks, 'aks-legacy': aks_legacy, 'aks-hardened': ak
             'openshift': openshift}
 
 
-def all_formulas(capacity_bytes, cpus, max_pods=110, openshift_version=OPENSHIFT_DEFAULT_SIZING_VERSION):
+def all_formulas(capacity_bytes, cpus, max_pods=_kubelet_defaults.MAX_PODS, openshift_version=OPENSHIFT_DEFAULT_SIZING_VERSION):
     results = {name: function(capacity_bytes, cpus, max_pods) for name, function in FORMULAS.items()
                if name != 'openshift'}
     results['openshift'] = openshift(capacity_bytes, cpus, max_pods, openshift_version)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_defaults
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import (
     ConfigError, MissingLibraryError)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._json_merge_patch import merge_patch
@@ -29,9 +30,9 @@ except ImportError:  # pragma: no cover - exercised on nodes without PyYAML
     yaml = None
     HAS_YAML = False
 
-API_VERSION = 'kubelet.config.k8s.io/v1beta1'
-KIND = 'KubeletConfiguration'
-DROP_IN_SUFFIX = '.conf'
+API_VERSION = _kubelet_defaults.API_VERSION
+KIND = _kubelet_defaults.KIND
+DROP_IN_SUFFIX = _kubelet_defaults.DROP_IN_SUFFIX
 
 
 def detect_format(text):

@@ -29,7 +29,8 @@ import os
 import re
 import shlex
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet_process import flag_values
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_defaults
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet_process import config_paths, flag_values
 
 # systemd.unit(5) "System Unit Search Path", highest priority first (the directories a packaged
 # or admin-written kubelet.service lives in).
@@ -146,7 +147,7 @@ def _expand(exec_start, variables):
     return expanded
 
 
-def read_unit(unit='kubelet.service', root='/'):
+def read_unit(unit=_kubelet_defaults.UNIT, root='/'):
     """The unit's files, environment and ExecStart, with where each piece came from."""
     fragment, drop_ins = unit_files(unit, root)
     exec_start, exec_source = None, None
@@ -198,7 +199,7 @@ def detect(argv=None, unit=None, root='/'):
     ``argv`` is the running kubelet's command line (None when no kubelet runs): its flags are
     the ones in force; the unit files say where each came from.
     """
-    unit = unit or 'kubelet.service'
+    unit = unit or _kubelet_defaults.UNIT
     service = read_unit(unit, root)
     unit_argv = service['argv']
     live = argv if argv else unit_argv
@@ -230,13 +231,14 @@ def detect(argv=None, unit=None, root='/'):
             source = sources.get(flag) or ("the running kubelet's command line (not in %s)"
                                            % ', '.join([service['fragment_path'] or unit] + service['drop_in_paths']))
             reservation_flags.append({'flag': flag, 'value': flags[flag], 'source': source})
-    config_dir = flags.get('--config-dir') or None
+    # The one reading of --config/--config-dir (_kubelet_process.config_paths), here of the flags in force.
+    config_path, config_dir = config_paths(live or [])
     return {
         'managers': managers,
         'evidence': evidence,
         'unit': {k: service[k] for k in ('fragment_path', 'drop_in_paths', 'environment_files', 'exec_start_source')},
         'flags_from': 'running kubelet' if argv else ('unit files' if unit_argv else None),
-        'config_path': flags.get('--config') or None,
+        'config_path': config_path,
         'config_dir': config_dir,
         'config_dir_source': sources.get('--config-dir') if config_dir else None,
         'reservation_flags': reservation_flags,

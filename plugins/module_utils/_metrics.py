@@ -13,6 +13,8 @@ one HELP and one TYPE line per family); everything is a gauge but the PSI stall 
 
 from __future__ import annotations
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_defaults
+
 # name: (type, labels, help). The help text is the meaning; a writer that cannot give that meaning omits the family.
 FAMILIES = {
     'nodealloc_memory_capacity_bytes': ('gauge', (), 'Node memory capacity (MemTotal).'),
@@ -159,7 +161,8 @@ def render_sampler(figures):
                 [({}, reserved)])
         _family(lines, 'nodealloc_memory_headroom_bytes',
                 [({}, reserved - memory['non_pod_bytes'])])
-        eviction = ((figures.get('decision') or {}).get('eviction_hard_memory_bytes') or 100 * 1024 * 1024)
+        eviction = ((figures.get('decision') or {}).get('eviction_hard_memory_bytes')
+                    or _kubelet_defaults.EVICTION_HARD_MEMORY_AVAILABLE_BYTES)
         _family(lines, 'nodealloc_memory_allocatable_bytes',
                 [({}, limit - eviction)])
     applied = figures.get('reservation') or {}

@@ -17,10 +17,9 @@ pkg/kubelet/cm/node_container_manager_linux.go:
 from __future__ import annotations
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _quantity
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import (
-    DEFAULT_EVICTION_HARD, hard_eviction_memory_bytes)
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import (
-    DEFAULT_ENFORCE_NODE_ALLOCATABLE, effective_enforce_node_allocatable)
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import hard_eviction_memory_bytes
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet_defaults import (
+    ENFORCE_NODE_ALLOCATABLE, EVICTION_HARD, effective_enforce_node_allocatable)
 
 MIN_SHARES = 2
 MAX_SHARES = 262144
@@ -45,7 +44,7 @@ def reserved_amount(reserved, resource, scale):
 
 
 def compute(capacity_memory_bytes, capacity_millicores, kube_reserved, system_reserved,
-            eviction_hard, enforce_node_allocatable=DEFAULT_ENFORCE_NODE_ALLOCATABLE, hugepages_bytes=0):
+            eviction_hard, enforce_node_allocatable=ENFORCE_NODE_ALLOCATABLE, hugepages_bytes=0):
     """Everything the kubelet derives from one set of reservations, as integers.
 
     Pre-allocated huge pages are part of MemTotal but not available to pods as memory: the kubelet
@@ -94,7 +93,7 @@ def compute_for_config(config, capacity_memory_bytes, capacity_millicores, hugep
     eviction_hard = config.get('evictionHard')
     return compute(capacity_memory_bytes, capacity_millicores, config.get('kubeReserved'),
                    config.get('systemReserved'),
-                   eviction_hard if eviction_hard is not None else DEFAULT_EVICTION_HARD,
+                   eviction_hard if eviction_hard is not None else EVICTION_HARD,
                    effective_enforce_node_allocatable(config.get('enforceNodeAllocatable')), hugepages_bytes)
 
 

@@ -27,14 +27,13 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _eviction, _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _eviction, _kubelet_defaults, _quantity
 
 FILES = ('karpenter-ec2nodeclass-patch.yaml', 'capi-kubeadmconfigtemplate-patch.yaml', 'eks-nodeadm-nodeconfig.yaml',
-         'gardener-worker-kubelet.yaml', '50-nodealloc.conf')
+         'gardener-worker-kubelet.yaml', _kubelet_defaults.DROP_IN_NAME)
 CAPI_PATCH_DIRECTORY = '/etc/kubernetes/patches'
 # kubeadm patch file name: target "kubeletconfiguration", suffix "0", patch type "strategic" (cmd/kubeadm/app/util/patches).
 CAPI_PATCH_PATH = CAPI_PATCH_DIRECTORY + '/kubeletconfiguration0+strategic.json'
-KUBELET_API_VERSION = 'kubelet.config.k8s.io/v1beta1'
 _RESOURCES = ('cpu', 'memory')
 
 
@@ -138,7 +137,7 @@ def dns_label(name):
 def documents(name, summary):
     """{file name: document (dict)} for one class."""
     kubelet = _kubelet_fields(summary)
-    drop_in = dict({'apiVersion': KUBELET_API_VERSION, 'kind': 'KubeletConfiguration'}, **kubelet)
+    drop_in = dict({'apiVersion': _kubelet_defaults.API_VERSION, 'kind': _kubelet_defaults.KIND}, **kubelet)
     gardener = {}
     if _summed_reserved(summary):
         gardener['kubeReserved'] = _summed_reserved(summary)
@@ -156,7 +155,7 @@ def documents(name, summary):
         'eks-nodeadm-nodeconfig.yaml': {'apiVersion': 'node.eks.aws/v1alpha1', 'kind': 'NodeConfig',
                                         'spec': {'kubelet': {'config': kubelet}}},
         'gardener-worker-kubelet.yaml': {'kubernetes': {'kubelet': gardener}},
-        '50-nodealloc.conf': drop_in,
+        _kubelet_defaults.DROP_IN_NAME: drop_in,
     }
 
 
@@ -168,7 +167,7 @@ HOW_TO_USE = {
     'gardener-worker-kubelet.yaml': ('under .spec.provider.workers[<pool>] of the Shoot; merge into an existing '
                                      'kubernetes.kubelet (the pool\'s kubelet replaces the Shoot\'s, no merge). '
                                      'Gardener has no systemReserved: kubeReserved here is kube + system'),
-    '50-nodealloc.conf': 'a KubeletConfiguration drop-in for the kubelet\'s --config-dir',
+    _kubelet_defaults.DROP_IN_NAME: 'a KubeletConfiguration drop-in for the kubelet\'s --config-dir',
 }
 
 

@@ -14,25 +14,19 @@ from __future__ import annotations
 
 import difflib
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _formulas, _history, _option_forms, _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
+    _formulas, _history, _kubelet_defaults, _option_forms, _quantity, _state_dir)
 
 FACTS = 'node_reservation_facts'
 CONFIG = 'kubelet_config'
 ROLE_PREFIX = 'reservations_'
 
-# The kubelet's own defaults.
-# cmd/kubelet/app/options: the kubeadm-written config the kubelet is pointed at with --config.
-DEFAULT_KUBELET_CONFIG_PATH = '/var/lib/kubelet/config.yaml'
-# pkg/kubelet/apis/config/v1beta1/defaults.go SetDefaults_KubeletConfiguration: only a nil
-# enforceNodeAllocatable becomes ["pods"]; an explicit empty list stays empty (no enforcement).
-DEFAULT_ENFORCE_NODE_ALLOCATABLE = ('pods',)
+# The kubelet's own defaults live in _kubelet_defaults; these names stay for the callers that still use them.
+DEFAULT_KUBELET_CONFIG_PATH = _kubelet_defaults.CONFIG_PATH
+DEFAULT_ENFORCE_NODE_ALLOCATABLE = _kubelet_defaults.ENFORCE_NODE_ALLOCATABLE
+effective_enforce_node_allocatable = _kubelet_defaults.effective_enforce_node_allocatable
 
 VENDOR_FORMULAS = list(_formulas.FORMULAS)
-
-
-def effective_enforce_node_allocatable(value):
-    """enforceNodeAllocatable as the kubelet applies it: absent (None) is ["pods"], [] is no enforcement."""
-    return list(DEFAULT_ENFORCE_NODE_ALLOCATABLE) if value is None else list(value)
 
 
 def _option(type_, default=None, description='', unit=None, modules=(FACTS,), rule=None, choices=None,
@@ -81,7 +75,7 @@ OPTIONS = {
                                                rule=AT_LEAST_0),
     'history': _option('bool', True, 'keep and use a history of readings'),
     # In the sampler's ExecStart=, and its directory holds the files the role and the sampler keep (vars/main.yml).
-    'history_path': _option('path', _history.DEFAULT_PATH, 'the history file on the node', rule='unit_path'),
+    'history_path': _option('path', _state_dir.HISTORY_PATH, 'the history file on the node', rule='unit_path'),
     'history_window': _option('str', '3d', 'how far back the recommendation looks', 'duration', rule='duration'),
     'percentile': _option('float', 100.0, 'percentile of non-pod use over the window', 'percent',
                           rule=('range', 0, False, 100, True)),
@@ -120,7 +114,7 @@ OPTIONS = {
     'path': _option('path', None, 'the main KubeletConfiguration file', modules=(CONFIG,), required=True,
                     rule='node_path'),
     'drop_in_dir': _option('path', None, "the kubelet's --config-dir", modules=BOTH, rule='node_path'),
-    'drop_in_name': _option('str', '50-nodealloc.conf', 'our drop-in file name', modules=(CONFIG,),
+    'drop_in_name': _option('str', _kubelet_defaults.DROP_IN_NAME, 'our drop-in file name', modules=(CONFIG,),
                             rule='drop_in_name'),
     'state': _option('str', 'present', 'present or absent', modules=(CONFIG,), choices=['present', 'absent']),
     'kube_reserved': _option('dict', None, 'kubeReserved to set', modules=(CONFIG,)),
@@ -146,9 +140,9 @@ OPTIONS = {
                            choices=['auto', True, False, 'true', 'false']),
     'enable_config_dir': _option('bool', False, "give a kubeadm node's kubelet --config-dir the supported way"),
     # Written into KUBELET_EXTRA_ARGS="... --config-dir=PATH" in kubeadm's environment file.
-    'config_dir_path': _option('path', '/etc/kubernetes/kubelet.conf.d', 'the drop-in directory enable_config_dir '
+    'config_dir_path': _option('path', _kubelet_defaults.KUBEADM_CONFIG_DIR, 'the drop-in directory enable_config_dir '
                                'gives the kubelet', rule='unit_path'),
-    'healthz_url': _option('str', 'http://127.0.0.1:10248/healthz', "the kubelet's health endpoint", modules=(),
+    'healthz_url': _option('str', _kubelet_defaults.HEALTHZ_URL, "the kubelet's health endpoint", modules=(),
                            rule='http_url'),
     'health_timeout_seconds': _option('int', 120, 'time a restarted kubelet has to become healthy', 'seconds',
                                       modules=(), rule=AT_LEAST_1),
@@ -209,6 +203,15 @@ def argument_spec(module, names=None):
 
 def defaults(names):
     return {name: OPTIONS[name]['default'] for name in names}
+
+
+def with_defaults(settings, table):
+    """``table`` (name -> default) with the values ``settings`` gives for its names; None counts as not given.
+
+    The one place defaults are applied: a function takes its options through this once, at its start, and reads
+    ``options[name]`` after (not ``options.get(name) or DEFAULT``, which also replaces a legitimate 0 or '').
+    """
+    return dict(table, **{name: value for name, value in (settings or {}).items() if name in table and value is not None})
 
 
 def _number(value, type_):
@@ -276,9 +279,7 @@ def problem(name, value):
             return 'must be a Kubernetes quantity such as 256Mi, 1Gi or 500M'
         return 'must not be negative' if amount < 0 else None
     if rule == 'drop_in_name':
-        if '/' in text or not text.endswith('.conf'):
-            return 'must be a file name ending in .conf (the kubelet reads only those)'
-        return None
+        return _kubelet_defaults.drop_in_name_problem(text)
     raise AssertionError('unknown rule %r for %s' % (rule, name))
 
 

@@ -32,7 +32,6 @@ NO_KUBELET = 'no kubelet found: nothing to apply'
 # Risk from the margin between memory reserved now and non-pod memory measured: below zero the
 # non-pod processes already use more than is reserved for them, so pods may take memory the system
 # needs and the next spike ends in a global OOM rather than an eviction.
-RISK_ORDER = {'unknown': 0, 'high': 1, 'medium': 2, 'low': 3, 'none': 4}
 MEDIUM_MARGIN_FRACTION = 0.1
 
 

@@ -29,18 +29,30 @@ import os
 import time
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cgroup, _cpu_guarantee, _file_io, _headroom_policy, _history, _kubelet_process, _measure, _metrics, _overcommit,
-    _procfs)
+    _cgroup, _cpu_guarantee, _file_io, _headroom_policy, _history, _kubelet_process, _measure, _metrics, _node_probe,
+    _option_specs, _overcommit, _procfs, _state_dir)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 
 STATE_VERSION = 2  # 2: hours packed in strings
 MIB = 1 << 20
-DEFAULT_STATE_PATH = '/var/lib/nodealloc/sampler-state.json'
-DEFAULT_DECISION_PATH = '/var/lib/nodealloc/decision.json'
-# Beside the decision: the reservation the role last applied and the headroom it was sized with (written only
-# when a change is applied, so a run that keeps the reservations rewrites nothing).
-RESERVATION_FILE = 'reservation.json'
-DEFAULT_TEXTFILE_PATH = '/var/lib/node_exporter/textfile_collector/nodealloc.prom'
+# The sampler's options when neither the role (sampler.json) nor a flag gives one: the role's own defaults
+# (_option_specs: reservations_sampler_*, history_window, percentile), the paths from _state_dir. The script's flags
+# and run() both read this table. An option given as None counts as not given.
+DEFAULTS = {
+    'history_path': _state_dir.HISTORY_PATH,
+    'state_path': _state_dir.SAMPLER_STATE_PATH,
+    'decision_path': _state_dir.DECISION_PATH,
+    'textfile_path': _option_specs.OPTIONS['sampler_textfile_path']['default'],
+    'percentile': _option_specs.OPTIONS['percentile']['default'],
+    'history_window': _option_specs.OPTIONS['history_window']['default'],
+    'sample_seconds': _option_specs.OPTIONS['sampler_sample_seconds']['default'],
+    'step_dir': _state_dir.NODE_LOCK_DIR,
+    'cgroup_root': None,
+    'kubepods_cgroup': None,
+    'cgroup_driver': None,
+}
+# Beside the decision (_state_dir.APPLIED_FILE).
+RESERVATION_FILE = _state_dir.APPLIED_FILE
 _PRESSURE_FILES = (('cpu', 'cpu.pressure'), ('memory', 'memory.pressure'), ('io', 'io.pressure'))
 
 
@@ -251,23 +263,25 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
     process (the script the timer starts).
     """
     now = time.time() if now is None else now
-    state_path = options.get('state_path') or DEFAULT_STATE_PATH
+    options = _option_specs.with_defaults(options, DEFAULTS)
+    state_path = options['state_path']
     state = load_json(state_path) or {}
     if state.get('version') != STATE_VERSION:
         state = {'version': STATE_VERSION}
-    window_seconds = _history.parse_window(options.get('history_window') or '7d')
-    percent = float(options.get('percentile') if options.get('percentile') is not None else 100.0)
+    window_seconds = _history.parse_window(options['history_window'])
+    percent = float(options['percentile'])
 
     # A reading taken while a nodealloc step changes the node (it holds the node lock from before the write until
     # after the soak) measures the change: the step's own interpreter and Ansible's async_wrapper are resident, the
     # kubelet restarts. Recorded, it would become the node's peak for the whole history window and raise the next
     # run's reservation by what the rollout itself cost (seen on 1-GiB test guests: +51 MiB, one restart too many).
-    step_dir = options.get('step_dir', _file_io.DEFAULT_NODE_LOCK_DIR)
+    step_dir = options['step_dir']
     mid_change = bool(step_dir) and _file_io.held_exclusively(step_dir)
-    meminfo = _procfs.read_meminfo(proc_root)
-    capacity_millicores = (os.cpu_count() or 1) * 1000
-    layout = _cgroup.discover_layout(options.get('cgroup_root'), proc_root)
-    _driver, kubepods = _cgroup.find_kubepods(layout, options.get('kubepods_cgroup'))
+    # The driver the kubelet's config names (the role passes it) picks kubepods where both layouts' groups exist,
+    # as the facts module picks it.
+    node = _node_probe.read_node(options['cgroup_root'], options['kubepods_cgroup'], options['cgroup_driver'],
+                                 proc_root)
+    meminfo, capacity_millicores, layout, kubepods = node.meminfo, node.capacity_millicores, node.layout, node.kubepods
     found = _kubelet_process.find_processes(_kubelet_process.DEFAULT_KUBELET_NAMES
                                             + _kubelet_process.DEFAULT_RUNTIME_NAMES, proc_root)
     _seen, component_cgroups, component_pids = _measure.component_targets(layout, found, proc_root, kubepods)
@@ -291,7 +305,7 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
     if cpu is None:
         # The sampler sleeps through this sample: its own CPU in it is nil.
         cpu = dict(_measure.sample_cpu(layout, kubepods, component_cgroups, component_pids, capacity_millicores,
-                                       float(options.get('sample_seconds', 10)), proc_root, sleep), sampler_millicores=0)
+                                       float(options['sample_seconds']), proc_root, sleep), sampler_millicores=0)
         snapshot = dict(_measure.cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root),
                         components=snapshot['components'], own_ns=process_cpu_ns(), own_in_session=own_in_session)
     state['cpu'] = snapshot
@@ -307,7 +321,7 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
         'kubepods_bytes': memory['kubepods_working_set_bytes'],
         'source': 'sampler',
     }
-    history_path = options.get('history_path') or _history.DEFAULT_PATH
+    history_path = options['history_path']
     problems = update_history(history_path, state, reading, now, window_seconds,
                               (meminfo['MemTotal'], capacity_millicores), record=not mid_change)
 
@@ -326,9 +340,8 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
         'kubepods_cpu_allocatable_millicores': None,
         'overcommit': None,
         'pressure': {},
-        'decision': load_json(options.get('decision_path') or DEFAULT_DECISION_PATH),
-        'reservation': load_json(os.path.join(os.path.dirname(options.get('decision_path') or DEFAULT_DECISION_PATH),
-                                              RESERVATION_FILE)),
+        'decision': load_json(options['decision_path']),
+        'reservation': load_json(_state_dir.beside(options['decision_path'], RESERVATION_FILE)),
         'near_reservation': None,
     }
     applied = figures['reservation'] or {}
@@ -344,7 +357,7 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
             for (resource, kind), seconds in read_pressure(os.path.join(layout.memory_root, relative)).items():
                 figures['pressure'][('/' + relative, resource, kind)] = seconds
 
-    textfile = options.get('textfile_path', DEFAULT_TEXTFILE_PATH)
+    textfile = options['textfile_path']
     if textfile:
         try:
             os.makedirs(os.path.dirname(os.path.abspath(textfile)), mode=0o755, exist_ok=True)

@@ -48,7 +48,7 @@ PYCACHE_DIR = '/var/cache/' + PYCACHE_NAME
 # settings key -> (the script's option name in sampler.json)
 OPTION_KEYS = (('history_path', 'history'), ('state_path', 'state'), ('decision_path', 'decision'),
                ('textfile_path', 'textfile'), ('percentile', 'percentile'), ('history_window', 'window'),
-               ('sample_seconds', 'sample_seconds'))
+               ('sample_seconds', 'sample_seconds'), ('cgroup_driver', 'cgroup_driver'))
 
 
 def _checked(name, value, rule):

@@ -88,6 +88,13 @@ options:
         description: The CPU sample when no previous run is known.
         type: float
         required: true
+      cgroup_driver:
+        description:
+          - The kubelet's cgroup driver, as the facts module found it. Where both C(kubepods.slice) and C(kubepods)
+            exist, the sampler measures the one this driver names, as the facts module does; unset, the first found.
+        type: str
+        choices: [systemd, cgroupfs]
+        version_added: 0.1.0
       nice:
         description: The service's C(Nice=).
         type: int
@@ -219,7 +226,7 @@ SETTINGS_SPEC = dict(
     percentile=dict(type='float', required=True), history_window=dict(type='str', required=True),
     sample_seconds=dict(type='float', required=True), nice=dict(type='int', required=True),
     memory_max=dict(type='str', required=True), cpu_quota=dict(type='str', required=True),
-    interval=dict(type='str', required=True))
+    interval=dict(type='str', required=True), cgroup_driver=dict(type='str', choices=['systemd', 'cgroupfs']))
 
 
 def main():

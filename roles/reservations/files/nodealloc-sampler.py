@@ -8,6 +8,7 @@ sampler_code module), so that no option value is ever part of the unit's command
 after it wins over the file's value.
 Usage: nodealloc-sampler.py [--config PATH] [--history PATH] [--state PATH] [--textfile PATH|''] [--decision PATH]
                             [--percentile P] [--window 7d] [--sample-seconds S] [--step-dir DIR]
+                            [--cgroup-driver systemd|cgroupfs]
 """
 
 import os
@@ -15,22 +16,23 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _history, _sampler  # noqa: E402
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _sampler  # noqa: E402
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError  # noqa: E402
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._file_io import DEFAULT_NODE_LOCK_DIR  # noqa: E402
 
-# (flag, default, type, help)
+# (flag, default, type, help): the defaults are the sampler's own (_sampler.DEFAULTS, their one home).
+DEFAULTS = _sampler.DEFAULTS
 OPTIONS = (
     ('--config', '', str, "a JSON object of these options (keys: history, state, textfile, decision, percentile, window, "
-                          "sample_seconds, step_dir); the flags win"),
-    ('--history', _history.DEFAULT_PATH, str, None),
-    ('--state', _sampler.DEFAULT_STATE_PATH, str, None),
-    ('--textfile', _sampler.DEFAULT_TEXTFILE_PATH, str, "'' to write no metrics"),
-    ('--decision', _sampler.DEFAULT_DECISION_PATH, str, None),
-    ('--percentile', 100.0, float, None),
-    ('--window', '7d', str, None),
-    ('--sample-seconds', 10.0, float, 'CPU sample when no previous run is known'),
-    ('--step-dir', DEFAULT_NODE_LOCK_DIR, str, "the apply step's node lock: no reading is recorded while a step holds it"),
+                          "sample_seconds, step_dir, cgroup_driver); the flags win"),
+    ('--history', DEFAULTS['history_path'], str, None),
+    ('--state', DEFAULTS['state_path'], str, None),
+    ('--textfile', DEFAULTS['textfile_path'], str, "'' to write no metrics"),
+    ('--decision', DEFAULTS['decision_path'], str, None),
+    ('--percentile', DEFAULTS['percentile'], float, None),
+    ('--window', DEFAULTS['history_window'], str, None),
+    ('--sample-seconds', DEFAULTS['sample_seconds'], float, 'CPU sample when no previous run is known'),
+    ('--step-dir', DEFAULTS['step_dir'], str, "the apply step's node lock: no reading is recorded while a step holds it"),
+    ('--cgroup-driver', DEFAULTS['cgroup_driver'], str, "the kubelet's cgroupDriver: picks kubepods where both drivers' groups exist"),
 )
 
 
@@ -95,7 +97,7 @@ def main(argv):
         return 1
     options = {'history_path': args['history'], 'state_path': args['state'], 'textfile_path': args['textfile'],
                'decision_path': args['decision'], 'percentile': args['percentile'], 'history_window': args['window'],
-               'sample_seconds': args['sample_seconds'], 'step_dir': args['step_dir']}
+               'sample_seconds': args['sample_seconds'], 'step_dir': args['step_dir'], 'cgroup_driver': args['cgroup_driver']}
     try:
         figures, problems = _sampler.run(options)
     except (NodeallocError, ValueError) as exc:

@@ -16,6 +16,7 @@ import yaml
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _sampler_unit
 
+OMIT = '__omit_place_holder__'
 ROLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
                     'roles', 'reservations')
 
@@ -36,11 +37,14 @@ def role_context(**overrides):
 
 def settings(**overrides):
     """``(settings, sampler_dir)``: what tasks/sampler.yml passes to sampler_code, read from that task itself."""
-    context = role_context(**overrides)
+    # Outside a play the facts module's result is undefined: a setting taken from it falls back to omit, as Ansible
+    # leaves the option out.
+    context = dict(role_context(**overrides), omit=OMIT)
     with open(os.path.join(ROLE, 'tasks', 'sampler.yml')) as handle:
         task = yaml.safe_load(handle)[0]['nodealloc.kubelet.sampler_code']
-    environment = jinja2.Environment()
+    environment = jinja2.Environment(undefined=jinja2.ChainableUndefined)
     rendered = {name: environment.from_string(value).render(context) for name, value in task['settings'].items()}
+    rendered = {name: value for name, value in rendered.items() if value != OMIT}
     return rendered, environment.from_string(task['path']).render(context)
 
 

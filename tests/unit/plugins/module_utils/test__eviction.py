@@ -51,3 +51,10 @@ def test_percentage_threshold_is_float32_arithmetic_on_capacity():
 def test_no_memory_threshold_reserves_nothing():
     assert ev.hard_eviction_memory_bytes({'nodefs.available': '10%'}, GI) == 0
     assert ev.hard_eviction_memory_bytes({}, GI) == 0
+
+
+def test_the_default_memory_threshold_in_bytes_is_the_one_the_kubelet_parses():
+    # The sampler's metrics use the byte form without parsing; it must be what the kubelet makes of the map's 100Mi.
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_defaults
+    assert ev.hard_eviction_memory_bytes(_kubelet_defaults.EVICTION_HARD, 8 << 30) \
+        == _kubelet_defaults.EVICTION_HARD_MEMORY_AVAILABLE_BYTES == 100 * 1024 * 1024

@@ -13,7 +13,7 @@ import shutil
 import pytest
 import yaml
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _decision, _option_specs, _recommend
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _decision, _formulas, _option_specs, _recommend
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import (
     KUBELET_CONFIG_OPTIONS, NODE_RESERVATION_FACTS_OPTIONS)
 
@@ -118,9 +118,43 @@ def test_role_options_and_defaults_match_the_specs():
     assert role_drift(os.path.join(ROLE, 'meta', 'argument_specs.yml'), os.path.join(ROLE, 'defaults', 'main.yml')) == []
 
 
-def test_recommend_and_decide_take_their_defaults_from_the_specs():
-    for defaults in (_recommend.DEFAULTS, _decision.DEFAULTS):
-        assert defaults and all(value == OPTIONS[name]['default'] for name, value in defaults.items())
+def spec_defaults():
+    return {name: option['default'] for name, option in OPTIONS.items() if option['default'] is not None}
+
+
+GI, MI = 1 << 30, 1 << 20
+MEASURED = dict(mem_total_bytes=16 * GI, mem_available_bytes=9 * GI, kubepods_working_set_bytes=6 * GI,
+                kube_components_working_set_bytes=300 * MI, capacity_millicores=4000, non_pod_millicores=420,
+                kube_components_millicores=150)
+
+
+JUMPS = {'memory_bytes': 300 * MI, 'millicores': 200, 'windows': 7, 'reaction_seconds': 86400, 'horizon_seconds': 7 * 86400}
+
+
+# A single reading (its own headroom factor), a settled history without climbs (the percentage rule), and one with a
+# climb per reaction time (the jump rule).
+@pytest.mark.parametrize('samples, jumps', [(1, None), (500, None), (500, JUMPS)])
+def test_recommend_with_no_settings_is_recommend_at_the_documented_defaults(samples, jumps):
+    # What recommend does when a caller passes nothing must be what the options' documented defaults do: a default
+    # the function keeps of its own (or one it drops) shows here, as a different reservation.
+    basis = {'samples': samples, 'span_seconds': 7 * 86400 if samples > 1 else 0, 'percentile': 100.0,
+             'non_pod_bytes': 700 * MI, 'non_pod_millicores': 420, 'jumps': jumps}
+    formulas = _formulas.all_formulas(MEASURED['mem_total_bytes'], 4)
+    bare = _recommend.recommend(MEASURED, {}, None, basis, formulas)
+    assert bare == _recommend.recommend(MEASURED, spec_defaults(), None, basis, formulas)
+    # ... and the settings are read at all (else the two would agree whatever the defaults).
+    assert bare != _recommend.recommend(MEASURED, dict(spec_defaults(), memory_headroom_percent=40.0), None, basis,
+                                        formulas)
+
+
+@pytest.mark.parametrize('memory_mi', [2048 - 300, 2048 - 210, 2048 - 150, 2048 + 40, 2048 + 70, 2048 + 150])
+@pytest.mark.parametrize('cpu_m', [100, 160, 240, 300])
+def test_decide_with_no_settings_is_decide_at_the_documented_defaults(memory_mi, cpu_m):
+    # Changes around the default thresholds (64 MiB / 10 %, 50 m): a threshold decide keeps of its own shows here.
+    current = {'kube_reserved': {'memory': '1Gi', 'cpu': '100m'}, 'system_reserved': {'memory': '1Gi', 'cpu': '100m'}}
+    recommendation = {'kube_reserved': {'memory': '%dMi' % (memory_mi // 2), 'cpu': '%dm' % (cpu_m // 2)},
+                      'system_reserved': {'memory': '%dMi' % (memory_mi - memory_mi // 2), 'cpu': '%dm' % (cpu_m - cpu_m // 2)}}
+    assert _decision.decide(current, recommendation) == _decision.decide(current, recommendation, spec_defaults())
 
 
 def test_every_role_variable_is_passed_or_used_by_the_role():
@@ -340,3 +374,10 @@ def test_values_that_reach_units_urls_and_paths_are_checked_for_their_form(name,
 ])
 def test_values_of_the_right_form_pass(name, value):
     assert _option_specs.check({name: value}) == []
+
+
+def test_with_defaults_keeps_a_given_zero_or_empty_and_drops_what_the_table_does_not_name():
+    table = {'sample_seconds': 10, 'textfile_path': '/var/lib/x.prom', 'percentile': 100.0}
+    assert _option_specs.with_defaults({'sample_seconds': 0, 'textfile_path': '', 'percentile': None, 'other': 1}, table) \
+        == {'sample_seconds': 0, 'textfile_path': '', 'percentile': 100.0}
+    assert _option_specs.with_defaults(None, table) == table

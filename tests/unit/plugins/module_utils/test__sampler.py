@@ -320,3 +320,13 @@ def test_a_shared_reader_or_no_lock_directory_is_no_step(node, tmp_path):
     finally:
         os.close(fd)
     assert figures['recorded'] and not figures['mid_change']
+
+
+@pytest.mark.parametrize('driver, working_set_bytes', [('systemd', 650 * MIB), ('cgroupfs', 40 * MIB), (None, 650 * MIB)])
+def test_the_kubelets_cgroup_driver_picks_kubepods_as_the_facts_module_does(node, tmp_path, driver, working_set_bytes):
+    # A node whose kubelet moved from the cgroupfs to the systemd driver (or back) keeps the old driver's group: the
+    # sampler must measure the group the kubelet uses, the one the facts module picked with the same hint. kubepods.slice
+    # holds 650 MiB of working set (anon + active file), the stale kubepods 40 MiB.
+    cgroup_v2.make_group(node, 'kubepods', 40 * MIB, 0, 0)
+    figures, _problems = run(dict(options(node, tmp_path), cgroup_driver=driver), sleep=lambda _s: None)
+    assert figures['memory']['kubepods_working_set_bytes'] == working_set_bytes
