@@ -67,7 +67,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, '.build'))
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (  # noqa: E402
-    _decision, _eviction, _formulas, _headroom_policy, _history, _node_allocatable, _option_specs, _quantity,
+    _decision, _formulas, _headroom_policy, _history, _kubelet_defaults, _node_allocatable, _option_specs, _quantity,
     _recommend)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -82,7 +82,7 @@ POC_RESTART_THRESHOLD_BYTES = 100 * MIB
 GENERATED_STEP_SECONDS = 5
 # The kubelet's hard memory.available threshold when the node sets none (pkg/kubelet/eviction/defaults_linux.go):
 # non-pod memory past the reservation by more than this is past what eviction can still give back.
-DEFAULT_EVICTION_HARD_BYTES = _eviction.hard_eviction_memory_bytes(_eviction.DEFAULT_EVICTION_HARD, 0)
+DEFAULT_EVICTION_HARD_BYTES = _kubelet_defaults.EVICTION_HARD_MEMORY_AVAILABLE_BYTES
 # The simple-rule baseline (issue 29): each run reserve P_W + max(m, f x P_W), P_W the largest sampler reading
 # of the last W days; swept over f and W, m fixed at the kubelet's default eviction margin.
 SIMPLE_FRACTIONS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
@@ -145,7 +145,7 @@ def generated_trace(size_gib, cpus, pods_mean, days, rng):
         bursts.append(int(extra))
         cpu.append(int(max(0, 40 + pods * 3 + (250 if extra else 0) + rng.gauss(0, 15))))
     return {'name': 'generated %dGiB %dcpu %dpods' % (size_gib, cpus, pods_mean),
-            'mem_total_bytes': capacity, 'cpus': cpus, 'max_pods': max(110, pods_mean),
+            'mem_total_bytes': capacity, 'cpus': cpus, 'max_pods': max(_kubelet_defaults.MAX_PODS, pods_mean),
             't': [index * step for index in range(points)], 'non_pod_bytes': memory, 'non_pod_millicores': cpu,
             # What no node knows, for benchmarks/quality_bounds.py: the log-burst part of each point, and its cap.
             'log_burst_bytes': bursts, 'log_burst_cap_bytes': int(burst_cap)}
@@ -170,7 +170,7 @@ def _node_line(path, line):
     try:
         node = json.loads(line)['node']
         described = {'mem_total_bytes': int(node['mem_total_bytes']), 'cpus': int(node['cpus']),
-                     'max_pods': int(node.get('max_pods') or 110)}
+                     'max_pods': int(node.get('max_pods') or _kubelet_defaults.MAX_PODS)}
         margin = node.get('eviction_hard_bytes')
     except (ValueError, TypeError, KeyError) as exc:
         raise TraceError('%s: the first line must be {"node": {"mem_total_bytes": N, "cpus": N, "max_pods": N}} (%s)'

@@ -33,7 +33,7 @@ import copy
 import os
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cpu_guarantee, _kubelet_config_rules, _kubelet_version, _option_specs, _quantity)
+    _cpu_guarantee, _kubelet_config_rules, _kubelet_defaults, _kubelet_version, _quantity)
 
 STARVED_SOME_AVG300_PERCENT = 10.0
 SYSTEM_SLICE = '/system.slice'
@@ -114,7 +114,7 @@ def propose(config, reserved, pressure, component_cgroups, cgroup_version, capac
         result['reasons'].append('no daemon group waits for CPU %.0f %% of the time or more (cpu.pressure some avg300 '
                                  'of %s): nothing to enforce' % (threshold, ', '.join(daemons)))
         return result
-    enforced = _option_specs.effective_enforce_node_allocatable(config.get('enforceNodeAllocatable'))
+    enforced = _kubelet_defaults.effective_enforce_node_allocatable(config.get('enforceNodeAllocatable'))
     if 'none' in enforced:
         result['reasons'].append("enforceNodeAllocatable is ['none']: the kubelet refuses 'none' beside another key, "
                                  'and enforcing again would also limit kubepods: not proposed')

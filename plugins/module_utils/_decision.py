@@ -86,8 +86,7 @@ def decide(current, recommendation, settings=None, basis=None):
     either decreases), 'memory': {...}, 'cpu': {...} (each with its own action), 'kube_reserved' and
     'system_reserved' (the maps to write), 'reasons', 'memory_delta_bytes', 'cpu_delta_millicores'}.
     """
-    options = dict(DEFAULTS)
-    options.update({k: v for k, v in (settings or {}).items() if k in DEFAULTS and v is not None})
+    options = _option_specs.with_defaults(settings, DEFAULTS)
     current = current or {}
     now_memory = _total((current.get('kube_reserved'), current.get('system_reserved')), 'memory', 0)
     now_cpu = _total((current.get('kube_reserved'), current.get('system_reserved')), 'cpu', -3)

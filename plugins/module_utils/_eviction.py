@@ -27,8 +27,6 @@ KNOWN_SIGNALS = (
     'imagefs.available', 'imagefs.inodesFree', 'containerfs.available', 'containerfs.inodesFree',
     'pid.available',
 )
-# Its home is _kubelet_defaults (pkg/kubelet/eviction/defaults_linux.go); the name stays for the callers that use it.
-DEFAULT_EVICTION_HARD = _kubelet_defaults.EVICTION_HARD
 
 
 def _float32(value):

@@ -16,10 +16,14 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
     _kubelet_config_edit, _kubelet_defaults, _kubelet_ownership, _kubelet_version, _node_probe, _plan, _swap)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cpu_enforcement, _memory_protection
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
-DEFAULT_KUBELET_CONFIG_PATH = _option_specs.DEFAULT_KUBELET_CONFIG_PATH
 _DEFAULT = {name: option['default'] for name, option in _option_specs.OPTIONS.items()}
+
+
+def _with_defaults(options):
+    """The module's parameters with every documented default filled in once (_option_specs.with_defaults); the
+    functions below are also called on their own (tests, benchmarks), so each entry point applies it."""
+    return dict(options, **_option_specs.with_defaults(options, _DEFAULT))
 
 
 VERSION_TIMEOUT_SECONDS = 30  # a kubelet under emulation (the VM tests) takes seconds just to start
@@ -84,7 +88,7 @@ def _kubelet_settings(options, proc_root, not_found, found):
                          % (', '.join(options.get('kubelet_process_names')
                                       or _kubelet_process.DEFAULT_KUBELET_NAMES), proc_root))
     if not kubelet['config_path']:
-        candidate = options.get('kubelet_config_path') or DEFAULT_KUBELET_CONFIG_PATH
+        candidate = options['kubelet_config_path']
         if os.path.exists(candidate):
             kubelet['config_path'] = candidate
             kubelet['config_found_by'] = 'kubelet_config_path option'
@@ -103,13 +107,13 @@ def _kubelet_settings(options, proc_root, not_found, found):
     current = {
         'kube_reserved': config.get('kubeReserved') or {},
         'system_reserved': config.get('systemReserved') or {},
-        'eviction_hard': eviction_hard if eviction_hard is not None else dict(DEFAULT_EVICTION_HARD),
+        'eviction_hard': eviction_hard if eviction_hard is not None else dict(_kubelet_defaults.EVICTION_HARD),
         'eviction_hard_source': 'config' if eviction_hard is not None else 'default',
         'eviction_soft': config.get('evictionSoft') or {},
         'eviction_soft_grace_period': config.get('evictionSoftGracePeriod') or {},
         'eviction_minimum_reclaim': config.get('evictionMinimumReclaim') or {},
         # Absent is ["pods"]; an explicit [] is no enforcement (v1beta1 SetDefaults_KubeletConfiguration).
-        'enforce_node_allocatable': _option_specs.effective_enforce_node_allocatable(
+        'enforce_node_allocatable': _kubelet_defaults.effective_enforce_node_allocatable(
             config.get('enforceNodeAllocatable')),
         'kube_reserved_cgroup': config.get('kubeReservedCgroup') or '',
         'system_reserved_cgroup': config.get('systemReservedCgroup') or '',
@@ -127,8 +131,9 @@ def reservation_files(kubelet, options):
     What _plan needs for the exact diff the on-node step would write, read here so that the plan stays pure.
     A file that cannot be read or parsed is left out (the step itself refuses it, naming the file).
     """
+    options = _with_defaults(options)
     directories = (kubelet.get('config_dir'), kubelet['ownership'].get('config_dir'), options.get('drop_in_dir'),
-                   options.get('config_dir_path') or _DEFAULT['config_dir_path'])
+                   options['config_dir_path'])
     paths = [kubelet.get('config_path')] + [_plan.path_of_drop_in({'drop_in_dir': d}) for d in directories if d]
     found = {}
     for path in paths:
@@ -165,9 +170,10 @@ def record(options, reading):
     Returns (recorded, problems). Recording is opt-in (option ``record``): the module changes the
     node only when asked to, and says so with ``changed``.
     """
+    options = _with_defaults(options)
     if not options.get('record') or options.get('_check_mode') or not options.get('history', True):
         return False, []
-    path = options.get('history_path') or _DEFAULT['history_path']
+    path = options['history_path']
     try:
         cut = _history.append(path, reading)
     except (OSError, NodeallocError) as exc:
@@ -180,12 +186,13 @@ def record(options, reading):
 
 def read_history(options, measurement, now):
     """Valid samples of the window (each checked against this node's capacity) and the problems found."""
+    options = _with_defaults(options)
     result = {'enabled': bool(options.get('history', True)), 'path': None, 'recorded': False, 'problems': [],
               'samples': 1, 'span_seconds': 0}
     samples = []
     if result['enabled']:
-        path = options.get('history_path') or _DEFAULT['history_path']
-        window = _history.parse_window(options.get('history_window') or _DEFAULT['history_window'])
+        path = options['history_path']
+        window = _history.parse_window(options['history_window'])
         result['path'] = path
         samples, result['problems'] = _history.read(
             path, now, window, mem_total_bytes=measurement['memory']['mem_total_bytes'],
@@ -196,11 +203,12 @@ def read_history(options, measurement, now):
 
 def history_basis(options, history, samples, reading, now):
     """Summarise the window with this reading in it: percentile, stabilization, a chart series."""
+    options = _with_defaults(options)
     samples = sorted(samples + [reading], key=lambda s: s['t'])
-    percent = float(options.get('percentile') if options.get('percentile') is not None else _DEFAULT['percentile'])
-    stabilization = _history.parse_window(options.get('stabilization_window') or _DEFAULT['stabilization_window'])
-    reaction = _history.parse_window(options.get('reaction_time') or _DEFAULT['reaction_time'])
-    window = _history.parse_window(options.get('history_window') or _DEFAULT['history_window'])
+    percent = float(options['percentile'])
+    stabilization = _history.parse_window(options['stabilization_window'])
+    reaction = _history.parse_window(options['reaction_time'])
+    window = _history.parse_window(options['history_window'])
     basis = _headroom_policy.basis(samples, now, percent, stabilization, reaction, window)
     history.update(samples=basis['samples'], span_seconds=basis['span_seconds'], basis=basis,
                    series=_downsample(samples, 120))
@@ -235,6 +243,7 @@ def _downsample(samples, points):
 
 def measure(options, proc_root='/proc', sleep=time.sleep):
     """Raw readings of the node: memory, CPU, cgroups, the kubelet and its settings; nothing derived."""
+    options = _with_defaults(options)
     not_found = []
 
     # One pass over /proc finds the kubelet and the container runtime: it is most of the cost of a run.
@@ -295,6 +304,7 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
 
 def recommend(options, measurement, history):
     """The policy: vendor formulas, the recommendation from the history's basis, and the decision."""
+    options = _with_defaults(options)
     memory, cpu, current = measurement['memory'], measurement['cpu'], measurement['current']
     measured = {
         'mem_total_bytes': memory['mem_total_bytes'],
@@ -312,7 +322,7 @@ def recommend(options, measurement, history):
     }
     max_pods = options.get('max_pods') or (current or {}).get('max_pods') or _kubelet_defaults.MAX_PODS
     formulas = _formulas.all_formulas(memory['mem_total_bytes'], cpu['capacity_millicores'] // 1000, max_pods,
-                                      options.get('openshift_sizing_version') or _DEFAULT['openshift_sizing_version'])
+                                      options['openshift_sizing_version'])
     recommendation = _recommend.recommend(measured, options, current, history['basis'], formulas)
     decision = _decision.decide(current, recommendation, options, history['basis'])
     return formulas, recommendation, decision
@@ -340,6 +350,7 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
     With ``basis`` (what an earlier call returned as ``basis``) nothing is measured, read or recorded: the class
     decision re-decides from the same measurement and history with ``class_peers``.
     """
+    options = _with_defaults(options)
     if options.get('basis'):
         measurement = copy.deepcopy(options['basis']['measurement'])
         history = copy.deepcopy(options['basis']['history'])

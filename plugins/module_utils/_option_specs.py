@@ -21,10 +21,6 @@ FACTS = 'node_reservation_facts'
 CONFIG = 'kubelet_config'
 ROLE_PREFIX = 'reservations_'
 
-# The kubelet's own defaults live in _kubelet_defaults; these names stay for the callers that still use them.
-DEFAULT_KUBELET_CONFIG_PATH = _kubelet_defaults.CONFIG_PATH
-DEFAULT_ENFORCE_NODE_ALLOCATABLE = _kubelet_defaults.ENFORCE_NODE_ALLOCATABLE
-effective_enforce_node_allocatable = _kubelet_defaults.effective_enforce_node_allocatable
 
 VENDOR_FORMULAS = list(_formulas.FORMULAS)
 
@@ -48,7 +44,7 @@ BOTH = (FACTS, CONFIG)
 
 OPTIONS = {
     # Where the kubelet is (node_reservation_facts; the cgroup ones also kubelet_config).
-    'kubelet_config_path': _option('path', DEFAULT_KUBELET_CONFIG_PATH, 'KubeletConfiguration file read when no '
+    'kubelet_config_path': _option('path', _kubelet_defaults.CONFIG_PATH, 'KubeletConfiguration file read when no '
                                    'running kubelet names one', modules=KUBELET, rule='node_path'),
     'kubelet_config_dir': _option('path', None, "the kubelet's drop-in directory when no running kubelet names one",
                                   rule='node_path'),

@@ -26,7 +26,7 @@ import difflib
 import posixpath
 import re
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_config_edit, _option_specs
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_config_edit, _kubelet_defaults, _option_specs
 
 # Beside the history, where the sampler reads them (roles/reservations/vars/main.yml; _sampler.RESERVATION_FILE).
 DECISION_FILE = 'decision.json'
@@ -34,7 +34,7 @@ APPLIED_FILE = 'reservation.json'
 # kubelet_reservations_apply's drop_in_name default: the role never passes another.
 DROP_IN_NAME = _option_specs.OPTIONS['drop_in_name']['default']
 # The unit the kubelet runs as when neither the option nor the running process names one (kubeadm's packages).
-DEFAULT_UNIT = 'kubelet.service'
+DEFAULT_UNIT = _kubelet_defaults.UNIT
 RESERVATION_OPTIONS = ('kube_reserved', 'system_reserved')
 
 
@@ -193,7 +193,9 @@ def restore_options(facts, where):
     """kubelet_reservations_apply state=restored: where the kubelet reads a --config-dir, our drop-in there is what
     a rollout changed."""
     options = {'path': where['path'], 'unit': where['unit']}
-    config_dir = _kubelet(facts)[0].get('config_dir')
+    # The running kubelet's flag, else the unit files' (a restore often finds the kubelet down, with no argv to read).
+    kubelet = _kubelet(facts)[0]
+    config_dir = kubelet.get('config_dir') or (kubelet.get('ownership') or {}).get('config_dir')
     if config_dir:
         options['drop_in_dir'] = config_dir
     if where['kubepods_limit_file']:

@@ -16,8 +16,7 @@ it is not counted as room for non-pod processes.
 from __future__ import annotations
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _cpu_guarantee, _headroom_policy, _history, _node_allocatable, _option_specs, _quantity)
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
+    _cpu_guarantee, _headroom_policy, _history, _kubelet_defaults, _node_allocatable, _option_specs, _quantity)
 
 MIB = 1024 * 1024
 
@@ -145,9 +144,7 @@ def _cold_start_prior(basis, formulas, settings, lines):
     Short: one reading, or a history not yet spanning (nearly) one reaction time (_headroom_policy.WARM_SHARE).
     A warm node of its class measured in the same run knows more than any formula (``class_prior``).
     """
-    policy_settings = dict(_headroom_policy.DEFAULTS)
-    policy_settings.update({k: v for k, v in (settings or {}).items()
-                            if k in _headroom_policy.DEFAULTS and v is not None})
+    policy_settings = _option_specs.with_defaults(settings, _headroom_policy.DEFAULTS)
     reaction = _history.parse_window(policy_settings['reaction_time'])
     if basis['samples'] > 1 and _headroom_policy.warm(basis['span_seconds'], reaction):
         return None
@@ -236,8 +233,8 @@ def _allocatable(measured, current, kube_reserved, system_reserved, amounts, lin
     total, capacity_m = measured['mem_total_bytes'], measured['capacity_millicores']
     eviction_hard = current.get('eviction_hard')
     if eviction_hard is None:
-        eviction_hard = DEFAULT_EVICTION_HARD
-    enforce = _option_specs.effective_enforce_node_allocatable(current.get('enforce_node_allocatable'))
+        eviction_hard = _kubelet_defaults.EVICTION_HARD
+    enforce = _kubelet_defaults.effective_enforce_node_allocatable(current.get('enforce_node_allocatable'))
     hugepages = measured.get('hugepages_bytes') or 0
     derived = _node_allocatable.compute(total, capacity_m, kube_reserved, system_reserved,
                                         eviction_hard, enforce, hugepages)
@@ -270,8 +267,7 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     (defaults apply when it is None). The steps: non-pod memory now, the history's P pooled over the class,
     the cold-start prior, P + headroom (or a vendor formula), floors and ceiling, the split, allocatable.
     """
-    options = dict(DEFAULTS)
-    options.update({k: v for k, v in (settings or {}).items() if k in DEFAULTS and v is not None})
+    options = _option_specs.with_defaults(settings, DEFAULTS)
     formulas = formulas or {}
     current = current or {}
     lines = []

@@ -13,7 +13,7 @@ import shutil
 import pytest
 import yaml
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _decision, _formulas, _option_specs, _recommend
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _decision, _formulas, _kubelet_defaults, _option_specs, _recommend
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import (
     KUBELET_CONFIG_OPTIONS, NODE_RESERVATION_FACTS_OPTIONS)
 
@@ -249,7 +249,7 @@ def test_a_changed_home_changes_the_module_spec(monkeypatch):
     (None, ['pods']), ([], []), (['pods', 'system-reserved'], ['pods', 'system-reserved'])])
 def test_enforce_node_allocatable_default_applies_only_when_absent(configured, effective):
     # pkg/kubelet/apis/config/v1beta1/defaults.go: `if obj.EnforceNodeAllocatable == nil { ... ["pods"] }`.
-    assert _option_specs.effective_enforce_node_allocatable(configured) == effective
+    assert _kubelet_defaults.effective_enforce_node_allocatable(configured) == effective
 
 
 # Ranges: one case per rule, each bad value named with the option, the value and the rule.
