@@ -12,6 +12,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
     _cgroup, _cpu_guarantee, _decision, _formulas, _headroom_policy, _history, _kubelet_config_file,
     _kubelet_process, _measure, _option_specs, _overcommit, _procfs, _quantity, _recommend)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_ownership, _kubelet_version
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _requests_fit
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._eviction import DEFAULT_EVICTION_HARD
 
@@ -311,4 +312,6 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
                   history={k: v for k, v in history.items() if k != 'basis'},
                   class_record=_headroom_policy.class_record(mem_total, cpus, own_jumps, recommendation),
                   class_peers_used=len(pooled_with))
+    # Issue 30 item 4: the pods bound to the node (read from the API server by the role) against the new allocatable.
+    result['requests_fit'] = _requests_fit.for_change(options.get('pod_requests'), measurement, decision)
     return result
