@@ -184,12 +184,27 @@ def _node(host, result):
         'class_record': result.get('class_record'),
         'class_peers_used': result.get('class_peers_used') or 0,
         'overcommit': _overcommit_summary(result.get('overcommit')),
+        # The pods bound to the node against the allocatable the change gives, or why that was not checked.
+        'requests_fit': result.get('requests_fit'),
         # The policy settings the module ran with: the same reservations_* variables as apply.yml.
         'settings': dict(recommendation.get('settings') or {}, **(decision.get('settings') or {})),
         'formulas': {name: {'reserved_memory_bytes': f['reserved_memory_bytes'],
                             'reserved_millicores': f['reserved_millicores']}
                      for name, f in (result.get('formulas') or {}).items()},
     }
+
+
+def requests_fit_line(fit):
+    """The requests check in a sentence (_requests_fit), or None for a result from before it existed."""
+    if not fit:
+        return None
+    if not fit.get('checked'):
+        return 'not checked: %s' % fit.get('reason_skipped')
+    if fit.get('refusal'):
+        return 'apply refuses: %s' % fit['refusal']
+    return ('the %d pods bound to the node request %s and %s, within the %s and %s allocatable this change gives'
+            % (fit['pod_count'], units.memory(fit['requested_memory_bytes']), units.cpu(fit['requested_millicores']),
+               units.memory(fit['allocatable_memory_bytes']), units.cpu(fit['allocatable_millicores'])))
 
 
 def _overcommit_summary(audit):
@@ -374,6 +389,8 @@ def render_text_lines(report):
         overcommit = _overcommit_line(node.get('overcommit'))
         if overcommit:
             out.append('  overcommit: %s' % overcommit)
+        if requests_fit_line(node.get('requests_fit')):
+            out.append('  requests fit: %s' % requests_fit_line(node.get('requests_fit')))
         if node['current'] is None and node['status'] == 'ok':
             out.append('  no kubelet configuration found: current reservations unknown, apply refuses')
         for line in node['not_found']:
@@ -411,6 +428,8 @@ def render_markdown(report):
         overcommit = _overcommit_line(node.get('overcommit'))
         if overcommit:
             out.extend(['**Overcommit:** %s.' % overcommit, ''])
+        if requests_fit_line(node.get('requests_fit')):
+            out.extend(['**Requests fit:** %s.' % requests_fit_line(node.get('requests_fit')), ''])
         if node['current'] is None and node['status'] == 'ok':
             out.extend(['No kubelet configuration was found: current reservations are unknown and apply refuses.',
                         ''])

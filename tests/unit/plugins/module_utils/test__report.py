@@ -264,3 +264,22 @@ def test_the_overcommit_audit_reaches_the_text_and_markdown(tmp_path):
     assert report['nodes'][0]['overcommit']['limits_to_kubepods_percent'] == 150.0
     assert 'kubepods would need 150.0 % of its limit' in _report.render_text(report)
     assert '**Overcommit:** 2 pods (0 without a memory limit)' in _report.render_markdown(report)
+
+
+def test_the_requests_fit_reaches_the_text_and_markdown_checked_refused_or_skipped():
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils import _requests_fit
+    pods = [{'pod': 'data/cache-0', 'millicores': 200, 'memory_bytes': 6 * GI},
+            {'pod': 'web/api-0', 'millicores': 600, 'memory_bytes': 1152 * MI}]
+    refused = _requests_fit.check(pods, {'allocatable_memory_bytes': 4 * GI, 'allocatable_millicores': 1900})
+    fits = _requests_fit.check(pods, {'allocatable_memory_bytes': 8 * GI, 'allocatable_millicores': 1900})
+    report = _report.build_report({'refused': dict(result(GI), requests_fit=refused),
+                                   'fits': dict(result(GI), requests_fit=fits),
+                                   'skipped': dict(result(GI), requests_fit=_requests_fit.check(None, None))})
+    text, markdown = _report.render_text(report), _report.render_markdown(report)
+    assert 'requests fit: apply refuses: the 2 pods bound to the node request 7.12 GiB of memory' in text
+    assert 'largest: data/cache-0 6.00 GiB, web/api-0 1.12 GiB' in text
+    assert ('requests fit: the 2 pods bound to the node request 7.12 GiB and 800m, within the 8.00 GiB and 1900m '
+            'allocatable this change gives') in text
+    assert 'requests fit: not checked: no pod list: the role reads the pods' in text
+    assert '**Requests fit:** apply refuses:' in markdown and '**Requests fit:** not checked:' in markdown
+    assert not RAW_BYTES.search(text)
