@@ -22,6 +22,7 @@ import datetime
 import difflib
 import json
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _requests_fit
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
     _cpu_guarantee, _headroom_policy, _kubelet_config_edit, _node_allocatable, _quantity, _report_html,
     _report_units as units)
@@ -192,19 +193,6 @@ def _node(host, result):
                             'reserved_millicores': f['reserved_millicores']}
                      for name, f in (result.get('formulas') or {}).items()},
     }
-
-
-def requests_fit_line(fit):
-    """The requests check in a sentence (_requests_fit), or None for a result from before it existed."""
-    if not fit:
-        return None
-    if not fit.get('checked'):
-        return 'not checked: %s' % fit.get('reason_skipped')
-    if fit.get('refusal'):
-        return 'apply refuses: %s' % fit['refusal']
-    return ('the %d pods bound to the node request %s and %s, within the %s and %s allocatable this change gives'
-            % (fit['pod_count'], units.memory(fit['requested_memory_bytes']), units.cpu(fit['requested_millicores']),
-               units.memory(fit['allocatable_memory_bytes']), units.cpu(fit['allocatable_millicores'])))
 
 
 def _overcommit_summary(audit):
@@ -389,8 +377,8 @@ def render_text_lines(report):
         overcommit = _overcommit_line(node.get('overcommit'))
         if overcommit:
             out.append('  overcommit: %s' % overcommit)
-        if requests_fit_line(node.get('requests_fit')):
-            out.append('  requests fit: %s' % requests_fit_line(node.get('requests_fit')))
+        if _requests_fit.describe(node.get('requests_fit')):
+            out.append('  requests fit: %s' % _requests_fit.describe(node.get('requests_fit')))
         if node['current'] is None and node['status'] == 'ok':
             out.append('  no kubelet configuration found: current reservations unknown, apply refuses')
         for line in node['not_found']:
@@ -428,8 +416,8 @@ def render_markdown(report):
         overcommit = _overcommit_line(node.get('overcommit'))
         if overcommit:
             out.extend(['**Overcommit:** %s.' % overcommit, ''])
-        if requests_fit_line(node.get('requests_fit')):
-            out.extend(['**Requests fit:** %s.' % requests_fit_line(node.get('requests_fit')), ''])
+        if _requests_fit.describe(node.get('requests_fit')):
+            out.extend(['**Requests fit:** %s.' % _requests_fit.describe(node.get('requests_fit')), ''])
         if node['current'] is None and node['status'] == 'ok':
             out.extend(['No kubelet configuration was found: current reservations are unknown and apply refuses.',
                         ''])

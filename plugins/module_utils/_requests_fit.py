@@ -102,6 +102,10 @@ def _largest(pods, key):
     return ranked[:LARGEST_SHOWN]
 
 
+def _pods_phrase(count):
+    return '%d pod%s' % (count, '' if count == 1 else 's')
+
+
 def _describe(key, amount):
     return _report_units.memory(amount) if key == 'memory_bytes' else _report_units.cpu(amount)
 
@@ -133,9 +137,9 @@ def check(pods, allocatable):
     if short:
         parts = []
         for key in short:
-            parts.append('the %d pods bound to the node request %s of %s, more than the %s allocatable this change '
+            parts.append('the %s bound to the node request %s of %s, more than the %s allocatable this change '
                          'gives (largest: %s)'
-                         % (len(pods), _describe(key, requested[key]), 'memory' if key == 'memory_bytes' else 'CPU',
+                         % (_pods_phrase(len(pods)), _describe(key, requested[key]), 'memory' if key == 'memory_bytes' else 'CPU',
                             _describe(key, available[key]),
                             ', '.join('%s %s' % (p['pod'], _describe(key, p.get(key) or 0))
                                       for p in _largest(pods, key))))
@@ -145,6 +149,21 @@ def check(pods, allocatable):
             'requested_memory_bytes': requested['memory_bytes'], 'requested_millicores': requested['millicores'],
             'allocatable_memory_bytes': available['memory_bytes'], 'allocatable_millicores': available['millicores'],
             'pod_count': len(pods), 'largest': _largest(pods, ranked_by), 'reason_skipped': None}
+
+
+def describe(fit):
+    """The requests check in a sentence for the report, or None for a result from before the check existed."""
+    if not fit:
+        return None
+    if not fit.get('checked'):
+        return 'not checked: %s' % fit.get('reason_skipped')
+    if fit.get('refusal'):
+        return 'apply refuses: %s' % fit['refusal']
+    return ('the %s bound to the node request %s and %s, within the %s and %s allocatable this change gives'
+            % (_pods_phrase(fit['pod_count']), _describe('memory_bytes', fit['requested_memory_bytes']),
+               _describe('millicores', fit['requested_millicores']),
+               _describe('memory_bytes', fit['allocatable_memory_bytes']),
+               _describe('millicores', fit['allocatable_millicores'])))
 
 
 def for_change(pods, measurement, decision):

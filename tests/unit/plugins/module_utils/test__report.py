@@ -283,3 +283,11 @@ def test_the_requests_fit_reaches_the_text_and_markdown_checked_refused_or_skipp
     assert 'requests fit: not checked: no pod list: the role reads the pods' in text
     assert '**Requests fit:** apply refuses:' in markdown and '**Requests fit:** not checked:' in markdown
     assert not RAW_BYTES.search(text)
+
+
+def test_the_requests_fit_reaches_the_html_page():
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils import _requests_fit
+    fit = _requests_fit.check([{'pod': 'data/cache-0', 'millicores': 200, 'memory_bytes': 6 * GI}],
+                              {'allocatable_memory_bytes': 4 * GI, 'allocatable_millicores': 1900})
+    page = _report.render_html(_report.build_report({'refused': dict(result(GI), requests_fit=fit)}))
+    assert '<p>Requests fit: apply refuses: the 1 pod bound to the node request 6.00 GiB of memory' in page
