@@ -26,11 +26,11 @@ def test_the_fixture_pods_reduce_to_their_effective_requests_without_the_finishe
     reduced = pod_requests([p for p in pods if p['spec']['nodeName'] == 'NODE'])
     assert reduced == [
         {'pod': 'kube-system/coredns-5d78c9869d-x2b7q', 'millicores': 100, 'memory_bytes': 70 * MI},
-        # The migrate init container with the sidecar started before it (600m, 1152Mi) outweighs the running pod
+        # The migrate init container with the sidecar started before it (400m, 1152Mi) outweighs the running pod
         # (api + sidecar: 350m, 640Mi).
-        {'pod': 'web/api-0', 'millicores': 600, 'memory_bytes': 1152 * MI},
+        {'pod': 'web/api-0', 'millicores': 400, 'memory_bytes': 1152 * MI},
         {'pod': 'web/sandboxed-0', 'millicores': 350, 'memory_bytes': 224 * MI},  # RuntimeClass overhead added
-        {'pod': 'data/cache-0', 'millicores': 200, 'memory_bytes': 3072 * MI}]  # pod-level requests
+        {'pod': 'data/cache-0', 'millicores': 100, 'memory_bytes': 3072 * MI}]  # pod-level requests
 
 
 def test_a_quantity_the_api_would_not_hold_is_an_error_naming_the_filter():
