@@ -49,6 +49,7 @@ ansible_doc_renders() {
   ansible-doc -t filter nodealloc.kubelet.quantity_value >/dev/null || return 1
   ansible-doc -t filter nodealloc.kubelet.reservation_handover >/dev/null || return 1
   ansible-doc -t filter nodealloc.kubelet.class_peers >/dev/null || return 1
+  ansible-doc -t filter nodealloc.kubelet.pod_requests >/dev/null || return 1
   ansible-doc -t role nodealloc.kubelet.reservations >/dev/null
 }
 

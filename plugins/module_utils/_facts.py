@@ -13,7 +13,8 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
     _cgroup, _cpu_guarantee, _decision, _formulas, _headroom_policy, _history, _kubelet_config_file,
     _kubelet_process, _measure, _option_specs, _overcommit, _procfs, _quantity, _recommend)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _kubelet_config_edit, _kubelet_defaults, _kubelet_ownership, _kubelet_version, _node_probe, _plan, _swap)
+    _kubelet_config_edit, _kubelet_defaults, _kubelet_ownership, _kubelet_version, _node_probe, _plan, _requests_fit,
+    _swap)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cpu_enforcement, _memory_protection
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 
@@ -377,5 +378,7 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
                   history={k: v for k, v in history.items() if k != 'basis'},
                   class_record=_headroom_policy.class_record(mem_total, cpus, own_jumps, recommendation),
                   class_peers_used=len(pooled_with), basis=basis)
+    # Issue 30 item 4: the pods bound to the node (read from the API server by the role) against the new allocatable.
+    result['requests_fit'] = _requests_fit.for_change(options.get('pod_requests'), measurement, decision)
     result['plan'] = _plan.plan(result, options)
     return result

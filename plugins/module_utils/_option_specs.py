@@ -102,6 +102,10 @@ OPTIONS = {
                           'measured in the same run', modules=()),
     'cpu_guarantee': _option('str', 'reserve', "reserve CPU until system.slice's guaranteed share covers its need, "
                              'or only report it', choices=['reserve', 'report']),
+    # Issue 30 item 4: the pods bound to the node, each {pod, millicores, memory_bytes} (the pod_requests filter
+    # reduces what kubernetes.core.k8s_info read); None: the role could not reach the API server, the check is skipped.
+    'pod_requests': _option('list', None, "the requests of the pods bound to the node (the role reads them from the API "
+                            'server); their sum must fit the allocatable a change gives', elements='dict'),
     # Recording and output.
     'record': _option('bool', False, 'append this reading to the history'),
     'textfile_path': _option('path', None, 'Prometheus textfile to write', rule='node_path'),
@@ -176,7 +180,7 @@ MODULE_ONLY = frozenset((
     'max_pods', 'class_peers', 'record', 'textfile_path', 'path', 'drop_in_name',
     'state', 'kube_reserved', 'system_reserved', 'eviction_hard', 'eviction_soft', 'eviction_soft_grace_period',
     'eviction_minimum_reclaim', 'enforce_node_allocatable', 'kube_reserved_cgroup', 'system_reserved_cgroup', 'backup',
-    'validate_against_node', 'lock_timeout', 'basis'))
+    'validate_against_node', 'lock_timeout', 'basis', 'pod_requests'))
 
 
 def role_option_names():

@@ -149,12 +149,20 @@ def section_refusal(section):
     return source
 
 
+def requests_fit_refusal(facts, _options, decided):
+    """The pods bound to the node no longer fit the new allocatable (_requests_fit): counted for any restart, the
+    config-dir one too, since the kubelet admits every bound pod again when it starts (kubernetes/kubernetes#105523)."""
+    refusal = (facts.get('requests_fit') or {}).get('refusal')
+    return [refusal] if (_writing(decided) or decided['add_config_dir']) and refusal else []
+
+
 REFUSAL_SOURCES = (
     ownership_refusal,
     version_refusals,
     no_config_refusal,
     drop_in_refusal,
     config_dir_stops,
+    requests_fit_refusal,
 )
 
 

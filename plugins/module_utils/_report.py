@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime
 import json
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _requests_fit
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
     _cpu_guarantee, _headroom_policy, _node_allocatable, _plan, _quantity, _report_html,
     _report_units as units)
@@ -173,6 +174,8 @@ def _node(host, result):
         'protection': protection_lines(result.get('memory_protection'), result.get('enforcement_proposal')),
         'memory_min_beyond_use_bytes': ((result.get('memory_protection') or {}).get('cost') or {}).get(
             'protected_beyond_use_bytes'),
+        # The pods bound to the node against the allocatable the change gives, or why that was not checked.
+        'requests_fit': result.get('requests_fit'),
         # The policy settings the module ran with: the same reservations_* variables as apply.yml.
         'settings': dict(recommendation.get('settings') or {}, **(decision.get('settings') or {})),
         # Whether the daemons may swap and the drop-in that stops it (_swap.control), None from an older module.
@@ -415,6 +418,8 @@ def render_text_lines(report):
         overcommit = _overcommit_line(node.get('overcommit'))
         if overcommit:
             out.append('  overcommit: %s' % overcommit)
+        if _requests_fit.describe(node.get('requests_fit')):
+            out.append('  requests fit: %s' % _requests_fit.describe(node.get('requests_fit')))
         if node['current'] is None and node['status'] == 'ok':
             out.append('  no kubelet configuration found: current reservations unknown, apply refuses')
         for line in node['not_found']:
@@ -453,6 +458,8 @@ def render_markdown(report):
         overcommit = _overcommit_line(node.get('overcommit'))
         if overcommit:
             out.extend(['**Overcommit:** %s.' % overcommit, ''])
+        if _requests_fit.describe(node.get('requests_fit')):
+            out.extend(['**Requests fit:** %s.' % _requests_fit.describe(node.get('requests_fit')), ''])
         if node['current'] is None and node['status'] == 'ok':
             out.extend(['No kubelet configuration was found: current reservations are unknown and apply refuses.',
                         ''])

@@ -21,6 +21,7 @@ import html
 import zlib
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _report_units as units
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _requests_fit
 
 MIB, GIB = units.MIB, units.GIB
 BAR_WIDTH, BAR_HEIGHT, BAR_STEP, LABEL_WIDTH, VALUE_WIDTH = 380, 14, 20, 200, 190
@@ -360,6 +361,8 @@ def _detail(index, node, rows, decision_line, explanation):
         # </td> and </tr> are optional in HTML; leaving them out keeps 500 nodes' tables a fifth smaller.
         out.append('<tr><td>%s<td>%s<td>%s<td class="w">%s' % (_t(label), _t(memory), _t(cpu), _t(meaning)))
     out.append('</table>')
+    if _requests_fit.describe(node.get('requests_fit')):
+        out.append('<p>Requests fit: %s.</p>' % _t(_requests_fit.describe(node.get('requests_fit'))))
     if node['not_found']:
         out.append('<p class="muted">Not found: %s</p>' % _t('; '.join(node['not_found'])))
     out.append('<p>How the recommendation was worked out:</p>%s</details>' % _explanation(node, explanation))

@@ -67,6 +67,17 @@ options:
     type: list
     elements: dict
     version_added: 0.1.0
+  pod_requests:
+    description:
+      - The requests of the pods bound to this node, each a dict with C(pod) (C(namespace/name)), C(millicores) and
+        C(memory_bytes), as the P(nodealloc.kubelet.pod_requests#filter) filter reduces the pods
+        M(kubernetes.core.k8s_info) read from the API server (field selector C(spec.nodeName)). Their sum is compared
+        with the allocatable the decision would give (RV(requests_fit)).
+      - Unset, the check is skipped and RV(requests_fit) says why. The reservations role passes it where it can reach
+        the API server (C(reservations_api_check)).
+    type: list
+    elements: dict
+    version_added: 0.1.0
   textfile_path:
     description:
       - Also write the figures as Prometheus metrics (C(nodealloc_*)) to this file, for node_exporter's textfile
@@ -457,6 +468,17 @@ basis:
   description:
     - The measurement and history this call decided from, before any class pooling; pass it back as O(basis) to
       decide again without measuring.
+  returned: always
+  type: dict
+  version_added: 0.1.0
+requests_fit:
+  description:
+    - Whether the pods bound to the node (O(pod_requests)) still fit the allocatable the decision gives. On restart the
+      kubelet admits every pod again against C(status.allocatable); a pod whose requests no longer fit is rejected.
+    - C(checked) (false without O(pod_requests), or without a kubelet config, C(reason_skipped) says why),
+      C(requested_memory_bytes) and C(requested_millicores) (their sum), C(allocatable_memory_bytes) and
+      C(allocatable_millicores) (after the change), C(pod_count), C(largest) (the three largest pods by the resource
+      short by most, else by memory), and C(refusal) (null, or why the change must not be written).
   returned: always
   type: dict
   version_added: 0.1.0

@@ -10,7 +10,19 @@ on the addresses it is given (loopback and the host side of the test nodes' veth
 * ``GET /api/v1/nodes`` and ``GET /api/v1/nodes/{name}`` (404 as a ``Status`` object);
 * ``PUT /api/v1/nodes/{name}/status``, which the stand-in kubelet sends the way the real kubelet's
   node status loop does (pkg/kubelet/kubelet_node_status.go): ``status.capacity``,
-  ``status.allocatable`` and the ``Ready`` condition.
+  ``status.allocatable`` and the ``Ready`` condition;
+* pods, which the tests create as a client would (``POST /api/v1/namespaces/{ns}/pods``, 409
+  AlreadyExists for a name taken; ``DELETE .../pods/{name}``), and which the role lists
+  (``kubernetes.core.k8s_info``): ``GET /api/v1/pods`` (every namespace) and
+  ``GET /api/v1/namespaces/{ns}/pods``, both with ``fieldSelector``, and ``GET .../pods/{name}``.
+  Field selectors are read as apimachinery's ``fields.ParseSelector`` reads them (terms joined by
+  ``,``; ``=``, ``==`` or ``!=``; a backslash escapes) and matched against the fields the pod registry
+  makes selectable (pkg/registry/core/pod/strategy.go ``PodToSelectableFields``: ``spec.nodeName``,
+  ``spec.restartPolicy``, ``spec.schedulerName``, ``spec.serviceAccountName``, ``spec.hostNetwork``,
+  ``status.phase``, ``status.podIP``, ``status.nominatedNodeName``, ``metadata.name``,
+  ``metadata.namespace``); any other field is a 400 ``field label not supported``, as the pod's
+  field label conversion (pkg/apis/core/v1/conversion.go) answers. Namespaces are not objects
+  here: a pod may be created in any.
 
 Usage: python3 apiserver.py PORT ADDRESS [ADDRESS ...]   (runs until SIGTERM)
 """
@@ -23,10 +35,27 @@ import re
 import signal
 import sys
 import threading
+import urllib.parse
+import uuid
 
 NODES = {}
 LOCK = threading.Lock()
 NODE_PATH = re.compile(r'^/api/v1/nodes/([a-z0-9.-]+)(/status)?$')
+PODS = {}  # (namespace, name) -> Pod
+POD_LIST_PATH = re.compile(r'^/api/v1(?:/namespaces/([a-z0-9-]+))?/pods$')
+POD_PATH = re.compile(r'^/api/v1/namespaces/([a-z0-9-]+)/pods/([a-z0-9.-]+)$')
+POD_FIELDS = {
+    'spec.nodeName': lambda p: p.get('spec', {}).get('nodeName', ''),
+    'spec.restartPolicy': lambda p: p.get('spec', {}).get('restartPolicy', ''),
+    'spec.schedulerName': lambda p: p.get('spec', {}).get('schedulerName', ''),
+    'spec.serviceAccountName': lambda p: p.get('spec', {}).get('serviceAccountName', ''),
+    'spec.hostNetwork': lambda p: 'true' if p.get('spec', {}).get('hostNetwork') else 'false',
+    'status.phase': lambda p: p.get('status', {}).get('phase', ''),
+    'status.podIP': lambda p: p.get('status', {}).get('podIP', ''),
+    'status.nominatedNodeName': lambda p: p.get('status', {}).get('nominatedNodeName', ''),
+    'metadata.name': lambda p: p['metadata']['name'],
+    'metadata.namespace': lambda p: p['metadata']['namespace'],
+}
 RESOURCES = {
     'kind': 'APIResourceList', 'apiVersion': 'v1', 'groupVersion': 'v1',
     'resources': [
@@ -34,8 +63,67 @@ RESOURCES = {
          'verbs': ['get', 'list', 'update', 'patch'], 'shortNames': ['no']},
         {'name': 'nodes/status', 'singularName': '', 'namespaced': False, 'kind': 'Node',
          'verbs': ['get', 'update', 'patch']},
+        {'name': 'pods', 'singularName': 'pod', 'namespaced': True, 'kind': 'Pod',
+         'verbs': ['create', 'delete', 'get', 'list'], 'shortNames': ['po']},
     ],
 }
+
+
+def _split_unescaped(text, separator):
+    """fields.ParseSelector's splitTerms / splitTerm: split at ``separator`` not preceded by a backslash."""
+    parts, current, escaped = [], '', False
+    for char in text:
+        if escaped:
+            current += '\\' + char
+            escaped = False
+        elif char == '\\':
+            escaped = True
+        elif char == separator:
+            parts.append(current)
+            current = ''
+        else:
+            current += char
+    return parts + [current + ('\\' if escaped else '')]
+
+
+def _unescape(value):
+    return re.sub(r'\\(.)', r'\1', value)
+
+
+def _split_term(term):
+    """fields.ParseSelector's splitTerm: the leftmost unescaped operator, trying !=, == and = at each place."""
+    escaped = False
+    for index, char in enumerate(term):
+        if escaped:
+            escaped = False
+        elif char == '\\':
+            escaped = True
+        else:
+            for operator in ('!=', '==', '='):
+                if term.startswith(operator, index):
+                    return term[:index], operator, term[index + len(operator):]
+    return None
+
+
+def parse_field_selector(text):
+    """[(field, '=' or '!=', value)]; raises ValueError as ParseSelector does for a term without an operator."""
+    requirements = []
+    for term in _split_unescaped(text, ','):
+        if not term:
+            continue
+        parts = _split_term(term)
+        if parts is None:
+            raise ValueError("invalid selector: '%s'; can't understand '%s'" % (text, term))
+        field, operator, value = parts
+        requirements.append((field, '!=' if operator == '!=' else '=', _unescape(value)))
+    return requirements
+
+
+def pod_matches(pod, requirements):
+    for field, operator, value in requirements:
+        if (POD_FIELDS[field](pod) == value) != (operator == '='):
+            return False
+    return True
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -69,6 +157,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 items = list(NODES.values())
             self._send(200, {'kind': 'NodeList', 'apiVersion': 'v1', 'metadata': {'resourceVersion': '1'},
                              'items': items})
+        elif POD_LIST_PATH.match(path):
+            self._list_pods(POD_LIST_PATH.match(path).group(1))
+        elif POD_PATH.match(path):
+            with LOCK:
+                pod = PODS.get(POD_PATH.match(path).groups())
+            if pod is None:
+                self._not_found('pods "%s"' % POD_PATH.match(path).group(2))
+            else:
+                self._send(200, pod)
         else:
             match = NODE_PATH.match(path)
             with LOCK:
@@ -77,6 +174,66 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self._not_found('nodes "%s"' % (match.group(1) if match else path))
             else:
                 self._send(200, node)
+
+    def _bad_request(self, message):
+        self._send(400, {'kind': 'Status', 'apiVersion': 'v1', 'status': 'Failure', 'reason': 'BadRequest',
+                         'code': 400, 'message': message})
+
+    def _list_pods(self, namespace):
+        query = urllib.parse.parse_qs(self.path.split('?', 1)[1] if '?' in self.path else '')
+        try:
+            requirements = parse_field_selector((query.get('fieldSelector') or [''])[0])
+            # The field label conversion refuses an unknown field whether or not any pod would be compared.
+            for field, _operator, _value in requirements:
+                if field not in POD_FIELDS:
+                    raise KeyError(field)
+            with LOCK:
+                pods = [pod for (pod_namespace, _name), pod in sorted(PODS.items())
+                        if namespace in (None, pod_namespace) and pod_matches(pod, requirements)]
+        except ValueError as exc:
+            self._bad_request(str(exc))
+            return
+        except KeyError as exc:
+            self._bad_request('field label not supported: %s' % exc.args[0])
+            return
+        self._send(200, {'kind': 'PodList', 'apiVersion': 'v1', 'metadata': {'resourceVersion': '1'},
+                         'items': pods})
+
+    def _body(self):
+        length = int(self.headers.get('Content-Length') or 0)
+        return json.loads(self.rfile.read(length) or b'{}')
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        match = POD_LIST_PATH.match(self.path.split('?', 1)[0])
+        try:
+            pod = self._body()
+        except ValueError:
+            self._bad_request('invalid JSON')
+            return
+        if not match or not match.group(1) or pod.get('kind') != 'Pod':
+            self._not_found(self.path)
+            return
+        namespace, name = match.group(1), (pod.get('metadata') or {}).get('name')
+        pod.setdefault('apiVersion', 'v1')
+        pod['metadata']['namespace'] = namespace
+        pod['metadata'].setdefault('uid', str(uuid.uuid4()))
+        pod.setdefault('status', {}).setdefault('phase', 'Pending')
+        with LOCK:
+            if (namespace, name) in PODS:
+                self._send(409, {'kind': 'Status', 'apiVersion': 'v1', 'status': 'Failure', 'reason': 'AlreadyExists',
+                                 'code': 409, 'message': 'pods "%s" already exists' % name})
+                return
+            PODS[(namespace, name)] = pod
+        self._send(201, pod)
+
+    def do_DELETE(self):  # noqa: N802 - http.server's name
+        match = POD_PATH.match(self.path.split('?', 1)[0])
+        with LOCK:
+            pod = PODS.pop(match.groups(), None) if match else None
+        if pod is None:
+            self._not_found(self.path)
+        else:
+            self._send(200, pod)
 
     def do_PUT(self):  # noqa: N802 - http.server's name
         match = NODE_PATH.match(self.path.split('?', 1)[0])

@@ -169,10 +169,21 @@ def test_a_node_kubeadm_does_not_manage_is_stopped():
 
 
 def test_another_section_plugs_its_refusal_in_with_one_source():
-    node = dict(facts(), requests_fit={'refusal': 'the pods would not fit'})
-    sources = _plan.REFUSAL_SOURCES + (_plan.section_refusal('requests_fit'),)
-    assert _plan.plan(node, {}, sources)['refusals'] == ['the pods would not fit']
-    assert _plan.plan(dict(node, requests_fit={'refusal': None}), {}, sources)['refusals'] == []
+    node = dict(facts(), other_check={'refusal': 'the other check says no'})
+    sources = _plan.REFUSAL_SOURCES + (_plan.section_refusal('other_check'),)
+    assert _plan.plan(node, {}, sources)['refusals'] == ['the other check says no']
+    assert _plan.plan(dict(node, other_check={'refusal': None}), {}, sources)['refusals'] == []
+
+
+def test_pods_that_would_not_fit_refuse_any_restart_the_config_dir_one_too():
+    refused = {'refusal': 'the pods would not fit'}
+    assert _plan.plan(dict(facts(), requests_fit=refused), {})['refusals'] == ['the pods would not fit']
+    kept = dict(facts(current_memory='2Gi', recommended_memory='2Gi'), requests_fit=refused)
+    assert _plan.plan(kept, {})['action'] == 'keep'
+    assert _plan.plan(kept, {})['refusals'] == []  # no restart: no pod is admitted again
+    # Adding --config-dir restarts the kubelet, which admits every bound pod again.
+    assert _plan.plan(kept, {'enable_config_dir': True})['refusals'] == ['the pods would not fit']
+    assert _plan.plan(dict(facts(), requests_fit={'refusal': None}), {})['refusals'] == []
 
 
 def to_nice_json(document):

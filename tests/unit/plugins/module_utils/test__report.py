@@ -296,3 +296,30 @@ def test_memory_min_cost_and_the_enforcement_proposal_reach_the_text_and_markdow
         assert '/system.slice waits for CPU 39.2 % of the last 5 min' in rendering
         assert "proposed: enforceNodeAllocatable ['pods', 'system-reserved-compressible'], systemReservedCgroup " \
                "/system.slice (validated" in rendering
+
+
+def test_the_requests_fit_reaches_the_text_and_markdown_checked_refused_or_skipped():
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils import _requests_fit
+    pods = [{'pod': 'data/cache-0', 'millicores': 200, 'memory_bytes': 6 * GI},
+            {'pod': 'web/api-0', 'millicores': 600, 'memory_bytes': 1152 * MI}]
+    refused = _requests_fit.check(pods, {'allocatable_memory_bytes': 4 * GI, 'allocatable_millicores': 1900})
+    fits = _requests_fit.check(pods, {'allocatable_memory_bytes': 8 * GI, 'allocatable_millicores': 1900})
+    report = _report.build_report({'refused': dict(result(GI), requests_fit=refused),
+                                   'fits': dict(result(GI), requests_fit=fits),
+                                   'skipped': dict(result(GI), requests_fit=_requests_fit.check(None, None))})
+    text, markdown = _report.render_text(report), _report.render_markdown(report)
+    assert 'requests fit: apply refuses: the 2 pods bound to the node request 7.12 GiB of memory' in text
+    assert 'largest: data/cache-0 6.00 GiB, web/api-0 1.12 GiB' in text
+    assert ('requests fit: the 2 pods bound to the node request 7.12 GiB and 800m, within the 8.00 GiB and 1900m '
+            'allocatable this change gives') in text
+    assert 'requests fit: not checked: no pod list: the role reads the pods' in text
+    assert '**Requests fit:** apply refuses:' in markdown and '**Requests fit:** not checked:' in markdown
+    assert not RAW_BYTES.search(text)
+
+
+def test_the_requests_fit_reaches_the_html_page():
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils import _requests_fit
+    fit = _requests_fit.check([{'pod': 'data/cache-0', 'millicores': 200, 'memory_bytes': 6 * GI}],
+                              {'allocatable_memory_bytes': 4 * GI, 'allocatable_millicores': 1900})
+    page = _report.render_html(_report.build_report({'refused': dict(result(GI), requests_fit=fit)}))
+    assert '<p>Requests fit: apply refuses: the 1 pod bound to the node request 6.00 GiB of memory' in page
