@@ -157,3 +157,12 @@ def test_a_malformed_status_is_refused(status, problem):
 def test_a_wellformed_status_passes():
     assert _apply_step.check_status({'on_success': [{'path': '/a.json', 'content': {}}], 'on_failure': []}) is None
     assert _apply_step.check_status(None) is None
+
+
+def test_a_failed_step_whose_status_cannot_be_written_says_both(node):
+    FakeKubelet.healthy = False
+    (node['tmp'] / 'metrics').write_text('a file where the directory should be')
+    with pytest.raises(NodeallocError) as failure:
+        run(node)
+    assert 'Restored' in str(failure.value) and 'the status file was not written' in str(failure.value)
+    assert (node['tmp'] / 'kubelet' / 'config.yaml').read_text() == OLD
