@@ -90,7 +90,10 @@ options:
     type: float
     default: 120
   health_poll:
-    description: Seconds between health checks, while waiting and while soaking.
+    description:
+      - Seconds between health checks, while waiting and while soaking.
+      - Right after a restart health is asked again sooner (0.25 s, doubling up to this), so that the soak starts as
+        soon as the kubelet is healthy.
     type: float
     default: 2
   soak_seconds:
