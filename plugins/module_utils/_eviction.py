@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import struct
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_defaults, _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _quantity
 
 # pkg/kubelet/eviction/api/types.go: every signal the kubelet accepts on Linux.
 KNOWN_SIGNALS = (

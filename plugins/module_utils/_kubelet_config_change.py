@@ -9,12 +9,13 @@ whether the change goes to the main file or to our own drop-in.
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
     _file_io, _kubelet_config_edit as edit, _kubelet_config_file as files,
     _kubelet_config_rules as rules, _node_allocatable)
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ConfigError
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ConfigError, NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._json_merge_patch import merge_patch
 
 
@@ -33,6 +34,38 @@ def _allocatable(config, capacity_memory_bytes, capacity_millicores, hugepages_b
     result = _node_allocatable.as_quantities(derived)
     result['kubepods_memory_limit_bytes'] = derived['kubepods_memory_limit_bytes']
     return result
+
+
+def string_map(value):
+    """Ansible turns `pid: 1000` into an int; the kubelet's maps hold strings (None stays: it removes the key)."""
+    if isinstance(value, dict):
+        return {str(k): (None if v is None else str(v)) for k, v in value.items()}
+    return value
+
+
+def string_maps(params, keep=()):
+    """The modules' parameters with every map as the kubelet's strings, except the options named in ``keep``."""
+    return {k: (v if k in keep else string_map(v)) for k, v in params.items()}
+
+
+def plan_on_node(params, node, missing_drop_in_dir_is_empty=False, check_cgroups=True):
+    """``plan`` against what ``_node_probe.probe_node`` read of this node (capacity, kubepods use and margin).
+
+    ``check_cgroups=False`` skips the check that enforced reserved cgroups exist (the on-node step, which never
+    changes those fields, and whose rollback must not be refused by them).
+    """
+    return plan(params, node.get('capacity_memory_bytes'), node.get('capacity_millicores'),
+                node.get('kubepods_working_set_bytes'), node.get('kubepods_margin_bytes', 0),
+                node.get('hugepages_bytes', 0), node.get('cgroup_exists') if check_cgroups else None,
+                missing_drop_in_dir_is_empty=missing_drop_in_dir_is_empty)
+
+
+def diff(decision):
+    """Ansible's diff of a plan: the target's text before and after (empty for a file removed)."""
+    after = decision['text'] if decision['action'] == 'write' else (
+        '' if decision['action'] == 'remove' else decision['before_text'] or '')
+    return dict(before=decision['before_text'] or '', after=after,
+                before_header=decision['target'], after_header=decision['target'])
 
 
 def plan(params, capacity_memory_bytes=None, capacity_millicores=None, kubepods_working_set_bytes=None,
@@ -129,24 +162,31 @@ def clean_up(decision):
     return _file_io.remove_stale_temps(os.path.dirname(os.path.realpath(decision['target'])))
 
 
-def apply(decision, backup=False):
-    """Carry out a plan: returns the backup's path or None.
+def apply(decision, backup=False, journal=None):
+    """Carry out a plan: returns the backup's path or None. The one place a kubelet config is written or removed.
 
     The backup is whole and durable before the target is replaced; if the write then fails
     (a full disk), the backup is removed again so that nothing is left behind.
+    ``journal(backup_file, created, written_sha256)``, when given, is called once the backup is durable and before
+    the target is replaced (the on-node step records there what undoing the change needs): if it raises, the
+    backup is removed and nothing is written. ``written_sha256`` is None for a removal.
     """
     backup_file = None
     target = decision['target']
     if decision['action'] is None:
         return None
-    if backup and os.path.exists(target):
+    exists = os.path.exists(target)
+    if backup and exists:
         backup_file = _file_io.make_backup(target)
+    data = decision['text'].encode('utf-8') if decision['action'] == 'write' else None
     try:
-        if decision['action'] == 'remove':
+        if journal is not None:
+            journal(backup_file, not exists, None if data is None else hashlib.sha256(data).hexdigest())
+        if data is None:
             _file_io.remove_durably(target)
         else:
-            _file_io.write_atomic(target, decision['text'])
-    except (OSError, _file_io.WriteError):
+            _file_io.write_atomic(target, data)
+    except (OSError, NodeallocError):
         if backup_file:
             _file_io.remove_durably(backup_file)
         raise

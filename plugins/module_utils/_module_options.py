@@ -7,7 +7,8 @@ compared with it by tests/unit/plugins/module_utils/test__option_specs.py.
 
 from __future__ import annotations
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import CONFIG, FACTS, argument_spec
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import CONFIG, FACTS, STEP, argument_spec
 
 NODE_RESERVATION_FACTS_OPTIONS = argument_spec(FACTS)
 KUBELET_CONFIG_OPTIONS = argument_spec(CONFIG)
+KUBELET_RESERVATIONS_APPLY_OPTIONS = argument_spec(STEP)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _formulas, _history, _kubelet_defaults, _option_forms, _quantity, _state_dir)
+    _file_io, _formulas, _history, _kubelet_defaults, _option_forms, _quantity, _state_dir)
 
 FACTS = 'node_reservation_facts'
 CONFIG = 'kubelet_config'
@@ -183,6 +183,41 @@ MODULE_ONLY = frozenset((
     'validate_against_node', 'lock_timeout', 'basis', 'pod_requests'))
 
 
+# The on-node step (kubelet_reservations_apply). It takes the kubelet_config options named in STEP_SHARED as they are
+# in OPTIONS, and its own below: two of its names mean something else there (its state is applied/restored, its
+# enable_config_dir the directory to enable), so they cannot be OPTIONS entries. Its health timings default to the
+# role's (one home: health_timeout_seconds & co. above).
+STEP = 'kubelet_reservations_apply'
+STEP_SHARED = ('path', 'drop_in_dir', 'drop_in_name', 'kube_reserved', 'system_reserved', 'kubepods_margin',
+               'kubepods_cgroup', 'cgroup_root', 'healthz_url')
+STEP_OPTIONS = {
+    'state': _option('str', 'applied', 'write and verify, or put a backup back', modules=(STEP,),
+                     choices=['applied', 'restored']),
+    'unit': _option('str', 'kubelet.service', "the kubelet's systemd unit", modules=(STEP,)),
+    'kubepods_limit_file': _option('path', None, "the kubepods cgroup's memory limit file", modules=(STEP,)),
+    'health_timeout': _option('float', OPTIONS['health_timeout_seconds']['default'], 'wait for the first healthy answer',
+                              'seconds', modules=(STEP,)),
+    'health_poll': _option('float', OPTIONS['health_poll_seconds']['default'], 'between health checks', 'seconds',
+                           modules=(STEP,)),
+    'soak_seconds': _option('float', OPTIONS['health_soak_seconds']['default'], 'stay healthy this long', 'seconds',
+                            modules=(STEP,)),
+    'node_lock_timeout': _option('float', OPTIONS['node_lock_timeout_seconds']['default'], 'wait for the node lock',
+                                 'seconds', modules=(STEP,)),
+    'config_lock_timeout': _option('float', OPTIONS['lock_timeout']['default'], "wait for the config directory's lock",
+                                   'seconds', modules=(STEP,)),
+    'state_dir': _option('path', _file_io.DEFAULT_NODE_LOCK_DIR, 'node lock, holder and journal', modules=(STEP,)),
+    'controller': _option('str', None, 'how a waiting step names this run', modules=(STEP,)),
+    'backup_file': _option('path', None, 'the backup a restore puts back', modules=(STEP,)),
+    'only_if_sha256': _option('str', None, 'restore only over this content', modules=(STEP,)),
+    'created': _option('bool', False, 'the step undone created the file', modules=(STEP,)),
+    'apply_after_wait': _option('bool', False, 'write even after waiting for another step', modules=(STEP,)),
+    'measured_reserved': _option('dict', None, 'the reservations in force when measured', modules=(STEP,)),
+    'enable_config_dir': _option('path', None, 'give the kubelet this --config-dir in the step', modules=(STEP,)),
+    'extra_args_file': _option('path', None, "kubeadm's extra-args environment file", modules=(STEP,)),
+    'status': _option('dict', None, 'status files to write after the outcome', modules=(STEP,)),
+}
+
+
 def role_option_names():
     """The reservations role's variables, without the prefix."""
     return [name for name in OPTIONS if name not in MODULE_ONLY]
@@ -193,11 +228,20 @@ _SPEC_KEYS = ('type', 'default', 'choices', 'elements', 'required')
 
 def argument_spec(module, names=None):
     """The AnsibleModule argument spec of ``module`` (every option whose ``modules`` name it), or of ``names``."""
+    if module == STEP and names is None:
+        spec = argument_spec(None, STEP_SHARED)
+        spec.update((name, _spec(option)) for name, option in STEP_OPTIONS.items())
+        return spec
     spec = {}
     for name, option in OPTIONS.items():
         if (names is not None and name in names) or (names is None and module in option['modules']):
-            spec[name] = {k: option[k] for k in _SPEC_KEYS if option[k] is not None and (k != 'required' or option[k])}
-            spec[name].update({k: option[k] for k in ('removed_in_version', 'removed_from_collection') if k in option})
+            spec[name] = _spec(option)
+    return spec
+
+
+def _spec(option):
+    spec = {k: option[k] for k in _SPEC_KEYS if option[k] is not None and (k != 'required' or option[k])}
+    spec.update({k: option[k] for k in ('removed_in_version', 'removed_from_collection') if k in option})
     return spec
 
 

@@ -41,6 +41,10 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 
 JOURNAL = 'step.json'
+# After a restart, health is asked again this soon, then at twice the interval each time up to poll_seconds: a kubelet
+# that is healthy within a second starts its soak then, not up to a whole poll interval later (more checks, never
+# fewer: no two are further apart than poll_seconds).
+FIRST_RECHECK_SECONDS = 0.25
 HOLDER = 'holder.json'
 # The kernel rounds a cgroup v1 limit down to a whole page.
 LIMIT_SLACK_BYTES = 4096
@@ -259,6 +263,7 @@ def wait_healthy(node, expected_limit, timeout_seconds, poll_seconds):
     Returns the unit state at that moment; raises StepError saying what it waited for and what it saw.
     """
     start = node.clock()
+    interval = min(poll_seconds, FIRST_RECHECK_SECONDS)
     while True:
         state = node.unit_state()
         healthz_ok, healthz_seen = node.healthz() if state['active_state'] == 'active' else (False, 'not asked')
@@ -275,7 +280,8 @@ def wait_healthy(node, expected_limit, timeout_seconds, poll_seconds):
                 waited.append('%s = %d' % (node.limit_file, int(expected_limit)))
                 seen.append('%s' % ('missing' if limit is None else limit))
             raise StepError('waited %.0f s for %s; saw %s' % (timeout_seconds, ', '.join(waited), ', '.join(seen)))
-        node.sleep(poll_seconds)
+        node.sleep(interval)
+        interval = min(poll_seconds, interval * 2)
 
 
 def soak(node, healthy_state, seconds, poll_seconds):

@@ -189,22 +189,15 @@ minimal_edit:
 
 import os
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_config_change as change
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import MissingLibraryError, NodeallocError
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._file_io import directory_lock
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet_config_rules import ValidationError
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_failures import fail_arguments
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import KUBELET_CONFIG_OPTIONS
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import check
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node_probe import probe_node
-
-
-def _stringify(value):
-    """Ansible turns `pid: 1000` into an int; the kubelet's maps hold strings."""
-    if isinstance(value, dict):
-        return {str(k): (None if v is None else str(v)) for k, v in value.items()}
-    return value
 
 
 def main():
@@ -212,7 +205,7 @@ def main():
     problems = check(module.params)
     if problems:
         module.fail_json(msg='invalid options, nothing written: %s' % '; '.join(problems), problems=problems)
-    params = {k: _stringify(v) for k, v in module.params.items()}
+    params = change.string_maps(module.params)
     lock_dir = params['drop_in_dir'] or os.path.dirname(params['path'])
     # Say what is missing before trying to lock a directory that is not there.
     if not os.path.exists(params['path']):
@@ -223,19 +216,13 @@ def main():
     try:
         node = probe_node(params) if params['validate_against_node'] else {}
         with directory_lock(lock_dir, params['lock_timeout']):
-            decision = change.plan(params, node.get('capacity_memory_bytes'), node.get('capacity_millicores'),
-                                   node.get('kubepods_working_set_bytes'), node.get('kubepods_margin_bytes', 0),
-                                   node.get('hugepages_bytes', 0), node.get('cgroup_exists'))
+            decision = change.plan_on_node(params, node)
             backup_file = None
             stale = [] if module.check_mode else change.clean_up(decision)
             if decision['changed'] and not module.check_mode:
                 backup_file = change.apply(decision, backup=params['backup'])
-    except MissingLibraryError as exc:
-        module.fail_json(msg=missing_required_lib(exc.library, reason=exc.reason))
-    except ValidationError as exc:
-        module.fail_json(msg='refused, nothing written: %s' % exc, rule=exc.rule, field=exc.field)
     except (NodeallocError, ValueError) as exc:
-        module.fail_json(msg=str(exc))
+        module.fail_json(**fail_arguments(exc))
 
     result = dict(
         changed=decision['changed'],
@@ -254,10 +241,7 @@ def main():
         result['allocatable_before'] = decision['allocatable_before']
         result['allocatable_after'] = decision['allocatable_after']
     if module._diff:
-        result['diff'] = dict(before=decision['before_text'] or '',
-                              after=decision['text'] if decision['action'] == 'write'
-                              else ('' if decision['action'] == 'remove' else decision['before_text'] or ''),
-                              before_header=decision['target'], after_header=decision['target'])
+        result['diff'] = change.diff(decision)
     module.exit_json(**result)
 
 

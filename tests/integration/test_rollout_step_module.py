@@ -304,3 +304,35 @@ def test_a_step_killed_after_adding_config_dir_is_undone_by_the_next_step(node):
     result = run(node, state='restored', drop_in_dir=str(config_dir))
     assert 'was killed before verifying its change' in result['recovered'], result
     assert not (node['tmp'] / 'default-kubelet').exists() and not config_dir.exists()
+
+
+def _status(node):
+    files = node['tmp'] / 'nodealloc'
+    return {'on_success': [{'path': str(files / 'decision.json'), 'content': {'action': 'keep'}},
+                           {'path': str(files / 'reservation.json'), 'content': {'reserved_memory_bytes': 1048576000}}],
+            'on_failure': [{'path': str(files / 'decision.json'), 'content': {'action': 'increase'}}]}
+
+
+def _status_files(node):
+    files = node['tmp'] / 'nodealloc'
+    return {n: (files / n).read_text() for n in sorted(os.listdir(files))} if files.is_dir() else {}
+
+
+def test_the_step_writes_its_success_status_in_the_same_call(node):
+    result = run(node, status=_status(node))
+    assert result['changed'] and not result.get('failed'), result
+    assert _status_files(node) == {'decision.json': '{\n    "action": "keep"\n}\n',
+                                   'reservation.json': '{\n    "reserved_memory_bytes": 1048576000\n}\n'}
+
+
+def test_a_restored_step_writes_its_failure_status_after_the_restore(node):
+    Healthz.answer = (500, b'[-]kubelet refused its config')
+    result = run(node, status=_status(node))
+    assert result['failed'] and config(node) == OLD
+    assert _status_files(node) == {'decision.json': '{\n    "action": "increase"\n}\n'}
+
+
+def test_check_mode_writes_no_status_file(node):
+    result = run(node, status=_status(node), _ansible_check_mode=True)
+    assert result['changed'] and not result.get('failed'), result
+    assert _status_files(node) == {} and config(node) == OLD

@@ -73,6 +73,8 @@ def test_happy_path_changes_every_node_once_in_order_and_a_second_run_changes_no
     # The reservation applied, as the sampler's near-reservation flag reads it: what the config now holds.
     applied = json.loads(nodeio.read_bytes(nodes[0], '/var/lib/nodealloc/reservation.json'))
     assert applied['reserved_memory_bytes'] == reserved_memory(running_config(nodes[0]))
+    # Written by the step itself (its status option) once the change was verified: nothing is pending any more.
+    assert all(json.loads(nodeio.read_bytes(n, '/var/lib/nodealloc/decision.json'))['action'] == 'keep' for n in nodes)
     metrics = dict(line.rsplit(' ', 1) for line in text.splitlines() if not line.startswith('#'))
     assert int(metrics['nodealloc_memory_planned_headroom_bytes']) == applied['memory_headroom_bytes'] > 0
     assert metrics['nodealloc_memory_near_reservation'] in ('0', '1')
@@ -186,6 +188,9 @@ def test_refused_config_is_rolled_back_byte_for_byte_and_the_rollout_halts(rollo
     last_start = [e for e in bad_log if e['event'] == 'start'][-1]
     assert last_start['system_reserved'] == INITIAL_SYSTEM_RESERVED  # running the old config again
     assert any(e['event'] == 'healthy' and e['time'] >= last_start['time'] for e in bad_log)
+    # The step wrote its failure status after the restore: the change it could not apply is still pending.
+    pending = json.loads(nodeio.read_bytes(bad, '/var/lib/nodealloc/decision.json'))
+    assert pending['action'] in ('increase', 'decrease') and pending['recommended_kubepods_memory_limit_bytes'] > 0
     for node in rest:  # untouched
         assert config_digest(node) == before[node['name']]
         assert not starts_since(node, mark)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 import pytest
@@ -104,3 +105,30 @@ def test_a_drop_in_dir_still_to_be_made_is_planned_as_empty_only_when_asked(node
     with pytest.raises(ConfigError, match='drop_in_dir is not a directory'):  # a file in its place is not "to be made"
         change.plan(params(node, drop_in_dir=node['path'], system_reserved={'memory': '500Mi'}),
                     missing_drop_in_dir_is_empty=True)
+
+
+def test_the_journal_hook_sees_a_durable_backup_before_the_file_is_replaced(node):
+    before = open(node['path']).read()
+    decision = change.plan(params(node, kube_reserved={'memory': '2Gi'}), 8 * GI, 2000, 0, 0)
+    seen = []
+
+    def journal(backup_file, created, written_sha256):
+        # What the on-node step journals: the backup is whole, the config not yet replaced.
+        seen.append((open(backup_file).read(), open(node['path']).read(), created, written_sha256))
+
+    backup_file = change.apply(decision, backup=True, journal=journal)
+    assert seen == [(before, before, False, hashlib.sha256(decision['text'].encode()).hexdigest())]
+    assert open(backup_file).read() == before and open(node['path']).read() == decision['text']
+
+
+def test_a_journal_that_cannot_be_written_leaves_the_config_and_no_backup(node):
+    before = open(node['path']).read()
+    decision = change.plan(params(node, kube_reserved={'memory': '2Gi'}), 8 * GI, 2000, 0, 0)
+
+    def journal(backup_file, created, written_sha256):
+        raise OSError(28, 'No space left on device')
+
+    with pytest.raises(OSError):
+        change.apply(decision, backup=True, journal=journal)
+    assert open(node['path']).read() == before
+    assert [n for n in os.listdir(os.path.dirname(node['path'])) if 'nodealloc' in n] == []

@@ -15,12 +15,15 @@ import yaml
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _decision, _formulas, _kubelet_defaults, _option_specs, _recommend
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import (
-    KUBELET_CONFIG_OPTIONS, NODE_RESERVATION_FACTS_OPTIONS)
+    KUBELET_CONFIG_OPTIONS, KUBELET_RESERVATIONS_APPLY_OPTIONS, NODE_RESERVATION_FACTS_OPTIONS)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 ROLE = os.path.join(ROOT, 'roles', 'reservations')
 OPTIONS = _option_specs.OPTIONS
-MODULE_SPECS = {'node_reservation_facts': NODE_RESERVATION_FACTS_OPTIONS, 'kubelet_config': KUBELET_CONFIG_OPTIONS}
+MODULE_SPECS = {'node_reservation_facts': NODE_RESERVATION_FACTS_OPTIONS, 'kubelet_config': KUBELET_CONFIG_OPTIONS,
+                'kubelet_reservations_apply': KUBELET_RESERVATIONS_APPLY_OPTIONS}
+# The on-node step's own options (two of their names mean something else in OPTIONS).
+MODULE_TABLES = {'kubelet_reservations_apply': _option_specs.STEP_OPTIONS}
 
 
 def documented_options(module_name):
@@ -44,11 +47,12 @@ def _same(spec_value, other):
     return spec_value == other
 
 
-def option_drift(name, documented, where):
+def option_drift(name, documented, where, table=None):
     """Problems between a documented option (type, default, choices, elements, required) and OPTIONS."""
-    if name not in OPTIONS:
+    table = OPTIONS if table is None or name not in table else table
+    if name not in table:
         return ['%s: %s is not in _option_specs.OPTIONS' % (where, name)]
-    spec, problems = OPTIONS[name], []
+    spec, problems = table[name], []
     for key in ('type', 'default', 'choices', 'elements'):
         if not _same(spec[key], documented.get(key)):
             problems.append('%s: %s %s is %r, _option_specs says %r' % (where, name, key, documented.get(key), spec[key]))
@@ -67,7 +71,7 @@ def module_drift(module_name, documented):
         elif name not in spec:
             problems.append('%s: %s is documented but not in the argument spec' % (module_name, name))
         else:
-            problems.extend(option_drift(name, documented[name], module_name))
+            problems.extend(option_drift(name, documented[name], module_name, MODULE_TABLES.get(module_name)))
             for key in ('type', 'default', 'choices', 'elements'):
                 if spec[name].get(key) != documented[name].get(key):
                     problems.append('%s: %s %s is %r in the argument spec, %r in the docs'

@@ -83,6 +83,21 @@ def test_soak_catches_a_kubelet_that_dies_after_looking_healthy(later, seen):
     assert seen in str(failure.value) and 'did not stay healthy for the 30 s soak' in str(failure.value)
 
 
+def test_a_kubelet_healthy_soon_after_its_restart_starts_its_soak_then_and_checks_stay_within_the_poll():
+    node = ScriptedNode([(0, unit('activating', 0), (False, 'no answer')), (0.3, unit(), (True, "HTTP 200 'ok'"))])
+    asked = []
+    unit_state = node.unit_state
+    node.unit_state = lambda: asked.append(node.now) or unit_state()
+    state = step.wait_healthy(node, None, 60, 2)
+    assert state['healthy_after_seconds'] < 1  # simulated time: not up to a whole 2-s poll later
+    slow = ScriptedNode([(0, unit('activating', 0), (False, 'no answer')), (30, unit(), (True, "HTTP 200 'ok'"))])
+    slow_asked = []
+    slow_state = slow.unit_state
+    slow.unit_state = lambda: slow_asked.append(slow.now) or slow_state()
+    step.wait_healthy(slow, None, 60, 2)
+    assert max(b - a for a, b in zip(slow_asked, slow_asked[1:])) <= 2
+
+
 def test_restore_puts_back_only_its_own_backup_over_what_it_wrote(tmp_path):
     target = tmp_path / 'config.yaml'
     backup = tmp_path / 'config.yaml.20260101T000000.000000.nodealloc.bak'
