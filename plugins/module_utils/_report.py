@@ -455,6 +455,8 @@ def render_markdown(report):
             out.append('')
         out.extend('- %s' % line for line in node.get('pressure') or [])
         out.extend('- %s' % line for line in node.get('protection') or [])
+        if out[-1]:
+            out.append('')  # a paragraph straight after a list would join its last item (CommonMark lazy continuation)
         overcommit = _overcommit_line(node.get('overcommit'))
         if overcommit:
             out.extend(['**Overcommit:** %s.' % overcommit, ''])

@@ -323,3 +323,15 @@ def test_the_requests_fit_reaches_the_html_page():
                               {'allocatable_memory_bytes': 4 * GI, 'allocatable_millicores': 1900})
     page = _report.render_html(_report.build_report({'refused': dict(result(GI), requests_fit=fit)}))
     assert '<p>Requests fit: apply refuses: the 1 pod bound to the node request 6.00 GiB of memory' in page
+
+
+def test_a_markdown_paragraph_after_the_pressure_list_stands_apart_from_its_last_item():
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils import _requests_fit
+    facts = dict(result(GI), requests_fit=_requests_fit.check(None, None))
+    facts['pressure'] = {'node': {'cpu': {'some': {'avg10': 2.0, 'avg300': 5.0}}}, 'cgroups': {}, 'note': None}
+    markdown = _report.render_markdown(_report.build_report({'node1': facts}))
+    lines = markdown.split('\n')
+    at = next(i for i, line in enumerate(lines) if line.startswith('**Requests fit:**'))
+    assert lines[at - 2].startswith('- pressure'), lines[at - 3:at + 1]
+    # CommonMark joins a paragraph that follows a list item without a blank line to that item.
+    assert lines[at - 1] == ''
