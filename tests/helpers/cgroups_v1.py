@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 
+from helpers import host_cgroups_lock
+
 CONTROLLERS = ('memory', 'cpu', 'cpuacct')
 ROOT = '/sys/fs/cgroup'
 WORKLOAD = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'workload.py')
@@ -35,6 +37,10 @@ class CgroupTree:
         self.scratch = []
 
     def make(self, relative):
+        with host_cgroups_lock.held():  # no lane measures the host between two controllers' groups
+            return self._make(relative)
+
+    def _make(self, relative):
         parts = relative.strip('/').split('/')
         for depth in range(1, len(parts) + 1):
             partial = '/'.join(parts[:depth])
@@ -76,6 +82,12 @@ class CgroupTree:
                 process.send_signal(signal.SIGKILL)
             process.wait()
             process.stdout.close()
+        with host_cgroups_lock.held():
+            self._remove_groups()
+        for directory in self.scratch:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def _remove_groups(self):
         for path in sorted(self.groups, key=lambda p: p.count('/'), reverse=True):
             for _attempt in range(50):
                 try:
@@ -85,5 +97,3 @@ class CgroupTree:
                     break
                 except OSError:
                     time.sleep(0.05)  # the kernel frees a group a moment after its last task exits
-        for directory in self.scratch:
-            shutil.rmtree(directory, ignore_errors=True)

@@ -13,7 +13,6 @@ import stat
 
 import pytest
 import yaml
-from ansible.plugins.filter.core import to_nice_json
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _apply_step, _option_specs
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _rollout_step as step
@@ -122,17 +121,6 @@ def test_check_mode_writes_no_status(node):
 def test_without_status_the_step_writes_none(node):
     assert run(node, status=None)['changed']
     assert status_files(node) == {}
-
-
-@pytest.mark.parametrize('content', [
-    DECISION, APPLIED, {'action': 'keep', 'eviction_hard_memory_bytes': None},
-    {'nested': {'b': [1, 2.5, 'x'], 'a': True}, 'unicode': 'n\u00e9'},
-])
-def test_status_files_are_what_the_roles_to_nice_json_copy_wrote(tmp_path, content):
-    # The copy tasks wrote "{{ content | to_nice_json }}\n": the same bytes, so a file from before is not rewritten.
-    path = tmp_path / 'sub' / 'status.json'
-    _apply_step.write_status({'on_success': [{'path': str(path), 'content': content}]}, 'on_success')
-    assert path.read_text() == to_nice_json(content) + '\n'
 
 
 def test_a_status_file_that_cannot_be_written_fails_the_step_naming_it(node):

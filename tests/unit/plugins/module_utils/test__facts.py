@@ -8,11 +8,12 @@ import time
 
 import pytest
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts, _measure
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts, _measure, _procfs
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ConfigError
 from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
 
 MIB = 1024 * 1024
+GIB = 1024 * MIB
 
 
 @pytest.fixture
@@ -150,9 +151,13 @@ def test_an_explicit_empty_enforce_node_allocatable_means_no_enforcement(v2_node
         assert limit == facts['memory']['mem_total_bytes']
 
 
-def test_class_peers_of_another_class_are_ignored_and_of_its_own_give_the_cold_start_prior(v2_node, tmp_path):
+def test_class_peers_of_another_class_are_ignored_and_of_its_own_give_the_cold_start_prior(v2_node, tmp_path, monkeypatch):
     options = {'cgroup_root': v2_node, 'sample_seconds': 0, 'history': False,
                'kubelet_config_path': str(tmp_path / 'none.yaml')}
+    # 1 GiB in use outside the pods whatever this machine is doing: a busy host (make test's 2 GiB loop) would put
+    # both calls at the max_reserved_fraction cap, where a class cannot raise anything.
+    meminfo = _procfs.read_meminfo()
+    monkeypatch.setattr(_procfs, 'read_meminfo', lambda proc_root='/proc': dict(meminfo, MemAvailable=meminfo['MemTotal'] - GIB))
     alone = _facts.gather(options)
     own = alone['class_record']
     assert own['cold_start'] and alone['class_peers_used'] == 0
@@ -174,6 +179,10 @@ def test_class_peers_of_another_class_are_ignored_and_of_its_own_give_the_cold_s
 def test_the_class_decision_decides_again_from_the_first_calls_basis_without_measuring(v2_node, tmp_path, monkeypatch):
     options = {'cgroup_root': v2_node, 'sample_seconds': 0, 'history': False,
                'kubelet_config_path': str(tmp_path / 'none.yaml')}
+    # 1 GiB in use outside the pods whatever this machine is doing: a busy host (make test's 2 GiB loop) would put
+    # both calls at the max_reserved_fraction cap, where a class cannot raise anything.
+    meminfo = _procfs.read_meminfo()
+    monkeypatch.setattr(_procfs, 'read_meminfo', lambda proc_root='/proc': dict(meminfo, MemAvailable=meminfo['MemTotal'] - GIB))
     alone = _facts.gather(options)
     own = alone['class_record']
     warm = dict(own, cold_start=False, reserved_memory_bytes=alone['recommendation']['reserved_memory_bytes'] + 512 * MIB,
