@@ -151,13 +151,17 @@ def test_an_explicit_empty_enforce_node_allocatable_means_no_enforcement(v2_node
         assert limit == facts['memory']['mem_total_bytes']
 
 
-def test_class_peers_of_another_class_are_ignored_and_of_its_own_give_the_cold_start_prior(v2_node, tmp_path, monkeypatch):
-    options = {'cgroup_root': v2_node, 'sample_seconds': 0, 'history': False,
-               'kubelet_config_path': str(tmp_path / 'none.yaml')}
-    # 1 GiB in use outside the pods whatever this machine is doing: a busy host (make test's 2 GiB loop) would put
-    # both calls at the max_reserved_fraction cap, where a class cannot raise anything.
+@pytest.fixture
+def one_gib_node(v2_node, tmp_path, monkeypatch):
+    """Options for a node with 1 GiB in use outside the pods whatever this machine is doing: a busy host (make test's
+    2 GiB loop) would put every call at the max_reserved_fraction cap, where a class cannot raise anything."""
     meminfo = _procfs.read_meminfo()
     monkeypatch.setattr(_procfs, 'read_meminfo', lambda proc_root='/proc': dict(meminfo, MemAvailable=meminfo['MemTotal'] - GIB))
+    return {'cgroup_root': v2_node, 'sample_seconds': 0, 'history': False, 'kubelet_config_path': str(tmp_path / 'none.yaml')}
+
+
+def test_class_peers_of_another_class_are_ignored_and_of_its_own_give_the_cold_start_prior(one_gib_node):
+    options = one_gib_node
     alone = _facts.gather(options)
     own = alone['class_record']
     assert own['cold_start'] and alone['class_peers_used'] == 0
@@ -176,13 +180,8 @@ def test_class_peers_of_another_class_are_ignored_and_of_its_own_give_the_cold_s
     assert pooled['class_record']['cold_start']  # it still offers no reservation of its own to the class
 
 
-def test_the_class_decision_decides_again_from_the_first_calls_basis_without_measuring(v2_node, tmp_path, monkeypatch):
-    options = {'cgroup_root': v2_node, 'sample_seconds': 0, 'history': False,
-               'kubelet_config_path': str(tmp_path / 'none.yaml')}
-    # 1 GiB in use outside the pods whatever this machine is doing: a busy host (make test's 2 GiB loop) would put
-    # both calls at the max_reserved_fraction cap, where a class cannot raise anything.
-    meminfo = _procfs.read_meminfo()
-    monkeypatch.setattr(_procfs, 'read_meminfo', lambda proc_root='/proc': dict(meminfo, MemAvailable=meminfo['MemTotal'] - GIB))
+def test_the_class_decision_decides_again_from_the_first_calls_basis_without_measuring(one_gib_node, monkeypatch):
+    options = one_gib_node
     alone = _facts.gather(options)
     own = alone['class_record']
     warm = dict(own, cold_start=False, reserved_memory_bytes=alone['recommendation']['reserved_memory_bytes'] + 512 * MIB,
