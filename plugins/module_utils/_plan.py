@@ -26,15 +26,9 @@ import difflib
 import posixpath
 import re
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_config_edit, _kubelet_defaults, _option_specs
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
+    _kubelet_config_edit, _kubelet_defaults, _option_specs, _state_dir)
 
-# Beside the history, where the sampler reads them (roles/reservations/vars/main.yml; _sampler.RESERVATION_FILE).
-DECISION_FILE = 'decision.json'
-APPLIED_FILE = 'reservation.json'
-# kubelet_reservations_apply's drop_in_name default: the role never passes another.
-DROP_IN_NAME = _option_specs.OPTIONS['drop_in_name']['default']
-# The unit the kubelet runs as when neither the option nor the running process names one (kubeadm's packages).
-DEFAULT_UNIT = _kubelet_defaults.UNIT
 RESERVATION_OPTIONS = ('kube_reserved', 'system_reserved')
 
 
@@ -80,7 +74,7 @@ def target(facts, options, add_config_dir):
     return {
         'path': kubelet.get('config_path') or _option(options, 'kubelet_config_path'),
         'drop_in_dir': drop_in_dir,
-        'unit': options.get('kubelet_unit') or kubelet.get('unit') or DEFAULT_UNIT,
+        'unit': options.get('kubelet_unit') or kubelet.get('unit') or _kubelet_defaults.UNIT,
         # The file the on-node step reads the kubepods limit back from.
         'kubepods_limit_file': (facts.get('cgroup') or {}).get('kubepods_limit_file') or '',
     }
@@ -211,7 +205,7 @@ def restore_options(facts, where):
     return options
 
 
-def _state_dir(options):
+def _state_directory(options):
     # As vars/main.yml's ``reservations_history_path | dirname`` (the node's paths are POSIX).
     return posixpath.dirname(_option(options, 'history_path'))
 
@@ -228,8 +222,10 @@ def status(facts, options):
     if not _option(options, 'install_sampler'):
         return empty
     recommendation, decision = facts.get('recommendation') or {}, _decision(facts)
-    state_dir = _state_dir(options)
-    decision_path, applied_path = state_dir + '/' + DECISION_FILE, state_dir + '/' + APPLIED_FILE
+    # The file names' home is _state_dir; the directory follows history_path, as in vars/main.yml.
+    state_dir = _state_directory(options)
+    decision_path = state_dir + '/' + _state_dir.DECISION_FILE
+    applied_path = state_dir + '/' + _state_dir.APPLIED_FILE
 
     def decision_document(pending):
         content = {'action': pending, 'eviction_hard_memory_bytes': recommendation.get('eviction_hard_memory_bytes')}
@@ -252,7 +248,8 @@ def _reservation_fields(fields):
 
 
 def path_of_drop_in(where):
-    return where['drop_in_dir'].rstrip('/') + '/' + DROP_IN_NAME
+    # kubelet_reservations_apply's drop_in_name default: the role never passes another.
+    return where['drop_in_dir'].rstrip('/') + '/' + _kubelet_defaults.DROP_IN_NAME
 
 
 def _diff(before, after, path, fmt):
