@@ -17,9 +17,12 @@ line gives the share of wall time in which at least one of its tasks was runnabl
 averages over the last 10, 60 and 300 seconds. We call the daemons starved when ``some avg300`` of
 ``system.slice`` or of the kubelet's or the runtime's group reaches ``STARVED_SOME_AVG300_PERCENT`` (10 %):
 the five-minute average, because the facts are one reading and a build or an image pull stalls for seconds;
-10 %, because an idle or merely busy node stays well under a few percent (the build machine's /proc/pressure/cpu
+10 %, because a busy node's daemons mostly stay under a few percent (the build machine's /proc/pressure/cpu
 read avg300 0.73 under a full test run), while a tenth of the time spent waiting is a kubelet whose 1-second PLEG
-relist and 10-second status loops routinely run late. cgroup v1 has no per-group pressure: no proposal there.
+relist and 10-second status loops routinely run late. A small node can cross it without a fault: a 1-vCPU test
+guest, its kubelet just restarted after a series of tests on a loaded host, read 10.95 % on system.slice. That
+costs a report line, not a write: the proposal is never applied by the role, and only where it raises the weight.
+cgroup v1 has no per-group pressure: no proposal there.
 
 The proposed change is validated as any change (_kubelet_config_rules.validate, with the node's cgroups, and
 _kubelet_version.check for the kubelet's version): the kubelet refuses the compressible keys before 1.32, with
@@ -131,6 +134,11 @@ def propose(config, reserved, pressure, component_cgroups, cgroup_version, capac
                   'guaranteed_millicores_enforced': None}
         result['targets'].append(target)
         if not starved:
+            if named:
+                # Enforcing on a group the starved ones are not in changes nothing for them.
+                result['reasons'].append('%s would weigh %s (%s), which holds none of the starved groups (%s): '
+                                         'not proposed there' % (key, group, cgroup_field, ', '.join(
+                                             s['cgroup'] for s in result['starved'])))
             continue
         if full in keys or key in keys:
             result['reasons'].append('%s is already enforced on %s (its CPU weight is written): nothing to add'

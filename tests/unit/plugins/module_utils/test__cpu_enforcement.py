@@ -140,3 +140,13 @@ def test_v1_proposes_nothing():
 def test_validate_change_answers_with_a_refusal_field(changes, refused):
     result = ce.validate_change({'systemReserved': {'cpu': '1'}}, changes, V134, 'v2')
     assert (result['refusal'] is not None) == refused
+
+
+def test_a_reserved_group_holding_none_of_the_starved_ones_is_not_proposed_and_the_reasons_say_so():
+    # CI, stop 32: the guest's system.slice was starved while systemReservedCgroup named /sysres.slice; the old
+    # proposal returned no reason at all.
+    result = _propose({'systemReservedCgroup': '/sysres.slice', 'cgroupDriver': 'systemd'})
+    assert result['proposed'] is False and result['changes'] == {}
+    assert [t['starved'] for t in result['targets']] == [[]]
+    assert result['reasons'] == ['system-reserved-compressible would weigh /sysres.slice (systemReservedCgroup), which '
+                                 'holds none of the starved groups (/system.slice): not proposed there']
