@@ -161,6 +161,7 @@ def reading_from(measurement, source, now):
         'non_pod_millicores': measurement['cpu']['non_pod_millicores'],
         'kube_components_bytes': memory['kube_components_working_set_bytes'],
         'kubepods_bytes': memory['kubepods_working_set_bytes'],
+        'measurement_tool_bytes': memory['measurement_tool']['left_out_bytes'],
         'source': source,
     }
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import time
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cgroup, _kubelet_process, _memory_accounting, _procfs, _swap
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
+    _cgroup, _kubelet_process, _memory_accounting, _procfs, _swap, _tool_processes)
 
 # Groups that hold many unrelated processes: a kubelet found there is measured by its own RSS.
 SHARED_CGROUPS = ('', 'system.slice', 'user.slice', 'init.scope')
@@ -149,8 +150,12 @@ def _component_memory(layout, component_cgroups):
     return readings
 
 
-def memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root='/proc'):
-    """Memory readings: MemTotal, MemAvailable, kubepods, system.slice, kubelet+runtime, non-pod (with its swap)."""
+def memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root='/proc', own_pids=()):
+    """Memory readings: MemTotal, MemAvailable, kubepods, system.slice, kubelet+runtime, non-pod (with its swap).
+
+    The measuring tool's own processes (Ansible's module interpreters, ``own_pids``) are left out of the non-pod
+    figure and returned as ``measurement_tool`` (_tool_processes says why and how).
+    """
     if kubepods is None:
         kubepods_memory = {'cgroup': None, 'working_set_bytes': 0}
     else:
@@ -163,9 +168,10 @@ def memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_ro
     kube_components_ws = sum(c['working_set_bytes'] for c in component_memory) + component_rss
     # Swapped-out non-pod memory is counted in the non-pod figure (_swap says why and how).
     swap = _swap.measure(layout, kubepods, meminfo, component_cgroups)
+    tool = _tool_processes.find(proc_root, kubepods, own_pids)
     accounting = _memory_accounting.non_pod_memory(meminfo, kubepods_memory,
                                                    _memory_accounting.read_low_watermark_bytes(proc_root),
-                                                   swap['bytes'])
+                                                   swap['bytes'], tool['bytes'])
     return {
         'mem_total_bytes': meminfo['MemTotal'],
         'mem_available_bytes': meminfo['MemAvailable'],
@@ -176,6 +182,7 @@ def memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_ro
         'non_pod_accounting': accounting,
         'non_pod_swap_bytes': swap['bytes'],
         'swap': swap,
+        'measurement_tool': dict(tool, left_out_bytes=accounting['measurement_tool_bytes']),
         'kube_components_working_set_bytes': kube_components_ws,
         'kubepods': kubepods_memory,
         'system_slice': system_slice,

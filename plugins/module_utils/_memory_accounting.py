@@ -74,15 +74,16 @@ def counted_available(pool_bytes, wmark_low_bytes):
     return pool_bytes - min(pool_bytes // 2, wmark_low_bytes or 0)
 
 
-def non_pod_memory(meminfo, kubepods_memory, wmark_low_bytes, non_pod_swap_bytes=0):
+def non_pod_memory(meminfo, kubepods_memory, wmark_low_bytes, non_pod_swap_bytes=0, tool_bytes=0):
     """Both non-pod figures and the steps between them.
 
     ``meminfo``: parsed /proc/meminfo in bytes. ``kubepods_memory``: _cgroup.memory_working_set of
     kubepods (with ``active_file_bytes`` and, on v2, ``slab_reclaimable_bytes``). Returns a dict with
-    ``poc_bytes`` (the PoC's figure), ``bytes`` (the corrected one, never below the PoC's),
+    ``poc_bytes`` (the PoC's figure), ``bytes`` (the corrected one, never below the PoC's less the tool's own processes),
     ``pods_counted_available_bytes`` (what is no longer subtracted) and ``explanation`` lines.
     ``non_pod_swap_bytes`` (_swap.non_pod_swap): non-pod memory swapped out, added to ``bytes`` (``resident_bytes``
-    is the figure without it).
+    is the figure without it). ``tool_bytes`` (_tool_processes.find): the measuring tool's own processes' anonymous
+    memory, left out of the resident figure (never below 0); ``measurement_tool_bytes`` is what was left out.
     """
     total = meminfo['MemTotal']
     available = meminfo['MemAvailable']
@@ -99,7 +100,9 @@ def non_pod_memory(meminfo, kubepods_memory, wmark_low_bytes, non_pod_swap_bytes
     counted_cache = min(pods_active_file, cache_available)
     counted_slab = min(pods_slab, slab_available)
     counted = counted_cache + counted_slab
-    resident = poc + counted
+    with_tool = poc + counted
+    tool_left_out = min(max(0, tool_bytes), max(0, with_tool))
+    resident = with_tool - tool_left_out
     # Up to MemTotal: no reservation can exceed the node's RAM, and the history refuses a reading above MemTotal
     # (_history.validate), which would drop exactly the highest readings.
     swap_counted = min(non_pod_swap_bytes, max(0, total - resident))
@@ -116,8 +119,12 @@ def non_pod_memory(meminfo, kubepods_memory, wmark_low_bytes, non_pod_swap_bytes
            ('; pods reclaimable slab %d B, counted min(%d, %d) = %d B'
             % (pods_slab, pods_slab, slab_available, counted_slab)) if pods_slab else ''),
         'non-pod memory = PoC figure + what MemAvailable already counts = %d + %d = %d B (%.1f MiB)'
-        % (poc, counted, resident, resident / MIB),
+        % (poc, counted, with_tool, with_tool / MIB),
     ]
+    if tool_bytes:
+        lines.append('less the measuring tool\'s own processes (Ansible\'s module interpreters, the sampler; anonymous '
+                     'memory, _tool_processes) = %d - %d = %d B (%.1f MiB)'
+                     % (with_tool, tool_left_out, resident, resident / MIB))
     if non_pod_swap_bytes:
         lines.append('non-pod memory with its swapped-out pages (_swap) = %d + %d = %d B (%.1f MiB)%s'
                      % (resident, swap_counted, corrected, corrected / MIB,
@@ -129,6 +136,7 @@ def non_pod_memory(meminfo, kubepods_memory, wmark_low_bytes, non_pod_swap_bytes
         'poc_bytes': poc,
         'resident_bytes': resident,
         'non_pod_swap_bytes': non_pod_swap_bytes,
+        'measurement_tool_bytes': tool_left_out,
         'pods_counted_available_bytes': counted,
         'pods_active_file_bytes': pods_active_file,
         'pods_slab_reclaimable_bytes': pods_slab,

@@ -140,6 +140,8 @@ def _node(host, result):
             'non_pod_memory_bytes': memory['non_pod_bytes'],
             'non_pod_swap_bytes': memory.get('non_pod_swap_bytes'),
             'poc_non_pod_memory_bytes': memory.get('non_pod_poc_bytes'),
+            # Ansible's own module interpreters (and the sampler) present at the reading, not counted above.
+            'measurement_tool_bytes': (memory.get('non_pod_accounting') or {}).get('measurement_tool_bytes'),
             'kubepods_working_set_bytes': memory['kubepods_working_set_bytes'],
             'non_pod_millicores': cpu['non_pod_millicores'],
             'sample_seconds': cpu['sample_seconds'],

@@ -285,7 +285,9 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
     found = _kubelet_process.find_processes(_kubelet_process.DEFAULT_KUBELET_NAMES
                                             + _kubelet_process.DEFAULT_RUNTIME_NAMES, proc_root)
     _seen, component_cgroups, component_pids = _measure.component_targets(layout, found, proc_root, kubepods)
-    memory = _measure.memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root)
+    # The sampler is the measuring tool too: its own interpreter is left out with Ansible's (_tool_processes).
+    memory = _measure.memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root,
+                             own_pids=(os.getpid(),))
     mid_change = mid_change or (bool(step_dir) and _file_io.held_exclusively(step_dir))
 
     snapshot = _measure.cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root)
@@ -319,6 +321,7 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
         'non_pod_millicores': cpu['non_pod_millicores'],
         'kube_components_bytes': memory['kube_components_working_set_bytes'],
         'kubepods_bytes': memory['kubepods_working_set_bytes'],
+        'measurement_tool_bytes': memory['measurement_tool']['left_out_bytes'],
         'source': 'sampler',
     }
     history_path = options['history_path']

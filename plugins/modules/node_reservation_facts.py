@@ -183,7 +183,17 @@ memory:
           pods' active page cache (and, on cgroup v2, reclaimable slab) that C(MemAvailable) already counts as
           available, so it is not subtracted twice (may be negative). See RV(memory.non_pod_accounting).
         - Plus RV(memory.non_pod_swap_bytes), the non-pod memory that is swapped out, up to C(MemTotal).
+        - Less the anonymous memory of the measuring tool's own processes, RV(memory.measurement_tool).
       type: int
+    measurement_tool:
+      description:
+        - The measuring tool's own processes found at the reading and left out of RV(memory.non_pod_bytes) - Ansible's
+          module interpreters (a Python interpreter under Ansible's C(<shell> -c '... && sleep 0') or become wrapper,
+          or a process running a file of Ansible's remote C(ansible-tmp-*) directory, outside kubepods) and, for the
+          sampler, its own process. C(bytes) (their C(Pss_Anon), else C(RssAnon)), C(left_out_bytes) (what was
+          subtracted, never more than the figure), C(processes) (pid, command, why, anonymous_bytes, source) and
+          C(note) (why nothing could be looked for, else null). What those modules start stays counted.
+      type: dict
     non_pod_swap_bytes:
       description:
         - Non-pod memory swapped out, counted in RV(memory.non_pod_bytes) - C(SwapTotal - SwapFree - SwapCached) less

@@ -44,6 +44,8 @@ def test_installed_collection_writes_the_report_where_the_user_runs_it(tmp_path)
     report = json.loads((workdir / 'reports' / 'reservations.json').read_text())
     # Measured: 'ok' where a kubelet runs, 'no_kubelet' (nothing to apply) on a machine without one, like this.
     assert [node['host'] for node in report['nodes']] == ['node'] and report['nodes'][0]['status'] in ('ok', 'no_kubelet')
+    # The facts module ran under Ansible's command wrapper: it found its own interpreter and left it out.
+    assert report['nodes'][0]['measured']['measurement_tool_bytes'] > 1024 * 1024
     assert (workdir / 'reports' / 'reservations.html').is_file()
     collection = installed / 'ansible_collections' / 'nodealloc' / 'kubelet'
     assert not (collection / 'reports').exists() and not (collection.parent / 'reports').exists()

@@ -146,7 +146,8 @@ def check_facts(node):
     accounting = memory['non_pod_accounting']
     assert memory['non_pod_poc_bytes'] == (memory['mem_total_bytes'] - memory['mem_available_bytes']
                                            - memory['kubepods_working_set_bytes'])
-    assert memory['non_pod_bytes'] == memory['non_pod_poc_bytes'] + accounting['pods_counted_available_bytes']
+    assert memory['non_pod_bytes'] == (memory['non_pod_poc_bytes'] + accounting['pods_counted_available_bytes']
+                                       - accounting['measurement_tool_bytes'])
     assert 0 <= accounting['pods_counted_available_bytes'] <= kubepods['active_file_bytes'] + kubepods['slab_reclaimable_bytes']
     # The kubelet and the runtime are measured in the units the guest's systemd made for them.
     assert sorted(c['cgroup'] for c in memory['kube_components']['cgroups']) == [

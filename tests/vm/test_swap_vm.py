@@ -74,7 +74,8 @@ def check_counted_and_covered(probe):
     assert daemon_out >= DAEMON_SWAPPED_MIN
     # On top of what is resident (the PoC figure with the page-cache correction): before swap was measured, the
     # non-pod figure was only that.
-    resident = memory['non_pod_poc_bytes'] + accounting['pods_counted_available_bytes']
+    resident = (memory['non_pod_poc_bytes'] + accounting['pods_counted_available_bytes']
+                - accounting['measurement_tool_bytes'])
     assert memory['non_pod_bytes'] >= resident + daemon_out, (memory['non_pod_bytes'], resident, daemon_out)
     assert memory['non_pod_swap_bytes'] >= daemon_out
     # The recommendation: the resident figure, the swapped-out daemon, and the headroom above both.

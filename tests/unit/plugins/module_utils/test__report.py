@@ -162,8 +162,9 @@ def test_the_json_keeps_exact_machine_values_in_unit_suffixed_names():
     node = [n for n in _reports()['nodes'] if n['host'] == 'tight'][0]
     assert node['capacity_memory_bytes'] == 8 * GI and node['capacity_millicores'] == 2000
     assert node['measured']['non_pod_memory_bytes'] == 2 * GI
-    assert set(node['measured']) == {'non_pod_memory_bytes', 'non_pod_swap_bytes', 'poc_non_pod_memory_bytes', 'kubepods_working_set_bytes',
-                                     'non_pod_millicores', 'sample_seconds'}
+    assert set(node['measured']) == {'non_pod_memory_bytes', 'non_pod_swap_bytes', 'poc_non_pod_memory_bytes',
+                                     'measurement_tool_bytes', 'kubepods_working_set_bytes', 'non_pod_millicores',
+                                     'sample_seconds'}
     assert isinstance(node['allocatable_memory_bytes'], int) and isinstance(node['allocatable_millicores'], int)
 
 
