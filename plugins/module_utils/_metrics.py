@@ -100,6 +100,14 @@ def _family(lines, name, samples):
                                   if isinstance(value, float) else value))
 
 
+def _swap_families(lines, memory, swap_control):
+    """The swap families, the same in both writers: ``memory`` from _measure.memory, ``swap_control`` from _swap.may_swap
+    (the module's through _swap.control); without ``swap_control`` the may-swap family is left out."""
+    _family(lines, 'nodealloc_memory_non_pod_swap_bytes', [({}, memory.get('non_pod_swap_bytes', 0))])
+    if swap_control:
+        _family(lines, 'nodealloc_swap_system_slice_may_swap', [({}, int(bool(swap_control['system_slice_may_swap'])))])
+
+
 def render(facts, now):
     """The module's textfile (``textfile_path``) for one node's facts: the families its measurement and recommendation give."""
     from ansible_collections.nodealloc.kubelet.plugins.module_utils import _node_allocatable  # not in the sampler's path
@@ -108,9 +116,7 @@ def render(facts, now):
     lines = []
     _family(lines, 'nodealloc_memory_capacity_bytes', [({}, memory['mem_total_bytes'])])
     _family(lines, 'nodealloc_memory_non_pod_bytes', [({}, memory['non_pod_bytes'])])
-    _family(lines, 'nodealloc_memory_non_pod_swap_bytes', [({}, memory.get('non_pod_swap_bytes', 0))])
-    if facts.get('swap_control'):
-        _family(lines, 'nodealloc_swap_system_slice_may_swap', [({}, int(bool(facts['swap_control']['system_slice_may_swap'])))])
+    _swap_families(lines, memory, facts.get('swap_control'))
     _family(lines, 'nodealloc_memory_kubepods_working_set_bytes', [({}, memory['kubepods_working_set_bytes'])])
     _family(lines, 'nodealloc_memory_recommended_reserved_bytes',
             [({}, memory['mem_total_bytes'] - recommendation['kubepods_memory_limit_bytes'])])
@@ -147,7 +153,7 @@ def render_sampler(figures):
             [({}, memory['mem_total_bytes'])])
     _family(lines, 'nodealloc_memory_non_pod_bytes',
             [({}, memory['non_pod_bytes'])])
-    _family(lines, 'nodealloc_memory_non_pod_swap_bytes', [({}, memory.get('non_pod_swap_bytes', 0))])
+    _swap_families(lines, memory, figures.get('swap_control'))
     _family(lines, 'nodealloc_memory_non_pod_window_bytes',
             [(percentile, figures['window_non_pod_bytes'])])
     _family(lines, 'nodealloc_memory_kubepods_working_set_bytes',

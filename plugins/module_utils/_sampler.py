@@ -30,7 +30,7 @@ import time
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
     _cgroup, _cpu_guarantee, _file_io, _headroom_policy, _history, _kubelet_process, _measure, _metrics, _node_probe,
-    _option_specs, _overcommit, _procfs, _state_dir)
+    _option_specs, _overcommit, _procfs, _state_dir, _swap)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 
 STATE_VERSION = 2  # 2: hours packed in strings
@@ -346,6 +346,9 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
         'decision': load_json(options['decision_path']),
         'reservation': load_json(_state_dir.beside(options['decision_path'], RESERVATION_FILE)),
         'near_reservation': None,
+        # Whether system.slice may swap, as the facts say it (_swap.may_swap): the memory.swap.max files _measure.memory
+        # read already and /proc/swaps, no process.
+        'swap_control': _swap.may_swap(layout, memory['swap']['groups'], _swap.read_swaps(proc_root)),
     }
     applied = figures['reservation'] or {}
     if isinstance(applied.get('reserved_memory_bytes'), int) and isinstance(applied.get('memory_headroom_bytes'), int):

@@ -16,7 +16,7 @@ and tests/unit/plugins/module_utils/test__sampler_unit.py keeps it at or below 2
   decision), and node_exporter's textfile directory is root's. Without capabilities uid 0 writes only what root
   owns, and ``ProtectSystem=strict`` leaves it only the directories in ``ReadWritePaths``.
 * What it reads needs no privilege: ``/proc/meminfo``, ``/proc/stat``, ``/proc/locks``, ``/proc/<pid>/{cmdline,
-  cgroup,stat,status}`` and cgroup files are world-readable. ``/proc/<pid>/ns/*`` of a process with more
+  cgroup,stat,status}``, ``/proc/swaps`` and cgroup files are world-readable. ``/proc/<pid>/ns/*`` of a process with more
   capabilities is not (ptrace access mode, kernel/ptrace.c ``__ptrace_may_access``): _kubelet_process tells a
   containerised kubelet apart by ``NSpid`` in ``status`` instead. Hence no ``ProtectProc=invisible`` (it hides
   other users' processes, and root's from a root without ``CAP_SYS_PTRACE``) and no ``ProcSubset=pid`` (it hides

@@ -175,15 +175,24 @@ def measure(layout, kubepods, meminfo, component_cgroups):
     return accounting
 
 
-def control(layout, swap_groups, devices, kubelet_config):
-    """Whether system.slice and the kubelet's/runtime's groups may swap, what the kubelet says about swap, and the
-    drop-in that stops the daemons swapping (proposed only where they may and systemd can hold it: cgroup v2)."""
-    config = kubelet_config or {}
-    memory_swap = config.get('memorySwap') or {}
+def may_swap(layout, swap_groups, devices):
+    """Whether swap is on and whether system.slice and each group of ``swap_groups`` (``measure``'s) may swap.
+
+    The one home of the answer: the facts (``control``) and the sampler (_sampler.run, every minute on every node)
+    both call it, so the module's and the sampler's ``nodealloc_swap_system_slice_may_swap`` agree. It reads only
+    what ``measure`` read (each group's ``memory.swap.max``) and ``devices`` (/proc/swaps): no ``systemctl show``,
+    no process. The kernel's file is what holds the limit, whoever set it: for ``MemorySwapMax=`` "This controls the
+    "memory.swap.max" control group attribute" (systemd.resource-control(5), systemd 252), and a runtime
+    ``systemctl set-property`` or a write by hand lands there too. memory.swap.max: "Swap usage hard limit. If a
+    cgroup's swap usage reaches this limit, anonymous memory of the cgroup will not be swapped out"
+    (Documentation/admin-guide/cgroup-v2.rst); a swap charge must fit every ancestor's limit as well
+    (mm/memcontrol.c ``__mem_cgroup_try_charge_swap`` -> ``page_counter_try_charge``, which walks the parents),
+    so 0 on system.slice stops every unit under it.
+    """
     by_cgroup = {g['cgroup']: g for g in swap_groups}
     system_slice = by_cgroup.get('/system.slice')
     swap_on = bool(devices)
-    may_swap = {}
+    by_group = {}
     for group in swap_groups:
         if layout.version == 'v2':
             # memory.swap.max of a group and of system.slice above it: 0 anywhere on the path stops its swap-out.
@@ -191,8 +200,18 @@ def control(layout, swap_groups, devices, kubelet_config):
             blocked = any(limit == 0 for limit in limits if limit is not None)
         else:
             blocked = False  # v1 has no per-group swap limit systemd sets (MemorySwapMax= is unified-only)
-        may_swap[group['cgroup']] = swap_on and not blocked
-    slice_may_swap = may_swap.get('/system.slice', swap_on)
+        by_group[group['cgroup']] = swap_on and not blocked
+    return {'swap_on': swap_on, 'system_slice_may_swap': by_group.get('/system.slice', swap_on), 'may_swap_by_cgroup': by_group}
+
+
+def control(layout, swap_groups, devices, kubelet_config):
+    """Whether system.slice and the kubelet's/runtime's groups may swap (``may_swap``), what the kubelet says about
+    swap, and the drop-in that stops the daemons swapping (proposed only where they may and systemd can hold it: cgroup v2)."""
+    config = kubelet_config or {}
+    memory_swap = config.get('memorySwap') or {}
+    system_slice = {g['cgroup']: g for g in swap_groups}.get('/system.slice')
+    swapping = may_swap(layout, swap_groups, devices)
+    swap_on, slice_may_swap = swapping['swap_on'], swapping['system_slice_may_swap']
     propose = slice_may_swap and layout.version == 'v2'
     return {
         'devices': devices,
@@ -200,7 +219,7 @@ def control(layout, swap_groups, devices, kubelet_config):
         'system_slice_swap_max': 'max' if system_slice and system_slice['swap_max'] is None and system_slice['swap_max_file']
         else (system_slice or {}).get('swap_max'),
         'system_slice_may_swap': slice_may_swap,
-        'may_swap_by_cgroup': may_swap,
+        'may_swap_by_cgroup': swapping['may_swap_by_cgroup'],
         # KubeletConfiguration defaults: failSwapOn true; an empty swapBehavior is NoSwap (kubernetes.io "Linux Node
         # Swap Behaviors": "NoSwap (default)"; KEP-2400 "Swap as the default").
         'kubelet_fail_swap_on': config.get('failSwapOn', True),

@@ -100,9 +100,10 @@ def test_both_writers_write_the_tables_families_with_its_type_help_and_labels(bo
 def test_a_family_both_write_has_one_meaning(both_textfiles):
     sampler, module = (families(text) for text in both_textfiles)
     shared = set(sampler) & set(module)
-    # What the sampler and the module both measure: memory, CPU and its period, the decision, the time.
+    # What the sampler and the module both measure: memory, CPU and its period, the decision, the time, swap.
     assert {'nodealloc_memory_non_pod_bytes', 'nodealloc_cpu_non_pod_cores', 'nodealloc_cpu_period_seconds',
-            'nodealloc_memory_recommended_reserved_bytes', 'nodealloc_decision', 'nodealloc_sample_timestamp_seconds'} <= shared
+            'nodealloc_memory_recommended_reserved_bytes', 'nodealloc_decision', 'nodealloc_sample_timestamp_seconds',
+            'nodealloc_memory_non_pod_swap_bytes', 'nodealloc_swap_system_slice_may_swap'} <= shared
     assert all(sampler[name][:2] == module[name][:2] for name in shared)
 
 

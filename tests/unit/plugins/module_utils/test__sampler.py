@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _history, _sampler
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts, _history, _metrics, _sampler
 from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
 from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.flock_holder import exclusive_flock
 
@@ -330,3 +330,87 @@ def test_the_kubelets_cgroup_driver_picks_kubepods_as_the_facts_module_does(node
     cgroup_v2.make_group(node, 'kubepods', 40 * MIB, 0, 0)
     figures, _problems = run(dict(options(node, tmp_path), cgroup_driver=driver), sleep=lambda _s: None)
     assert figures['memory']['kubepods_working_set_bytes'] == working_set_bytes
+
+
+SWAP_FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'swap')
+
+
+def swap_node(tmp_path, name):
+    """A node tree from a swap fixture (test__swap.py says where each was copied from): the kernel's /proc/meminfo,
+    /proc/swaps and memory files, plus what the sampler needs beside them (cgroup.controllers, cpu.stat, /proc/stat,
+    /proc/zoneinfo; the test's own, none of them about swap)."""
+    shutil.copytree(os.path.join(SWAP_FIXTURES, name), str(tmp_path), dirs_exist_ok=True)
+    for key in ('stat', 'zoneinfo'):
+        cgroup_v2.write(str(tmp_path / 'proc' / key), PROC[key])
+    if name.startswith('v1'):
+        # A v1 tree of controller directories: the fixture's groups under memory/, cpuacct beside it.
+        root = str(tmp_path / 'cgroup')
+        os.rename(root, str(tmp_path / 'memory'))
+        os.makedirs(root)
+        os.rename(str(tmp_path / 'memory'), os.path.join(root, 'memory'))
+        cgroup_v2.write(os.path.join(root, 'memory', 'memory.usage_in_bytes'), '0\n')
+        for relative in ('', 'kubepods.slice', 'system.slice'):
+            cgroup_v2.write(os.path.join(root, 'cpuacct', relative, 'cpuacct.usage'), '0\n')
+        return root
+    root = str(tmp_path / 'cgroup')
+    cgroup_v2.make_root(root)
+    for relative in ('kubepods.slice', 'system.slice', 'system.slice/swap-test-daemon.service'):
+        cgroup_v2.set_cpu_usage(root, relative, 0)
+    return root
+
+
+def may_swap_metrics(node, tmp_path):
+    """``nodealloc_swap_system_slice_may_swap`` as the sampler and as the facts module write it, on one node."""
+    run(options(node, tmp_path), sleep=lambda _s: None)
+    sampler = metrics_of(tmp_path).get('nodealloc_swap_system_slice_may_swap')
+    config = tmp_path / 'config.json'
+    config.write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration"}')
+    facts = _facts.gather({'cgroup_root': node, 'sample_seconds': 0, 'history': False, 'kubelet_config_path': str(config)},
+                          proc_root=str(tmp_path / 'proc'), sleep=lambda _s: None)
+    module = dict(line.rsplit(' ', 1) for line in _metrics.render(facts, 1700000000).splitlines()
+                  if not line.startswith('#')).get('nodealloc_swap_system_slice_may_swap')
+    return sampler, module
+
+
+@pytest.mark.parametrize('name, swap_max, may_swap', [
+    ('v2-daemon-swapped', 'max', '1'),  # swap on (/var/swapfile in /proc/swaps), system.slice's memory.swap.max "max"
+    ('v2-drop-in', '0', '0'),  # the same guest with MemorySwapMax=0 on system.slice: the kernel's file reads 0
+])
+def test_the_sampler_says_whether_system_slice_may_swap_as_the_facts_do(tmp_path, name, swap_max, may_swap):
+    node = swap_node(tmp_path, name)
+    assert (tmp_path / 'cgroup' / 'system.slice' / 'memory.swap.max').read_text().strip() == swap_max
+    assert (tmp_path / 'proc' / 'swaps').read_text().count('\n') == 2  # the header and /var/swapfile
+    sampler, module = may_swap_metrics(node, tmp_path)
+    assert sampler == module == may_swap
+    # The swapped-out non-pod memory beside it, the same figure as the facts' (_swap.measure through _measure.memory).
+    facts = _facts.gather({'cgroup_root': node, 'sample_seconds': 0, 'history': False,
+                           'kubelet_config_path': str(tmp_path / 'config.json')},
+                          proc_root=str(tmp_path / 'proc'), sleep=lambda _s: None)
+    assert int(metrics_of(tmp_path)['nodealloc_memory_non_pod_swap_bytes']) == facts['memory']['non_pod_swap_bytes'] > 0
+
+
+def test_the_sampler_reads_system_slices_swap_limit_on_every_run(node, tmp_path):
+    """The test's own v2 tree with a swap device: "max" then 0 (MemorySwapMax=0 applied between two runs) then "max"."""
+    cgroup_v2.write(str(tmp_path / 'proc' / 'swaps'), 'Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n'
+                    '/swapfile                               file\t\t1048572\t\t0\t\t-2\n')
+    opts = options(node, tmp_path)
+    limit = tmp_path / 'cgroup' / 'system.slice' / 'memory.swap.max'
+    for swap_max, may_swap in (('max', '1'), ('0', '0'), ('max', '1')):
+        limit.write_text(swap_max + '\n')
+        run(opts, sleep=lambda _s: None)
+        assert metrics_of(tmp_path)['nodealloc_swap_system_slice_may_swap'] == may_swap, swap_max
+
+
+@pytest.mark.parametrize('name', ['v1-pod-and-daemon-swapped', 'no-swap-device', 'v2-no-swap-files'])
+def test_v1_and_nodes_without_swap_get_the_facts_answer(tmp_path, name):
+    """Where the answer is not a v2 limit: cgroup v1 with swap on (no per-group limit systemd sets), a node without a
+    swap device, a v2 kernel without swap accounting (no memory.swap.* files): the sampler writes what the facts do."""
+    if name == 'v1-pod-and-daemon-swapped':
+        node = swap_node(tmp_path, name)
+    elif name == 'no-swap-device':
+        node = swap_node(tmp_path, 'v2-daemon-swapped')
+        cgroup_v2.write(str(tmp_path / 'proc' / 'swaps'), 'Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n')
+    else:
+        node = make_node(tmp_path)  # no /proc/swaps, no memory.swap.* files
+    sampler, module = may_swap_metrics(node, tmp_path)
+    assert sampler is not None and sampler == module
