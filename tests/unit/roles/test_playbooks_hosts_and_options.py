@@ -29,7 +29,9 @@ def run_playbook(tmp_path, playbook, *args):
         '%s ansible_host=127.0.0.1 ansible_port=9 ansible_connection=ssh ansible_user=nobody '
         "ansible_ssh_common_args='-o ConnectTimeout=3 -o BatchMode=yes'\n" % node for node in NODES))
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'), ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_PATH,
-               ANSIBLE_NOCOLOR='1', ANSIBLE_HOST_KEY_CHECKING='False', ANSIBLE_CALLBACK_RESULT_FORMAT='json')
+               ANSIBLE_NOCOLOR='1', ANSIBLE_HOST_KEY_CHECKING='False', ANSIBLE_CALLBACK_RESULT_FORMAT='json',
+               ANSIBLE_SHOW_CUSTOM_STATS='1',  # set_stats' data, printed in the recap as AWX would store it
+               PWD=str(tmp_path))  # as a shell sets it: recommend.yml writes its report under $PWD/reports
     command = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', str(inventory),
                'nodealloc.kubelet.' + playbook] + list(args)  # as users run it, from an empty directory
     result = subprocess.run(command, cwd=str(tmp_path), env=env, capture_output=True, text=True, check=False,
@@ -49,9 +51,48 @@ def test_limit_chooses_the_nodes(tmp_path, playbook):
     assert reached(output) == ['node7'], output[-3000:]
     assert result.returncode == 4, output[-3000:]  # ansible-playbook's "a host was unreachable"
     assert 'no hosts matched' not in output
-    # Reported as unreachable in the recap, once, and no later task errs on what the node never returned.
-    assert re.search(r'node7 +: ok=\d+ +changed=0 +unreachable=1 +failed=0 ', output), output[-3000:]
-    assert output.count('UNREACHABLE!') == 1 and 'FAILED!' not in output and 'has no attribute' not in output
+    # Reported as unreachable in the recap, once, and no later task errs on what the node never returned. recommend.yml
+    # goes on past it (ignore_unreachable) to write the report, changing the controller's report directory and files
+    # (counted on node7, the run_once host), and counts it unreachable last: its UNREACHABLE is printed twice.
+    changed, unreachable_lines = (r'\d+', 2) if playbook == 'recommend' else ('0', 1)
+    assert re.search(r'node7 +: ok=\d+ +changed=%s +unreachable=1 +failed=0 ' % changed, output), output[-3000:]
+    assert output.count('UNREACHABLE!') == unreachable_lines and output.count('...ignoring') == unreachable_lines - 1
+    assert 'FAILED!' not in output and 'has no attribute' not in output
+
+
+def report_rows(tmp_path):
+    """Each report file's rows as {host: status}, and the summary set_stats handed on."""
+    reports = tmp_path / 'reports'
+    data = json.loads((reports / 'reservations.json').read_text())
+    markdown = (reports / 'reservations.md').read_text()
+    html = (reports / 'reservations.html').read_text()
+    return {
+        'json': {node['host']: (node['status'], node['status_reason']) for node in data['nodes']},
+        'markdown': dict(re.findall(r'^## (\S+)\n\n\*\*(\w+):\*\* ', markdown, re.M)),
+        'html': dict(re.findall(r'<tr class="[^"]*"><td><a href="#n\d+">([^<]+)</a></td><td[^>]*>(\w+)</td>', html)),
+    }
+
+
+@pytest.mark.parametrize('limit', [None, 'node7'], ids=['every-node', 'limit-node7'])
+def test_recommend_reports_every_node_when_none_can_be_reached(tmp_path, limit):
+    # Before, the play ended when its last node became unreachable, before the run_once report tasks: an AWX job against
+    # a fleet whose SSH was broken wrote no report and handed on no summary.
+    result, output = run_playbook(tmp_path, 'recommend', *(['--limit', limit] if limit else []))
+    nodes = [limit] if limit else list(NODES)
+    # Exit code and recap as Ansible gives unreachable hosts (rc 4), each node counted unreachable once.
+    assert result.returncode == 4, output[-3000:]
+    for node in nodes:
+        assert re.search(r'%s +: ok=\d+ +changed=\d+ +unreachable=1 +failed=0 ' % node, output), output[-3000:]
+    assert reached(output) == nodes and 'FAILED!' not in output, output[-3000:]
+    rows = report_rows(tmp_path)
+    # Every node the run chose is a row of each file, saying it was unreachable and why (ssh's own words), and no other.
+    assert {host: status for host, (status, dummy) in rows['json'].items()} == dict.fromkeys(nodes, 'unreachable')
+    assert all('Connection refused' in reason for dummy, reason in rows['json'].values()), rows['json']
+    assert rows['markdown'] == dict.fromkeys(nodes, 'Unreachable'), rows['markdown']
+    assert rows['html'] == dict.fromkeys(nodes, 'unreachable'), rows['html']
+    stats = json.loads(re.search(r'^\tRUN: (.*)$', output, re.M).group(1))
+    assert stats['nodealloc_report_summary']['status'] == {'unreachable': len(nodes)}, stats
+    assert stats['nodealloc_report_json'] == str(tmp_path / 'reports' / 'reservations.json')
 
 
 def test_rollback_with_nodealloc_hosts_restores_those(tmp_path):

@@ -15,6 +15,14 @@ from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
 MIB = 1024 * 1024
 GIB = 1024 * MIB
 
+# gather() and measure() look for the kubelet and the container runtime in this machine's /proc, the one proc root
+# that also holds its /proc/meminfo and /proc/stat. A process found there becomes the node's kubelet: its --config wins
+# over kubelet_config_path, its binary is asked its version. Such processes run on this host beside these tests (make
+# test runs ansible-test units while test_facts_real_cgroups_v1.py runs a `kubelet --config=...` in system.slice): with
+# a `python3 .../kubelet --config=...` and a `containerd` started by hand, ten of these tests failed. Pinned to names no
+# process can have (a program name is a file's base name, which never holds a '/'), they find none, whatever runs.
+NO_HOST_PROCESSES = {'kubelet_process_names': ['no/kubelet'], 'runtime_process_names': ['no/runtime']}
+
 
 @pytest.fixture
 def v2_node(tmp_path):
@@ -48,7 +56,7 @@ class AdvancingClock:
 def test_v2_node_measures_working_sets_and_cpu(v2_node, tmp_path, monkeypatch):
     clock = AdvancingClock(v2_node, 750000)
     monkeypatch.setattr(_measure, 'time', clock)
-    facts = _facts.gather({'cgroup_root': v2_node, 'sample_seconds': 0.3, 'history': False,
+    facts = _facts.gather({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0.3, 'history': False,
                            'kubelet_config_path': str(tmp_path / 'none.yaml')},
                           sleep=clock.sleep)
     assert facts['cgroup']['version'] == 'v2'
@@ -67,7 +75,7 @@ def test_malformed_kubelet_config_is_an_error_naming_the_file(v2_node, tmp_path)
     config = tmp_path / 'config.yaml'
     config.write_text('apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nkubeReserved: [\n')
     with pytest.raises(ConfigError, match=str(config)):
-        _facts.gather({'cgroup_root': v2_node, 'sample_seconds': 0, 'kubelet_config_path': str(config),
+        _facts.gather({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0, 'kubelet_config_path': str(config),
                        'history': False})
 
 
@@ -75,7 +83,7 @@ def test_config_found_by_option_is_read(v2_node, tmp_path):
     config = tmp_path / 'config.json'
     config.write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", '
                       '"systemReserved": {"memory": "1Gi"}, "enforceNodeAllocatable": ["pods", "system-reserved"]}')
-    facts = _facts.gather({'cgroup_root': v2_node, 'sample_seconds': 0, 'kubelet_config_path': str(config),
+    facts = _facts.gather({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0, 'kubelet_config_path': str(config),
                            'history': False})
     assert facts['kubelet']['config_found_by'] == 'kubelet_config_path option'
     assert facts['current']['system_reserved'] == {'memory': '1Gi'}
@@ -84,7 +92,7 @@ def test_config_found_by_option_is_read(v2_node, tmp_path):
 
 
 def _recommend_from(path, v2_node, tmp_path, measurement, now):
-    options = {'cgroup_root': v2_node, 'history_path': str(path), 'history_window': '7d',
+    options = {'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'history_path': str(path), 'history_window': '7d',
                'kubelet_config_path': str(tmp_path / 'none.yaml')}
     history, samples = _facts.read_history(options, measurement, now)
     reading = _facts.reading_from(measurement, 'module', now)
@@ -95,7 +103,7 @@ def _recommend_from(path, v2_node, tmp_path, measurement, now):
 
 def test_a_damaged_history_recommends_as_the_clean_one_it_came_from(v2_node, tmp_path):
     import json
-    measurement = _facts.measure({'cgroup_root': v2_node, 'sample_seconds': 0,
+    measurement = _facts.measure({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0,
                                   'kubelet_config_path': str(tmp_path / 'none.yaml')}, sleep=lambda _s: None)
     mem_total = measurement['memory']['mem_total_bytes']
     now = time.time()
@@ -126,7 +134,7 @@ def test_a_damaged_history_recommends_as_the_clean_one_it_came_from(v2_node, tmp
 
 def test_recording_is_opt_in_and_never_in_check_mode(v2_node, tmp_path):
     path = tmp_path / 'history.jsonl'
-    base = {'cgroup_root': v2_node, 'sample_seconds': 0, 'history_path': str(path),
+    base = {'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0, 'history_path': str(path),
             'kubelet_config_path': str(tmp_path / 'none.yaml')}
     assert _facts.gather(base, sleep=lambda _s: None)['history']['recorded'] is False
     assert _facts.gather(dict(base, record=True, _check_mode=True), sleep=lambda _s: None)['history']['recorded'] is False
@@ -141,7 +149,7 @@ def test_an_explicit_empty_enforce_node_allocatable_means_no_enforcement(v2_node
     # kubepods limit is the whole node. `or ['pods']` used to read [] as ["pods"].
     config = tmp_path / 'config.json'
     config.write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration"%s}' % field)
-    facts = _facts.gather({'cgroup_root': v2_node, 'sample_seconds': 0, 'kubelet_config_path': str(config),
+    facts = _facts.gather({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0, 'kubelet_config_path': str(config),
                            'history': False})
     assert facts['current']['enforce_node_allocatable'] == enforced
     limit = facts['recommendation']['kubepods_memory_limit_bytes']
@@ -157,7 +165,7 @@ def one_gib_node(v2_node, tmp_path, monkeypatch):
     2 GiB loop) would put every call at the max_reserved_fraction cap, where a class cannot raise anything."""
     meminfo = _procfs.read_meminfo()
     monkeypatch.setattr(_procfs, 'read_meminfo', lambda proc_root='/proc': dict(meminfo, MemAvailable=meminfo['MemTotal'] - GIB))
-    return {'cgroup_root': v2_node, 'sample_seconds': 0, 'history': False, 'kubelet_config_path': str(tmp_path / 'none.yaml')}
+    return {'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0, 'history': False, 'kubelet_config_path': str(tmp_path / 'none.yaml')}
 
 
 def test_class_peers_of_another_class_are_ignored_and_of_its_own_give_the_cold_start_prior(one_gib_node):
@@ -252,7 +260,7 @@ def test_memory_min_on_the_reserved_group_is_costed_and_the_starved_daemons_get_
                       '"cgroupDriver": "systemd", "systemReservedCgroup": "/system.slice", '
                       '"featureGates": {"MemoryQoS": true}, "memoryReservationPolicy": "TieredReservation", '
                       '"systemReserved": {"memory": "1Gi"}, "enforceNodeAllocatable": ["pods", "system-reserved"]}')
-    facts = _facts.gather({'cgroup_root': v2_node, 'sample_seconds': 0, 'kubelet_config_path': str(config),
+    facts = _facts.gather({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0, 'kubelet_config_path': str(config),
                            'history': False})
     protection = facts['memory_protection']
     assert protection['memory_qos_enabled'] is True and protection['memory_reservation_policy'] == 'TieredReservation'
@@ -269,7 +277,7 @@ def test_memory_min_on_the_reserved_group_is_costed_and_the_starved_daemons_get_
     cgroup_v2.write(os.path.join(v2_node, 'system.slice', 'cpu.weight'), '1\n')
     config.write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", '
                       '"cgroupDriver": "systemd", "systemReserved": {"memory": "1Gi", "cpu": "1"}}')
-    facts = _facts.gather({'cgroup_root': v2_node, 'sample_seconds': 0, 'kubelet_config_path': str(config),
+    facts = _facts.gather({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0, 'kubelet_config_path': str(config),
                            'history': False})
     proposal = facts['enforcement_proposal']
     assert proposal['proposed'] is True, proposal['reasons']
