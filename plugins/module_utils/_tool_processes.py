@@ -66,8 +66,9 @@ def _status_fields(pid, proc_root):
     raw = _procfs.read_process_file(pid, 'status', proc_root)
     fields = {}
     for line in (raw or b'').decode('utf-8', 'replace').splitlines():
-        name, _, value = line.partition(':')
-        fields[name] = value.strip()
+        name, colon, value = line.partition(':')
+        if colon:
+            fields[name] = value.strip()
     return fields
 
 
