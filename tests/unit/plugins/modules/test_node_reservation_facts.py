@@ -30,8 +30,11 @@ def node(tmp_path):
     config = tmp_path / 'config.json'
     config.write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", '
                       '"kubeReserved": {"memory": "1Gi", "cpu": "100m"}}')
+    # Program names no process can have (a name is a file's base name, never with '/'): a kubelet the host runs
+    # (tests/integration starts one) must not become this node's.
     return {'cgroup_root': root, 'kubelet_config_path': str(config), 'sample_seconds': 0,
-            'history_path': str(tmp_path / 'history.jsonl')}
+            'history_path': str(tmp_path / 'history.jsonl'),
+            'kubelet_process_names': ['no/kubelet'], 'runtime_process_names': ['no/runtime']}
 
 
 def test_check_mode_measures_and_records_nothing(run, node, tmp_path):
