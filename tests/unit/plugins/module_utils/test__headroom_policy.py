@@ -176,10 +176,12 @@ def test_a_cold_node_starts_from_the_largest_reservation_of_its_class_not_the_fo
 
 
 def test_near_reservation_flag():
-    assert _headroom_policy.near_reservation(950 * MIB, GIB, 100 * MIB)
-    # Back at the peak the reservation was sized on (reserved - headroom): planned for, no flag.
-    assert not _headroom_policy.near_reservation(924 * MIB, GIB, 100 * MIB)
-    assert _headroom_policy.near_reservation(924 * MIB + 1, GIB, 100 * MIB)
+    assert _headroom_policy.near_reservation(1000 * MIB, GIB, 100 * MIB)
+    # A new peak that leaves half the headroom or more (974 MiB of 1 GiB with 100 MiB planned) is what the
+    # reservation planned for: no flag (_decision would keep it too).
+    assert not _headroom_policy.near_reservation(950 * MIB, GIB, 100 * MIB)
+    assert not _headroom_policy.near_reservation(974 * MIB, GIB, 100 * MIB)
+    assert _headroom_policy.near_reservation(974 * MIB + 1, GIB, 100 * MIB)
     assert not _headroom_policy.near_reservation(900 * MIB, GIB, 100 * MIB)
     assert _headroom_policy.near_reservation(2 * GIB, GIB, 0)
     assert not _headroom_policy.near_reservation(2 * GIB, 0, 100 * MIB)

@@ -105,8 +105,9 @@ def test_the_near_reservation_flag_rises_when_non_pod_memory_uses_up_the_planned
     non_pod = figures['memory']['non_pod_bytes']
     assert non_pod > 0
     reservation = tmp_path / 'reservation.json'
-    # Reserved 50 MiB above today's use: 100 MiB of planned headroom is used up, 10 MiB is not.
-    for headroom, flagged in ((100 * MIB, '1'), (10 * MIB, '0')):
+    # Reserved 50 MiB above today's use: more than half of 120 MiB of planned headroom is used up; of 100 MiB, half
+    # exactly (not above); of 10 MiB, nothing.
+    for headroom, flagged in ((120 * MIB, '1'), (100 * MIB, '0'), (10 * MIB, '0')):
         reservation.write_text(json.dumps({'reserved_memory_bytes': non_pod + 50 * MIB, 'memory_headroom_bytes': headroom}))
         run(opts, sleep=lambda _s: None)
         metrics = metrics_of(tmp_path)
