@@ -173,10 +173,12 @@ def near_reservation(non_pod_bytes, reserved_bytes, headroom_bytes):
     headroom of the last recommendation. False when nothing is reserved (nothing to compare with).
     Half, strictly above: where _decision's own rule starts raising the reservation whatever the step
     (a margin under half the headroom). The flag used to rise at any new peak (a reading past
-    ``reserved - headroom``); the run it started then raised the reservation by 1.5 x a slightly higher
-    peak, a restart while half the headroom was still free: on the never-seen seeds 301, 302 its 93 runs
-    added 53 restarts on ``incidents`` (1.081 changes per node-day against 0.750 without them) and
-    bought no exposure back on any family (docs/benchmarks.md).
+    ``reserved - headroom``); the run it started raised the reservation to 1.5 x the new peak on any rise
+    past 43 MiB (the 64 MiB minimum of an increase), a restart with more than half the headroom free: on
+    the never-seen seeds 301, 302 its 93 runs added 53 restarts on ``incidents`` (1.081 changes per
+    node-day against 0.750 without them) and bought no exposure back on any family; on 401, 402, run once
+    after this rule was frozen, 0.625 / 0.700 / 0.571 changes per node-day at the same risk
+    (docs/benchmarks.md).
     """
     if not reserved_bytes:
         return False
