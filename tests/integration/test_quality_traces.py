@@ -101,10 +101,11 @@ def test_apply_on_near_runs_the_role_once_the_flag_has_held_for_the_alert_s_for(
 def test_a_run_the_alert_starts_never_lowers_the_reservation():
     quality_module = _quality_module()
     # Its class has shown 900 MiB and 600m, so the daily (pooled) runs reserve above this quiet node's 700 MiB and
-    # 100m. From 60 h it sits at 1000 MiB, past the class's peak: the alert starts a run on the node alone, whose
-    # own memory calls for more and whose own CPU calls for much less. It raises memory and keeps CPU.
+    # 100m (1350 MiB: 900 + 450 of headroom). From 60 h it sits at 1200 MiB, past half that headroom: the alert
+    # starts a run on the node alone, whose own memory calls for more and whose own CPU calls for much less. It
+    # raises memory and keeps CPU.
     times = list(range(0, 4 * 86400, 60))
-    memory = [(700 + (300 if t >= 60 * 3600 else 0)) * MIB for t in times]
+    memory = [(700 + (500 if t >= 60 * 3600 else 0)) * MIB for t in times]
     trace = {'name': 'pooled', 'mem_total_bytes': 8 * GIB, 'cpus': 2, 'max_pods': 110, 't': times,
              'non_pod_bytes': memory, 'non_pod_millicores': [100] * len(times)}
     peer = {'reaction_seconds': 86400, 'span_seconds': 86400, 'warm': True, 'memory_bytes': 900 * MIB,
