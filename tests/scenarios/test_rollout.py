@@ -196,6 +196,38 @@ def test_refused_config_is_rolled_back_byte_for_byte_and_the_rollout_halts(rollo
         assert not starts_since(node, mark)
 
 
+def test_a_node_whose_api_status_never_updates_is_put_back_and_the_rollout_halts(fresh_fleet):
+    """The API server check's rescue (roles/reservations/tasks/apply.yml): the step's write, restart, /healthz and
+    soak all pass, but the node's Node in the API server keeps the old allocatable (the stand-in's no_node_status
+    fault: its status updates never arrive, as with an expired client certificate or a cut route). The role puts
+    the backup back on the path the plan named, restarts the kubelet on it, leaves the change pending, forgets the
+    applied reservation and halts: the node after it is not touched."""
+    fleet = fresh_fleet
+    first, silent, *rest = fleet['nodes']
+    before = {n['name']: config_digest(n) for n in fleet['nodes']}
+    nodeio.set_faults(silent, {'no_node_status': True})
+    nodeio.ssh(silent, 'systemctl restart kubelet.service')
+    nodeio.wait_healthy(silent)
+    mark = time.time()
+    result = apply(fleet, '-e', 'reservations_health_timeout_seconds=12', '-e', 'reservations_health_poll_seconds=2')
+    assert result.returncode != 0
+    assert '%s: the API server check failed' % silent['name'] in result.stdout, output_tail(result)
+    assert config_digest(first) != before[first['name']]  # the node before it was changed
+    assert config_digest(silent) == before[silent['name']]  # put back byte for byte
+    log = [e for e in nodeio.events(silent) if e['time'] >= mark]
+    starts = [e for e in log if e['event'] == 'start']
+    # One start on the new reservations (healthy, so the step itself succeeded), one on the restored file.
+    assert len(starts) == 2 and starts[0]['system_reserved'] != INITIAL_SYSTEM_RESERVED, starts
+    assert starts[-1]['system_reserved'] == INITIAL_SYSTEM_RESERVED
+    assert any(e['event'] == 'healthy' and e['time'] >= starts[-1]['time'] for e in log)
+    pending = json.loads(nodeio.read_bytes(silent, '/var/lib/nodealloc/decision.json'))
+    assert pending['action'] in ('increase', 'decrease')
+    assert nodeio.read_bytes(silent, '/var/lib/nodealloc/reservation.json') is None  # no longer in force
+    for node in rest:  # untouched
+        assert config_digest(node) == before[node['name']]
+        assert not starts_since(node, mark)
+
+
 def test_check_mode_touches_nothing(fresh_fleet):
     digests = [config_digest(n) for n in fresh_fleet['nodes']]
     mark = time.time()

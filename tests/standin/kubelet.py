@@ -63,7 +63,9 @@ optional): ``refuse_config_containing`` (a string: refuse a config whose merged
 JSON contains it), ``refuse_config_lacking`` (a string: refuse a config whose merged
 JSON does not contain it, e.g. the reservations it runs with now), ``die_after_seconds``, ``never_healthy``,
 ``healthy_after_seconds`` (slow to become healthy), ``hang_on_stop`` (ignore
-SIGTERM, so systemd has to kill it).
+SIGTERM, so systemd has to kill it), ``no_node_status`` (healthy on /healthz, but its Node in the API server is
+never updated: the status updates of a kubelet whose client certificate expired or whose route to the API server
+is cut).
 
 Every event is appended as a JSON line to /var/log/kubelet-standin.log
 (start, refused, cgroup, reserved-cgroup, healthy, node-status, stop), which the tests read to prove the
@@ -393,7 +395,7 @@ def main(argv):
                 log('cgroup', kubepods=kubepods, memory_limit_bytes=memory_limit, cpu_shares=cpu_shares)
             else:
                 log('cgroup-retry', error=str(error))
-        if api_url and not pending:
+        if api_url and not pending and not faults.get('no_node_status'):
             ready = health.ok()
             if ready != reported_ready:
                 report_node_status(api_url, socket.gethostname(), derived, ready)
