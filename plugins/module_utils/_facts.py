@@ -153,17 +153,8 @@ def reservation_files(kubelet, options):
 
 
 def reading_from(measurement, source, now):
-    """The one history sample a measurement makes (what the sampler and the module record)."""
-    memory = measurement['memory']
-    return {
-        't': round(now, 3),
-        'non_pod_bytes': max(0, memory['non_pod_bytes']),
-        'non_pod_millicores': measurement['cpu']['non_pod_millicores'],
-        'kube_components_bytes': memory['kube_components_working_set_bytes'],
-        'kubepods_bytes': memory['kubepods_working_set_bytes'],
-        'measurement_tool_bytes': memory['measurement_tool']['left_out_bytes'],
-        'source': source,
-    }
+    """The one history sample a measurement makes (_history.reading, what the sampler records too)."""
+    return _history.reading(measurement['memory'], measurement['cpu']['non_pod_millicores'], source, now)
 
 
 def record(options, reading):

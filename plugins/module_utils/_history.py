@@ -78,6 +78,19 @@ def _count_lines(fd):
         offset += len(chunk)
 
 
+def reading(memory, non_pod_millicores, source, now):
+    """The one history line a measurement makes (_measure.memory's ``memory``), for the module and the sampler alike."""
+    return {
+        't': round(now, 3),
+        'non_pod_bytes': max(0, memory['non_pod_bytes']),
+        'non_pod_millicores': non_pod_millicores,
+        'kube_components_bytes': memory['kube_components_working_set_bytes'],
+        'kubepods_bytes': memory['kubepods_working_set_bytes'],
+        'measurement_tool_bytes': memory['measurement_tool']['left_out_bytes'],
+        'source': source,
+    }
+
+
 def append(path, sample, max_samples=DEFAULT_MAX_SAMPLES, window_seconds=None, lock_timeout=10.0):
     """Append one sample as one whole line; rotate when the file holds more than ``max_samples`` lines.
 

@@ -315,15 +315,7 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
         # Nor is the step's CPU carried into the next period: the next run samples its own.
         del state['cpu']
 
-    reading = {
-        't': round(now, 3),
-        'non_pod_bytes': max(0, memory['non_pod_bytes']),
-        'non_pod_millicores': cpu['non_pod_millicores'],
-        'kube_components_bytes': memory['kube_components_working_set_bytes'],
-        'kubepods_bytes': memory['kubepods_working_set_bytes'],
-        'measurement_tool_bytes': memory['measurement_tool']['left_out_bytes'],
-        'source': 'sampler',
-    }
+    reading = _history.reading(memory, cpu['non_pod_millicores'], 'sampler', now)
     history_path = options['history_path']
     problems = update_history(history_path, state, reading, now, window_seconds,
                               (meminfo['MemTotal'], capacity_millicores), record=not mid_change)
