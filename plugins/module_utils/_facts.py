@@ -242,7 +242,8 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
     # One pass over /proc finds the kubelet and the container runtime: it is most of the cost of a run.
     names = tuple(options.get('kubelet_process_names') or _kubelet_process.DEFAULT_KUBELET_NAMES) \
         + tuple(options.get('runtime_process_names') or _kubelet_process.DEFAULT_RUNTIME_NAMES)
-    found = _kubelet_process.find_processes(names, proc_root)
+    cmdlines = _procfs.read_cmdlines(proc_root)  # one pass for the kubelet search and _tool_processes
+    found = _kubelet_process.find_processes(names, proc_root, cmdlines)
     kubelet, current, config = _kubelet_settings(options, proc_root, not_found, found)
     kubelet['ownership'] = _kubelet_ownership.detect(kubelet['argv'], kubelet['unit'])
     node = _node_probe.read_node(options.get('cgroup_root'), options.get('kubepods_cgroup'),
@@ -257,7 +258,7 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
     if not components:
         not_found.append('no kubelet or container runtime processes (%s): kubeReserved gets no '
                          'measured share, all non-pod memory goes to systemReserved' % ', '.join(names))
-    memory = _measure.memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root)
+    memory = _measure.memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root, cmdlines=cmdlines)
     cpu = _measure.sample_cpu(layout, kubepods, component_cgroups, component_pids, capacity_millicores,
                               options.get('sample_seconds', _DEFAULT['sample_seconds']), proc_root, sleep)
     cpu['capacity_millicores'] = capacity_millicores

@@ -68,7 +68,7 @@ def _pid_namespace_depth(pid, proc_root):
     return None
 
 
-def find_processes(names, proc_root='/proc'):
+def find_processes(names, proc_root='/proc', cmdlines=None):
     """Processes whose program name is one of ``names``, lowest pid first.
 
     Only processes of this node count: a kubelet inside a container on this machine (kind, nspawn)
@@ -76,14 +76,16 @@ def find_processes(names, proc_root='/proc'):
     namespace where we may read it; ``/proc/<pid>/ns/mnt`` of a process with more capabilities than
     ours is not readable (kernel/ptrace.c ``__ptrace_may_access``, as for the sandboxed sampler, which
     has none, in a mount namespace of its own), so also by its pid namespace: a container's processes
-    have more ids on their ``NSpid:`` line (``status`` is world-readable) than ours.
+    have more ids on their ``NSpid:`` line (``status`` is world-readable) than ours. ``cmdlines``:
+    _procfs.read_cmdlines's answer where the caller reads it once for other searches too.
     """
     wanted = set(names)
     own_namespace = _mount_namespace('self', proc_root)
     own_depth = _pid_namespace_depth('self', proc_root)
     found = []
-    for pid in _procfs.list_pids(proc_root):
-        argv = _procfs.read_cmdline(pid, proc_root)
+    if cmdlines is None:
+        cmdlines = _procfs.read_cmdlines(proc_root)
+    for pid, argv in sorted(cmdlines.items()):
         if argv and program_name(argv) in wanted:
             namespace = _mount_namespace(pid, proc_root)
             if own_namespace and namespace and namespace != own_namespace:

@@ -150,11 +150,12 @@ def _component_memory(layout, component_cgroups):
     return readings
 
 
-def memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root='/proc', own_pids=()):
+def memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root='/proc', own_pids=(), cmdlines=None):
     """Memory readings: MemTotal, MemAvailable, kubepods, system.slice, kubelet+runtime, non-pod (with its swap).
 
     The measuring tool's own processes (Ansible's module interpreters, ``own_pids``) are left out of the non-pod
-    figure and returned as ``measurement_tool`` (_tool_processes says why and how).
+    figure and returned as ``measurement_tool`` (_tool_processes says why and how); ``cmdlines`` as for
+    _tool_processes.find.
     """
     if kubepods is None:
         kubepods_memory = {'cgroup': None, 'working_set_bytes': 0}
@@ -168,7 +169,7 @@ def memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_ro
     kube_components_ws = sum(c['working_set_bytes'] for c in component_memory) + component_rss
     # Swapped-out non-pod memory is counted in the non-pod figure (_swap says why and how).
     swap = _swap.measure(layout, kubepods, meminfo, component_cgroups)
-    tool = _tool_processes.find(proc_root, kubepods, own_pids)
+    tool = _tool_processes.find(proc_root, kubepods, own_pids, cmdlines)
     accounting = _memory_accounting.non_pod_memory(meminfo, kubepods_memory,
                                                    _memory_accounting.read_low_watermark_bytes(proc_root),
                                                    swap['bytes'], tool['bytes'])

@@ -93,6 +93,28 @@ def read_process_file(pid, name, proc_root='/proc'):
         return None
 
 
+def read_cmdlines(proc_root='/proc'):
+    """{pid: argv} of every process but kernel threads and those gone while listed: one pass over /proc for the
+    searches that read every command line (_kubelet_process.find_processes, _tool_processes.find)."""
+    found = {}
+    for pid in list_pids(proc_root):
+        argv = read_cmdline(pid, proc_root)
+        if argv is not None:
+            found[pid] = argv
+    return found
+
+
+def read_process_status(pid, proc_root='/proc'):
+    """/proc/<pid>/status as {field: value text}, or {} when the process has gone."""
+    raw = read_process_file(pid, 'status', proc_root)
+    fields = {}
+    for line in (raw or b'').decode('utf-8', 'replace').splitlines():
+        name, colon, value = line.partition(':')
+        if colon:
+            fields[name] = value.strip()
+    return fields
+
+
 def read_cmdline(pid, proc_root='/proc'):
     """argv of a process, or None when it has gone or is a kernel thread."""
     raw = read_process_file(pid, 'cmdline', proc_root)

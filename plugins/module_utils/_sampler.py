@@ -282,12 +282,13 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
     node = _node_probe.read_node(options['cgroup_root'], options['kubepods_cgroup'], options['cgroup_driver'],
                                  proc_root)
     meminfo, capacity_millicores, layout, kubepods = node.meminfo, node.capacity_millicores, node.layout, node.kubepods
+    cmdlines = _procfs.read_cmdlines(proc_root)  # one pass for the kubelet search and _tool_processes
     found = _kubelet_process.find_processes(_kubelet_process.DEFAULT_KUBELET_NAMES
-                                            + _kubelet_process.DEFAULT_RUNTIME_NAMES, proc_root)
+                                            + _kubelet_process.DEFAULT_RUNTIME_NAMES, proc_root, cmdlines)
     _seen, component_cgroups, component_pids = _measure.component_targets(layout, found, proc_root, kubepods)
     # The sampler is the measuring tool too: its own interpreter is left out with Ansible's (_tool_processes).
     memory = _measure.memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root,
-                             own_pids=(os.getpid(),))
+                             own_pids=(os.getpid(),), cmdlines=cmdlines)
     mid_change = mid_change or (bool(step_dir) and _file_io.held_exclusively(step_dir))
 
     snapshot = _measure.cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root)

@@ -62,23 +62,13 @@ def why_ansible(argv, parent_argv):
     return None
 
 
-def _status_fields(pid, proc_root):
-    raw = _procfs.read_process_file(pid, 'status', proc_root)
-    fields = {}
-    for line in (raw or b'').decode('utf-8', 'replace').splitlines():
-        name, colon, value = line.partition(':')
-        if colon:
-            fields[name] = value.strip()
-    return fields
-
-
 def anonymous_bytes(pid, proc_root='/proc'):
     """(bytes, source): Pss_Anon of smaps_rollup where the kernel has it, else RssAnon; (0, None) if gone."""
     raw = _procfs.read_process_file(pid, 'smaps_rollup', proc_root)
     for line in (raw or b'').decode('utf-8', 'replace').splitlines():
         if line.startswith('Pss_Anon:'):
             return int(line.split()[1]) * _KIB, 'smaps_rollup Pss_Anon'
-    value = _status_fields(pid, proc_root).get('RssAnon')
+    value = _procfs.read_process_status(pid, proc_root).get('RssAnon')
     if value:
         return int(value.split()[0]) * _KIB, 'status RssAnon'
     return 0, None
@@ -90,30 +80,27 @@ def _in_kubepods(pid, kubepods, proc_root):
     return any(path == prefix or path.startswith(prefix + '/') for path in groups.values())
 
 
-def find(proc_root='/proc', kubepods=None, own_pids=()):
+def find(proc_root='/proc', kubepods=None, own_pids=(), cmdlines=None):
     """The tool's processes outside kubepods: {'bytes': their anonymous memory, 'processes': [...]}.
 
-    ``own_pids``: the caller's own process (the sampler measures itself too). Each process: pid, the first 80
+    ``own_pids``: the caller's own process (the sampler measures itself too); ``cmdlines``: _procfs.read_cmdlines's
+    answer where the caller read it once for the kubelet search too. Each process: pid, the first 80
     characters of its command line, why it counts, its anonymous bytes and where they were read.
     """
-    try:
-        pids = _procfs.list_pids(proc_root)
-    except MeasurementError as exc:
-        # Nothing is left out then: the figure keeps everything, the safe side.
-        return {'bytes': 0, 'processes': [], 'note': str(exc)}
-    argvs = {}
-    for pid in pids:
-        argv = _procfs.read_cmdline(pid, proc_root)
-        if argv is not None:
-            argvs[pid] = argv
+    if cmdlines is None:
+        try:
+            cmdlines = _procfs.read_cmdlines(proc_root)
+        except MeasurementError as exc:
+            # Nothing is left out then: the figure keeps everything, the safe side.
+            return {'bytes': 0, 'processes': [], 'note': str(exc)}
     processes = []
-    for pid, argv in sorted(argvs.items()):
+    for pid, argv in sorted(cmdlines.items()):
         if pid in own_pids:
             why = 'the measuring process itself'
         elif _is_python(argv) or any(ANSIBLE_TMP_MARK in part for part in argv):
             # Only these can match: the parent is read for them alone (a node runs thousands of processes).
-            ppid = _status_fields(pid, proc_root).get('PPid', '')
-            why = why_ansible(argv, argvs.get(int(ppid)) if ppid.isdigit() else None)
+            ppid = _procfs.read_process_status(pid, proc_root).get('PPid', '')
+            why = why_ansible(argv, cmdlines.get(int(ppid)) if ppid.isdigit() else None)
         else:
             continue
         if why is None or (kubepods and _in_kubepods(pid, kubepods, proc_root)):
