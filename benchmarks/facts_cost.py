@@ -4,7 +4,7 @@ Usage: python benchmarks/facts_cost.py [--json] [--pods 10,110,1000] [--repeat N
 
 For each pod count, creates that many real pod cgroups (v1, systemd layout) under kubepods.slice,
 then times, in the same run and alternating, (a) the collection's gathering with no CPU sampling
-wait (``_facts.gather``, sample_seconds 0, no history) and (b) a baseline that only reads the
+wait (``_gather.gather``, sample_seconds 0, no history) and (b) a baseline that only reads the
 kernel files gathering reads (mountinfo, meminfo, stat, the kubepods and system.slice files, every
 /proc/<pid>/cmdline once). The baseline includes what the overcommit audit needs (each pod's memory limit and
 CPU shares). Reports the median ratio a/b and the peak RSS of a fresh process that imports the
@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, '.build'))
 sys.path.insert(0, os.path.join(ROOT, 'tests'))
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts  # noqa: E402
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather  # noqa: E402
 from helpers import cgroups_v1  # noqa: E402
 
 
@@ -63,7 +63,7 @@ def baseline():
 
 
 def gather():
-    _facts.gather({'sample_seconds': 0, 'history': False}, sleep=lambda _s: None)
+    _gather.gather({'sample_seconds': 0, 'history': False}, sleep=lambda _s: None)
 
 
 def timed(function, repeat):
@@ -97,8 +97,8 @@ def measure(pod_counts, repeat):
                 gather_seconds.append(timed(gather, repeat))
                 baseline_seconds.append(timed(baseline, repeat))
             rss_kib, cpu_seconds = peak_rss_kib(
-                'from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts; '
-                '_facts.gather({"sample_seconds": 0, "history": False})')
+                'from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather; '
+                '_gather.gather({"sample_seconds": 0, "history": False})')
         finally:
             tree.cleanup()
         results.append({'pods': pods, 'gather_ms': round(statistics.median(gather_seconds) * 1000, 3),

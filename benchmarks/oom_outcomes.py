@@ -6,8 +6,8 @@ kubeReserved/systemReserved written into /var/lib/kubelet/config.yaml and the st
 restarted (not the role: see docs/benchmarks.md), so its kubepods.slice memory.max is
 capacity - kubeReserved - systemReserved as the kubelet sets it. Policies: ``none`` (kubelet
 defaults: nothing reserved), the vendors' formulas from the collection
-(plugins/module_utils/_formulas.py ``all_formulas``, max pods 29 as on an 8 GiB m5.large), and
-``measured``: the collection's own recommendation (``_facts.gather``, the facts module's
+(plugins/module_utils/_kubelet/_vendor_formulas.py ``all_formulas``, max pods 29 as on an 8 GiB m5.large), and
+``measured``: the collection's own recommendation (``_gather.gather``, the facts module's
 code, run on the guest while the node-life growth below is at its peak, without pods).
 
 Then a scripted stretch of node life, in fast-forward: the kubelet grows (40 MiB more in
@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.join(ROOT, 'tests'))
 sys.path.insert(0, os.path.join(ROOT, '.build'))
 
 from nodes import testnodes, vmnodes  # noqa: E402
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _formulas, _quantity  # noqa: E402
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _quantity, _vendor_formulas  # noqa: E402
 
 MIB = 1024 * 1024
 ALL_POLICIES = ('none', 'gke', 'eks', 'aks', 'openshift', 'measured')
@@ -125,12 +125,12 @@ echo $! > /run/sampler.pid
 RECOMMEND = r'''
 import json, sys
 sys.path.insert(0, "/opt/nodealloc")
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import NODE_RESERVATION_FACTS_OPTIONS
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import NODE_RESERVATION_FACTS_OPTIONS
 options = {name: spec.get("default") for name, spec in NODE_RESERVATION_FACTS_OPTIONS.items()}
 options.update(history_path="/var/lib/nodealloc/history.jsonl", history_window="%ds", reaction_time="%ds",
                stabilization_window="%ds", max_pods=%d, sample_seconds=2, _check_mode=False)
-facts = _facts.gather(options)
+facts = _gather.gather(options)
 print(json.dumps(facts["recommendation"], default=str))
 '''
 
@@ -201,7 +201,7 @@ def run_policy(node, policy, results, reaction_seconds=REACTION_SECONDS):
         elif policy == 'none':
             kube = system = 0
         else:
-            formula = _formulas.all_formulas(capacity, 1, MAX_PODS)[policy]
+            formula = _vendor_formulas.all_formulas(capacity, 1, MAX_PODS)[policy]
             kube, system = formula['kube_reserved_memory_bytes'], formula['system_reserved_memory_bytes']
         apply_reservation(node, kube, system)
         # pkg/kubelet/cm/node_container_manager_linux.go GetNodeAllocatableAbsolute less the hard eviction

@@ -18,16 +18,16 @@ Traces (docs/benchmarks.md, "Quality"):
       "kubepods_bytes": N]}.
 
 Policies:
-  measured: the collection's own code (_headroom_policy.basis, _recommend.recommend, _decision.decide, with
+  measured: the collection's own code (_headroom.basis, _recommend.recommend, _decision.decide, with
       the module's default options, or those --option sets, as -e reservations_NAME=VALUE would on a role run);
       the sampler records a reading every --sampler-every seconds (60), and
       what the role decides takes effect only at each run, every --apply-every (24h), starting at t = 0
       with one reading and no history;
   measured with --apply-on-near D: the same, and a run as soon as the sampler has flagged the node's memory
-      near its reservation (_headroom_policy.near_reservation) at every reading for D, as a job the
+      near its reservation (_headroom.near_reservation) at every reading for D, as a job the
       NodeallocNearReservation alert (for: 15m) starts would;
   measured (default --pool-class): the same, replayed as a fleet: traces of one node class (memory size, CPU count)
-      pool their window peaks at each run (_headroom_policy.pool_jumps), as the role does by default;
+      pool their window peaks at each run (_headroom.pool_jumps), as the role does by default;
   poc: the PoC as published: every 5 s reserve the reading + 100Mi, restarting the kubelet when that
       differs from what is reserved by more than 100Mi;
   every vendor formula (docs/formulas.md), fixed for the trace;
@@ -66,9 +66,11 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, '.build'))
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import (  # noqa: E402
-    _decision, _formulas, _headroom_policy, _history, _kubelet_defaults, _node_allocatable, _option_specs, _quantity,
-    _recommend)
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import (
+    _defaults, _duration, _node_allocatable, _quantity, _vendor_formulas)
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _decision, _headroom, _recommend
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import trace_families  # noqa: E402  (benchmarks/trace_families.py: the two families written apart from this generator)
@@ -82,7 +84,7 @@ POC_RESTART_THRESHOLD_BYTES = 100 * MIB
 GENERATED_STEP_SECONDS = 5
 # The kubelet's hard memory.available threshold when the node sets none (pkg/kubelet/eviction/defaults_linux.go):
 # non-pod memory past the reservation by more than this is past what eviction can still give back.
-DEFAULT_EVICTION_HARD_BYTES = _kubelet_defaults.EVICTION_HARD_MEMORY_AVAILABLE_BYTES
+DEFAULT_EVICTION_HARD_BYTES = _defaults.EVICTION_HARD_MEMORY_AVAILABLE_BYTES
 # The simple-rule baseline (issue 29): each run reserve P_W + max(m, f x P_W), P_W the largest sampler reading
 # of the last W days; swept over f and W, m fixed at the kubelet's default eviction margin.
 SIMPLE_FRACTIONS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
@@ -145,7 +147,7 @@ def generated_trace(size_gib, cpus, pods_mean, days, rng):
         bursts.append(int(extra))
         cpu.append(int(max(0, 40 + pods * 3 + (250 if extra else 0) + rng.gauss(0, 15))))
     return {'name': 'generated %dGiB %dcpu %dpods' % (size_gib, cpus, pods_mean),
-            'mem_total_bytes': capacity, 'cpus': cpus, 'max_pods': max(_kubelet_defaults.MAX_PODS, pods_mean),
+            'mem_total_bytes': capacity, 'cpus': cpus, 'max_pods': max(_defaults.MAX_PODS, pods_mean),
             't': [index * step for index in range(points)], 'non_pod_bytes': memory, 'non_pod_millicores': cpu,
             # What no node knows, for benchmarks/quality_bounds.py: the log-burst part of each point, and its cap.
             'log_burst_bytes': bursts, 'log_burst_cap_bytes': int(burst_cap)}
@@ -170,7 +172,7 @@ def _node_line(path, line):
     try:
         node = json.loads(line)['node']
         described = {'mem_total_bytes': int(node['mem_total_bytes']), 'cpus': int(node['cpus']),
-                     'max_pods': int(node.get('max_pods') or _kubelet_defaults.MAX_PODS)}
+                     'max_pods': int(node.get('max_pods') or _defaults.MAX_PODS)}
         margin = node.get('eviction_hard_bytes')
     except (ValueError, TypeError, KeyError) as exc:
         raise TraceError('%s: the first line must be {"node": {"mem_total_bytes": N, "cpus": N, "max_pods": N}} (%s)'
@@ -187,7 +189,7 @@ def _node_line(path, line):
 def read_traces(directory):
     """Every *.jsonl in ``directory``: a node line, then history lines read as the module reads its history.
 
-    Each sample line goes through _history.validate (the history file's own rules: the fields, finite,
+    Each sample line goes through _history_store.validate (the history file's own rules: the fields, finite,
     not negative, not more than the node has); a line it rejects, and a torn last line, are skipped and
     counted in the trace's ``skipped`` (with the first reasons), never replayed. A line without
     ``non_pod_millicores`` (or with null) counts as 0 millicores (only memory is scored).
@@ -211,7 +213,7 @@ def read_traces(directory):
             else:
                 if isinstance(sample, dict) and sample.get('non_pod_millicores') is None:
                     sample['non_pod_millicores'] = 0  # memory is what is scored; CPU may be left out or null
-                reason = _history.validate(sample, float('inf'), node['mem_total_bytes'], node['cpus'] * 1000)
+                reason = _history_store.validate(sample, float('inf'), node['mem_total_bytes'], node['cpus'] * 1000)
             if reason:
                 reasons.append('line %d: %s' % (number, reason))
                 continue
@@ -324,10 +326,10 @@ def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=No
     times, memory, cpu = trace['t'], trace['non_pod_bytes'], trace['non_pod_millicores']
     pods = trace.get('kubepods_bytes') or [0] * len(times)
     start = times[0]
-    window = _history.parse_window(settings['history_window'])
-    stabilization = _history.parse_window(settings['stabilization_window'])
-    reaction = _history.parse_window(settings['reaction_time'])
-    formulas = _formulas.all_formulas(trace['mem_total_bytes'], trace['cpus'], trace['max_pods'],
+    window = _duration.parse_window(settings['history_window'])
+    stabilization = _duration.parse_window(settings['stabilization_window'])
+    reaction = _duration.parse_window(settings['reaction_time'])
+    formulas = _vendor_formulas.all_formulas(trace['mem_total_bytes'], trace['cpus'], trace['max_pods'],
                                       settings['openshift_sizing_version'])
     history = collections.deque()
     current = {'kube_reserved': {}, 'system_reserved': {}}
@@ -339,7 +341,7 @@ def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=No
         scheduled = now >= next_apply
         applying = scheduled
         if near_after is not None and now >= next_sample:
-            if _headroom_policy.near_reservation(memory[index], reserved, planned_headroom):
+            if _headroom.near_reservation(memory[index], reserved, planned_headroom):
                 near_since = now if near_since is None else near_since
                 applying = applying or now - near_since >= near_after
             else:
@@ -352,7 +354,7 @@ def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=No
         if applying:
             near_since = None
             samples = list(history)
-            basis = _headroom_policy.basis(samples, now, float(settings['percentile']), stabilization, reaction,
+            basis = _headroom.basis(samples, now, float(settings['percentile']), stabilization, reaction,
                                            window)
             if scheduled:
                 next_apply += apply_every
@@ -363,7 +365,7 @@ def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=No
                 extra_runs.append(now)
             if peers_by_run is not None and scheduled:
                 # A run the alert starts is on the node alone: no class to pool with.
-                basis['jumps'] = _headroom_policy.pool_jumps(basis['jumps'], peers_by_run[len(run_times) - 1])
+                basis['jumps'] = _headroom.pool_jumps(basis['jumps'], peers_by_run[len(run_times) - 1])
             measured = {'mem_total_bytes': trace['mem_total_bytes'],
                         'mem_available_bytes': trace['mem_total_bytes'] - memory[index] - pods[index],
                         'kubepods_working_set_bytes': pods[index], 'kube_components_working_set_bytes': 0,
@@ -403,7 +405,7 @@ def replay_poc(trace):
 
 
 def replay_formula(trace, name):
-    result = _formulas.FORMULAS[name](trace['mem_total_bytes'], trace['cpus'], trace['max_pods'])
+    result = _vendor_formulas.FORMULAS[name](trace['mem_total_bytes'], trace['cpus'], trace['max_pods'])
     return [result['reserved_memory_bytes']] * len(trace['t']), []
 
 
@@ -559,7 +561,7 @@ def window_peaks(trace, window_days, readings, apply_every):
         if now >= next_apply:
             if not seen or seen[-1][0] != now:
                 seen.append((now, memory[index]))
-            # The window as _history.read cuts it: readings at now - window and later.
+            # The window as _history_store.read cuts it: readings at now - window and later.
             while window is not None and seen[0][0] < now - window:
                 seen.popleft()
             runs.append((now, max(value for _t, value in seen)))
@@ -590,7 +592,7 @@ def replay_candidates(traces, spec, sampler_every, apply_every, priors):
     each trace's first point; the generated traces all start at t = 0). Returns [(series, restarts)] per trace.
     """
     runs = [window_peaks(trace, spec['W'], sampler_readings(trace, sampler_every), apply_every) for trace in traces]
-    classes = [_headroom_policy.node_class(trace['mem_total_bytes'], trace['cpus']) for trace in traces]
+    classes = [_headroom.node_class(trace['mem_total_bytes'], trace['cpus']) for trace in traces]
     out = []
     for index, trace in enumerate(traces):
         members = [other for other in range(len(traces)) if classes[other] == classes[index]] if spec['pool'] else [index]
@@ -620,7 +622,7 @@ def class_peers(traces, sampler_every, apply_every, settings):
         jumps_by_run = []
         replay_measured(trace, sampler_every, apply_every, settings, jumps_by_run=jumps_by_run)
         own.append(jumps_by_run)
-    classes = [_headroom_policy.node_class(trace['mem_total_bytes'], trace['cpus']) for trace in traces]
+    classes = [_headroom.node_class(trace['mem_total_bytes'], trace['cpus']) for trace in traces]
     result = []
     for index, trace in enumerate(traces):
         peers = [other for other in range(len(traces)) if other != index and classes[other] == classes[index]]
@@ -678,7 +680,7 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, op
         decisions=None, candidates=()):
     """Replay every policy on every trace; ``decisions`` (a dict) gets the measured policy's changes per trace name."""
     settings = dict(module_defaults(), **(options or {}))
-    names = ['measured', 'poc'] + list(_formulas.FORMULAS) + list(BOUNDS)
+    names = ['measured', 'poc'] + list(_vendor_formulas.FORMULAS) + list(BOUNDS)
     sweep = [(fraction, days) for days in SIMPLE_WINDOW_DAYS for fraction in SIMPLE_FRACTIONS] if simple else []
     names += [simple_name(fraction, days) for fraction, days in sweep]
     by_candidate = collections.OrderedDict((candidate_name(spec), spec) for spec in candidates)
@@ -687,8 +689,8 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, op
     per_trace = []
     priors = []
     for trace in traces:
-        floor = _headroom_policy.cold_start_floor(
-            _formulas.all_formulas(trace['mem_total_bytes'], trace['cpus'], trace['max_pods'],
+        floor = _headroom.cold_start_floor(
+            _vendor_formulas.all_formulas(trace['mem_total_bytes'], trace['cpus'], trace['max_pods'],
                                    settings['openshift_sizing_version']), settings['cold_start_prior'])
         priors.append(floor[0] if floor else 0)
     candidate_series = {name: replay_candidates(traces, spec, sampler_every, apply_every, priors)
@@ -699,8 +701,8 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, op
         if trace.get('skipped', {}).get('lines'):
             row['skipped'] = trace['skipped']
         readings = sampler_readings(trace, sampler_every) if sweep else None
-        prior = _headroom_policy.cold_start_floor(
-            _formulas.all_formulas(trace['mem_total_bytes'], trace['cpus'], trace['max_pods'],
+        prior = _headroom.cold_start_floor(
+            _vendor_formulas.all_formulas(trace['mem_total_bytes'], trace['cpus'], trace['max_pods'],
                                    settings['openshift_sizing_version']), settings['cold_start_prior'])
         simple_rules = {simple_name(fraction, days): (fraction, days) for fraction, days in sweep}
         for name in names:
@@ -836,7 +838,7 @@ def main(argv):
         if skipped.get('lines'):
             print('%s: %d line(s) skipped, not replayed: %s'
                   % (trace['name'], skipped['lines'], '; '.join(skipped['first'])), file=sys.stderr)
-    near_after = _history.parse_window(args.apply_on_near) if args.apply_on_near else None
+    near_after = _duration.parse_window(args.apply_on_near) if args.apply_on_near else None
     try:
         options = dict(parse_option(text) for text in args.option)
     except ValueError as exc:
@@ -846,7 +848,7 @@ def main(argv):
     except ValueError as exc:
         parser.error(str(exc))
     decisions = {} if args.write_decisions else None
-    result = run(traces, args.sampler_every, _history.parse_window(args.apply_every), args.pool_class, near_after,
+    result = run(traces, args.sampler_every, _duration.parse_window(args.apply_every), args.pool_class, near_after,
                  options, args.simple, decisions, candidates)
     if decisions is not None:
         write_decisions(decisions, args.write_decisions)

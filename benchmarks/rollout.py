@@ -103,7 +103,7 @@ def main(argv):
     try:
         baseline, baseline_report = playbook(inventory, 'benchmarks/restart_only.yml')
         rollout, rollout_report = playbook(inventory, 'playbooks/apply.yml')
-        baseline_again, _report = playbook(inventory, 'benchmarks/restart_only.yml')
+        baseline_again, _fleet_report = playbook(inventory, 'benchmarks/restart_only.yml')
     finally:
         testnodes.down(state_dir)
     baseline_seconds = (baseline + baseline_again) / 2

@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _sampler_code
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _installer
 from ansible_collections.nodealloc.kubelet.tests.unit.utils import sampler_unit
 
 ROOT = os.path.dirname(os.path.abspath(os.path.dirname(__file__)))
@@ -93,7 +93,7 @@ def measure(sizes, runs, python):
     with tempfile.TemporaryDirectory() as scratch:
         # Installed as the role installs it: the script beside the import closure of its module_utils.
         sampler_dir = os.path.join(scratch, 'lib')
-        _sampler_code.install(sampler_dir, _sampler_code.sources())
+        _installer.install(sampler_dir, _installer.sources())
         shutil.copy(SAMPLER, os.path.join(sampler_dir, 'nodealloc-sampler.py'))
         for lines in sizes:
             history = os.path.join(scratch, 'history-%d.jsonl' % lines)

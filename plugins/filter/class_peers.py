@@ -41,7 +41,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._headroom_policy import peers_that_matter
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy._headroom import peers_that_matter
 
 
 def class_peers(records, host):

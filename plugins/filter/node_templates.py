@@ -50,7 +50,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._node_templates import render
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report._node_templates import render
 
 
 def node_templates(facts_by_host, node_classes=None):

@@ -40,7 +40,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._requests_fit import reduce_pods
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy._requests_fit import reduce_pods
 
 
 def pod_requests(pods):

@@ -33,7 +33,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._quantity import parse_quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet._quantity import parse_quantity
 
 
 def quantity_value(text):

@@ -40,7 +40,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._handover import handover
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report._handover import handover
 
 
 def reservation_handover(results):

@@ -46,14 +46,14 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _report
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report
 
 
 def reservation_report(results):
     if not isinstance(results, dict):
         raise AnsibleFilterError('reservation_report expects a mapping of host to result, got %s'
                                  % type(results).__name__)
-    return _report.renderings(_report.build_report(dict(results)))
+    return _fleet_report.renderings(_fleet_report.build_report(dict(results)))
 
 
 class FilterModule:

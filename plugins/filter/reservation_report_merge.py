@@ -38,14 +38,14 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _report
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report
 
 
 def reservation_report_merge(reports):
     if not isinstance(reports, list) or not all(isinstance(r, dict) for r in reports):
         raise AnsibleFilterError('reservation_report_merge expects a list of report documents')
     try:
-        return _report.renderings(_report.merge_reports(reports))
+        return _fleet_report.renderings(_fleet_report.merge_reports(reports))
     except (KeyError, ValueError) as exc:
         raise AnsibleFilterError('reservation_report_merge: %s' % exc) from exc
 

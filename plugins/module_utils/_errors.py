@@ -40,3 +40,12 @@ class MissingLibraryError(NodeallocError):
         self.library = library
         self.reason = reason
         super().__init__('%s is required %s' % (library, reason))
+
+
+class ValidationError(ValueError):
+    """A kubelet validation rule (_kubelet/_config_rules) refused the configuration: names the field and the rule."""
+
+    def __init__(self, rule, field, message):
+        self.rule = rule
+        self.field = field
+        super().__init__('%s: %s (rule %s)' % (field, message, rule))

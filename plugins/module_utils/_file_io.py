@@ -170,7 +170,7 @@ def held_exclusively(directory, locks_path='/proc/locks'):
     """Whether a process holds an exclusive flock on ``directory`` now, read from /proc/locks.
 
     Read, not tried: a try, even a shared non-blocking one, could make a writer's own try fail at that instant
-    (_rollout_step.node_lock then reports a wait for the holder a killed step left behind). Lines are
+    (_step_primitives.node_lock then reports a wait for the holder a killed step left behind). Lines are
     ``1: FLOCK  ADVISORY  WRITE <pid> <major>:<minor>:<inode> 0 EOF`` (fs/locks.c lock_get_status: major and minor
     in hex, "->" after the number for a waiter). False where the directory or /proc/locks cannot be read or no
     entry matches its device and inode.

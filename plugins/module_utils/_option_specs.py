@@ -1,7 +1,7 @@
 # Private to nodealloc.kubelet: not a public API, may change without notice.
 """The one home of every option's type, default, range and unit, and of the kubelet's own defaults.
 
-The modules' argument specs (_module_options), the recommendation's and the decision's defaults are built
+The modules' argument specs (_module_glue), the recommendation's and the decision's defaults are built
 from ``OPTIONS``; the doc fragments, the modules' DOCUMENTATION and the reservations role's
 ``defaults/main.yml`` and ``meta/argument_specs.yml`` are compared with it by
 tests/unit/plugins/module_utils/test__option_specs.py, which fails when they drift.
@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import difflib
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import (
-    _file_io, _formulas, _history, _kubelet_defaults, _option_forms, _quantity, _state_dir)
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _option_forms, _state_dir
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import (
+    _defaults, _duration, _quantity, _vendor_formulas)
 
 FACTS = 'node_reservation_facts'
 CONFIG = 'kubelet_config'
 ROLE_PREFIX = 'reservations_'
 
 
-VENDOR_FORMULAS = list(_formulas.FORMULAS)
+VENDOR_FORMULAS = list(_vendor_formulas.FORMULAS)
 
 
 def _option(type_, default=None, description='', unit=None, modules=(FACTS,), rule=None, choices=None,
@@ -44,7 +45,7 @@ BOTH = (FACTS, CONFIG)
 
 OPTIONS = {
     # Where the kubelet is (node_reservation_facts; the cgroup ones also kubelet_config).
-    'kubelet_config_path': _option('path', _kubelet_defaults.CONFIG_PATH, 'KubeletConfiguration file read when no '
+    'kubelet_config_path': _option('path', _defaults.CONFIG_PATH, 'KubeletConfiguration file read when no '
                                    'running kubelet names one', modules=KUBELET, rule='node_path'),
     'kubelet_config_dir': _option('path', None, "the kubelet's drop-in directory when no running kubelet names one",
                                   rule='node_path'),
@@ -85,9 +86,9 @@ OPTIONS = {
     'policy': _option('str', 'measured', 'measured, or a vendor formula', choices=['measured'] + VENDOR_FORMULAS),
     'floor_policy': _option('str', 'none', 'a vendor formula as the floor', choices=['none'] + VENDOR_FORMULAS),
     'max_pods': _option('int', None, 'max pods for the AKS and EKS formulas', 'pods', rule=AT_LEAST_1),
-    'openshift_sizing_version': _option('int', _formulas.OPENSHIFT_DEFAULT_SIZING_VERSION,
+    'openshift_sizing_version': _option('int', _vendor_formulas.OPENSHIFT_DEFAULT_SIZING_VERSION,
                                         "OpenShift's node sizing version (/etc/node-sizing-version.json)",
-                                        choices=list(_formulas.OPENSHIFT_SIZING_VERSIONS)),
+                                        choices=list(_vendor_formulas.OPENSHIFT_SIZING_VERSIONS)),
     'reaction_time': _option('str', '24h', 'how often the reservations are applied; until the history spans one, '
                              'the cold-start prior is the floor', 'duration', rule='duration'),
     # Deprecated (issue 29): the climb rule it scaled is gone; accepted and ignored, with a warning, until 1.0.0.
@@ -114,7 +115,7 @@ OPTIONS = {
     'path': _option('path', None, 'the main KubeletConfiguration file', modules=(CONFIG,), required=True,
                     rule='node_path'),
     'drop_in_dir': _option('path', None, "the kubelet's --config-dir", modules=BOTH, rule='node_path'),
-    'drop_in_name': _option('str', _kubelet_defaults.DROP_IN_NAME, 'our drop-in file name', modules=(CONFIG,),
+    'drop_in_name': _option('str', _defaults.DROP_IN_NAME, 'our drop-in file name', modules=(CONFIG,),
                             rule='drop_in_name'),
     'state': _option('str', 'present', 'present or absent', modules=(CONFIG,), choices=['present', 'absent']),
     'kube_reserved': _option('dict', None, 'kubeReserved to set', modules=(CONFIG,)),
@@ -134,15 +135,15 @@ OPTIONS = {
     'lock_timeout': _option('float', 30, 'wait for the directory lock', 'seconds', modules=(CONFIG,),
                             rule=AT_LEAST_0),
     # The reservations role's own.
-    # The role's, and node_reservation_facts' for its plan (_plan).
+    # The role's, and node_reservation_facts' for its plan (_node_plan).
     'kubelet_unit': _option('str', None, "the kubelet's systemd unit", rule='unit_name'),
     'use_drop_in': _option('raw', 'auto', 'write a drop-in (auto: wherever the kubelet runs with --config-dir)',
                            choices=['auto', True, False, 'true', 'false']),
     'enable_config_dir': _option('bool', False, "give a kubeadm node's kubelet --config-dir the supported way"),
     # Written into KUBELET_EXTRA_ARGS="... --config-dir=PATH" in kubeadm's environment file.
-    'config_dir_path': _option('path', _kubelet_defaults.KUBEADM_CONFIG_DIR, 'the drop-in directory enable_config_dir '
+    'config_dir_path': _option('path', _defaults.KUBEADM_CONFIG_DIR, 'the drop-in directory enable_config_dir '
                                'gives the kubelet', rule='unit_path'),
-    'healthz_url': _option('str', _kubelet_defaults.HEALTHZ_URL, "the kubelet's health endpoint", modules=(),
+    'healthz_url': _option('str', _defaults.HEALTHZ_URL, "the kubelet's health endpoint", modules=(),
                            rule='http_url'),
     'health_timeout_seconds': _option('int', 120, 'time a restarted kubelet has to become healthy', 'seconds',
                                       modules=(), rule=AT_LEAST_1),
@@ -312,7 +313,7 @@ def problem(name, value):
         return None if text else 'must not be empty'
     if rule == 'duration':
         try:
-            _history.parse_window(text)
+            _duration.parse_window(text)
         except ValueError:
             return 'must be a Go duration such as 90m, 24h or 1h30m, or whole days such as 7d, not negative'
         return None
@@ -323,7 +324,7 @@ def problem(name, value):
             return 'must be a Kubernetes quantity such as 256Mi, 1Gi or 500M'
         return 'must not be negative' if amount < 0 else None
     if rule == 'drop_in_name':
-        return _kubelet_defaults.drop_in_name_problem(text)
+        return _defaults.drop_in_name_problem(text)
     raise AssertionError('unknown rule %r for %s' % (rule, name))
 
 

@@ -191,13 +191,13 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_config_change as change
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _config_change as change
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._file_io import directory_lock
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_failures import fail_arguments
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import KUBELET_CONFIG_OPTIONS
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import fail_arguments
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import KUBELET_CONFIG_OPTIONS
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import check
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._node_probe import probe_node
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._probe import probe_node
 
 
 def main():

@@ -267,12 +267,12 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _apply_step
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_config_change as change
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _rollout_step as step
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _step_sequence
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _config_change as change
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _step_primitives as step
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_failures import fail_arguments
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import KUBELET_RESERVATIONS_APPLY_OPTIONS
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import fail_arguments
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import KUBELET_RESERVATIONS_APPLY_OPTIONS
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import STEP_SHARED, check
 
 
@@ -281,7 +281,7 @@ def main():
                            required_together=[('enable_config_dir', 'extra_args_file')])
     # The options it shares with kubelet_config are checked by the same rules; status by its own shape.
     problems = check({name: module.params[name] for name in STEP_SHARED})
-    status_problem = _apply_step.check_status(module.params['status'])
+    status_problem = _step_sequence.check_status(module.params['status'])
     if status_problem:
         problems.append(status_problem)
     if problems:
@@ -292,7 +292,7 @@ def main():
                                            controller=step.controller_name(params['controller'])))
     start = time.monotonic()
     try:
-        _apply_step.run(params, module.check_mode, module._diff, result)
+        _step_sequence.run(params, module.check_mode, module._diff, result)
     except (NodeallocError, ValueError) as exc:
         result['step_seconds'] = round(time.monotonic() - start, 1)
         module.fail_json(**dict(result, **fail_arguments(exc)))

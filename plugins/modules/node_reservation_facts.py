@@ -465,7 +465,7 @@ swap_control:
   version_added: 0.1.0
 plan:
   description:
-    - Everything the reservations role does on this node, decided in module_utils (C(_plan)) - C(refusals) (why nothing
+    - Everything the reservations role does on this node, decided in module_utils (C(_node_plan)) - C(refusals) (why nothing
       may be written; the role stops on any), C(action), C(add_config_dir), C(rolls) (the rollout touches the node),
       C(target) (C(path), C(drop_in_dir), C(unit), C(kubepods_limit_file), each V('') where none), C(apply) and
       C(restore) (the node-specific options of M(nodealloc.kubelet.kubelet_reservations_apply)), C(status)
@@ -503,10 +503,10 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts, _file_io, _metrics
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import (
-    MissingLibraryError, NodeallocError)
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import NODE_RESERVATION_FACTS_OPTIONS
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _gather
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _metrics
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import MissingLibraryError, NodeallocError
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import NODE_RESERVATION_FACTS_OPTIONS
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import check
 
 
@@ -516,7 +516,7 @@ def main():
     if problems:
         module.fail_json(msg='invalid options, nothing measured: %s' % '; '.join(problems), problems=problems)
     try:
-        facts = _facts.gather(dict(module.params, _check_mode=module.check_mode))
+        facts = _gather.gather(dict(module.params, _check_mode=module.check_mode))
     except MissingLibraryError as exc:
         module.fail_json(msg=missing_required_lib(exc.library, reason=exc.reason))
     except (NodeallocError, ValueError) as exc:

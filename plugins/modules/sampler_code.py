@@ -163,7 +163,7 @@ files:
   returned: always
   type: list
   elements: str
-  sample: [_errors.py, _sampler.py]
+  sample: [_errors.py, _sampler/__init__.py, _sampler/_sample_once.py]
 written:
   description: The module_utils files written (or, in check mode, that would be).
   returned: always
@@ -203,10 +203,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _sampler_code, _sampler_unit
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _installer, _systemd_units
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
-# Imported so that Ansible packs the sampler's code into this module's payload; _sampler_code reads it back.
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _sampler  # noqa: F401 pylint: disable=unused-import
+# Imported so that Ansible packs the sampler's code into this module's payload; _installer reads it back.
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _sample_once  # noqa: F401 pylint: disable=unused-import
 
 
 SCRIPT_NAME = 'nodealloc-sampler.py'
@@ -244,25 +244,25 @@ def main():
     if params['script'] is not None:
         wanted[script_path] = (params['script'], 0o755)
     settings = params['settings']
-    options_path = os.path.join(path, _sampler_unit.OPTIONS_NAME)
+    options_path = os.path.join(path, _systemd_units.OPTIONS_NAME)
     textfile_dir_created = False
     try:
         if settings:
-            rendered = _sampler_unit.files(settings, path, params['unit_dir'])
+            rendered = _systemd_units.files(settings, path, params['unit_dir'])
             units.update({target: content for target, (content, _mode) in rendered.items() if target != options_path})
             wanted.update(rendered)
             # ReadWritePaths= leaves a missing directory out of the sandbox: the textfile's must exist before a run.
             if settings['textfile_path']:
-                textfile_dir_created = _sampler_code.ensure_directory(os.path.dirname(settings['textfile_path']), module.check_mode)
-        state_dir_created = bool(params['state_dir']) and _sampler_code.ensure_directory(params['state_dir'], module.check_mode)
-        files = _sampler_code.sources()
+                textfile_dir_created = _installer.ensure_directory(os.path.dirname(settings['textfile_path']), module.check_mode)
+        state_dir_created = bool(params['state_dir']) and _installer.ensure_directory(params['state_dir'], module.check_mode)
+        files = _installer.sources()
         before = {target: _text(target) for target in wanted} if module._diff else {}  # read before the write
-        written_paths = _sampler_code.install_files(wanted, check_mode=module.check_mode)
-        written, removed = _sampler_code.install(path, files, check_mode=module.check_mode)
+        written_paths = _installer.install_files(wanted, check_mode=module.check_mode)
+        written, removed = _installer.install(path, files, check_mode=module.check_mode)
     except NodeallocError as exc:
         module.fail_json(msg=str(exc))
     result = dict(changed=bool(written or removed or written_paths or state_dir_created or textfile_dir_created), files=sorted(files),
-                  written=written, removed=removed, directory=os.path.join(path, _sampler_code.RELATIVE_DIR),
+                  written=written, removed=removed, directory=os.path.join(path, _installer.RELATIVE_DIR),
                   script_written=script_path in written_paths,
                   units_written=sorted(os.path.basename(target) for target in written_paths if target in units),
                   options_written=options_path in written_paths and bool(settings), state_dir_created=state_dir_created)

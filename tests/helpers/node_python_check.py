@@ -24,23 +24,27 @@ def main(root):
     report = {'python': '%d.%d' % sys.version_info[:2], 'compiled': [], 'imported': [], 'errors': {}}
     names = []
     for kind in ('module_utils', 'modules'):
-        directory = os.path.join(root, PACKAGE.replace('.', '/'), kind)
-        for name in sorted(os.listdir(directory)):
-            if not name.endswith('.py') or name == '__init__.py':
-                continue
-            path = os.path.join(directory, name)
-            relative = 'plugins/%s/%s' % (kind, name)
-            with open(path, 'rb') as handle:
-                source = handle.read()
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter('error')
-                    compile(source, path, 'exec', dont_inherit=True)
-                report['compiled'].append(relative)
-            except (SyntaxError, Warning, ValueError) as error:
-                report['errors'][relative] = 'compile: %s: %s' % (type(error).__name__, error)
-                continue
-            names.append((relative, '%s.%s.%s' % (PACKAGE, kind, name[:-3])))
+        top = os.path.join(root, PACKAGE.replace('.', '/'), kind)
+        for directory, subdirectories, files in os.walk(top):
+            subdirectories[:] = sorted(name for name in subdirectories if name != '__pycache__')
+            below = os.path.relpath(directory, top)
+            for name in sorted(files):
+                if not name.endswith('.py') or name == '__init__.py':
+                    continue
+                path = os.path.join(directory, name)
+                inner = name if below == '.' else '%s/%s' % (below, name)
+                relative = 'plugins/%s/%s' % (kind, inner)
+                with open(path, 'rb') as handle:
+                    source = handle.read()
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter('error')
+                        compile(source, path, 'exec', dont_inherit=True)
+                    report['compiled'].append(relative)
+                except (SyntaxError, Warning, ValueError) as error:
+                    report['errors'][relative] = 'compile: %s: %s' % (type(error).__name__, error)
+                    continue
+                names.append((relative, '%s.%s.%s' % (PACKAGE, kind, inner[:-3].replace('/', '.'))))
     for relative, module in names:
         try:
             with warnings.catch_warnings():

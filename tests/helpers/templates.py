@@ -1,4 +1,4 @@
-"""Check node templates (plugins/module_utils/_node_templates.py) against each project's published schema.
+"""Check node templates (plugins/module_utils/_report/_node_templates.py) against each project's published schema.
 
 The schemas are test data under tests/unit/fixtures/template_schemas/, each citing the repository, path and
 commit it was read from; jsonschema does the validating.

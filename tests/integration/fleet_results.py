@@ -4,8 +4,8 @@
 config; a KubeletConfiguration with reservations and five history readings; an unparseable config, the failed
 result). Each host gets a copy of one of them whose measured memory, CPU, current reservations and history are
 varied deterministically from its index, and whose recommendation and decision are computed again from the
-varied inputs with the module's own code (``_history.summarize``, ``_recommend.recommend``,
-``_decision.decide``, ``_formulas.all_formulas``), so every result keeps the module's shape and is
+varied inputs with the module's own code (``_history_stats.summarize``, ``_recommend.recommend``,
+``_decision.decide``, ``_vendor_formulas.all_formulas``), so every result keeps the module's shape and is
 self-consistent. Hosts come in three node classes (the recorded 24 GiB / 2 CPUs, a third of it, and 8/3 of it
 with 8 CPUs). One host in 50 failed (the recorded failure), one in 50 is unreachable (no registered result, as
 ``recommend.yml`` passes it) and one in 50 runs no kubelet (the recording made without one); the other hosts
@@ -18,7 +18,8 @@ import copy
 import json
 import os
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _decision, _formulas, _history, _quantity, _recommend
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _quantity, _vendor_formulas
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _decision, _history_stats, _recommend
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MIB = 1024 * 1024
@@ -56,7 +57,7 @@ def node_result(index, base):
     memory['mem_total_bytes'] = int(memory['mem_total_bytes'] * fraction)
     cpu['capacity_millicores'] = cpus * 1000
     result['capacity'] = {'memory': _quantity.format_memory(memory['mem_total_bytes']), 'cpu': str(cpus)}
-    result['formulas'] = _formulas.all_formulas(memory['mem_total_bytes'], cpus)
+    result['formulas'] = _vendor_formulas.all_formulas(memory['mem_total_bytes'], cpus)
     non_pod = int(base['memory']['non_pod_bytes'] * (0.4 + (index * 37 % 100) / 40.0))
     pods = int(memory['mem_total_bytes'] * (index * 13 % 50) / 100.0)
     memory.update(kubepods_working_set_bytes=pods, non_pod_bytes=non_pod,
@@ -76,7 +77,7 @@ def node_result(index, base):
                 'non_pod_bytes': int(recorded_values[n % len(recorded_values)] * non_pod / max(1, recorded_values[-1])),
                 'non_pod_millicores': cpu['non_pod_millicores']} for n in range(readings)]
     samples[-1]['non_pod_bytes'] = non_pod
-    basis = _history.summarize(samples, 100.0)
+    basis = _history_stats.summarize(samples, 100.0)
     result['history'].update(samples=len(samples), span_seconds=basis['span_seconds'],
                              series=[[s['t'], s['non_pod_bytes']] for s in samples])
     measured = dict(mem_total_bytes=memory['mem_total_bytes'], mem_available_bytes=memory['mem_available_bytes'],

@@ -24,7 +24,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import LayoutError
 
 MIB = 1024 * 1024
@@ -71,7 +71,7 @@ def test_systemd_driver_layout(cgroup_tree, tmp_path):
 
     sample = 2.0
     cpu_before, wall_before = cpu_seconds(burner.pid), time.monotonic()
-    facts = _facts.gather({'sample_seconds': sample, 'history_path': str(tmp_path / 'history.jsonl')})
+    facts = _gather.gather({'sample_seconds': sample, 'history_path': str(tmp_path / 'history.jsonl')})
     burned, bracket = cpu_seconds(burner.pid) - cpu_before, time.monotonic() - wall_before
 
     assert facts['cgroup']['version'] == 'v1'
@@ -117,7 +117,7 @@ def test_cpu_of_an_ssh_session_is_reported_and_not_counted_as_non_pod(cgroup_tre
     session = cgroup_tree.spawn('system.slice/ssh.service', burn=True)
     sample = 2.0
     cpu_before, wall_before = cpu_seconds(session.pid), time.monotonic()
-    facts = _facts.gather({'sample_seconds': sample, 'history': False,
+    facts = _gather.gather({'sample_seconds': sample, 'history': False,
                            'kubelet_config_path': str(tmp_path / 'none.yaml')})
     burned, bracket = cpu_seconds(session.pid) - cpu_before, time.monotonic() - wall_before
 
@@ -135,7 +135,7 @@ def test_cgroupfs_driver_layout_without_a_kubelet(cgroup_tree, tmp_path):
     cgroup_tree.spawn('kubepods/burstable/pod%s' % uid, alloc_mib=150)
     cgroup_tree.make('kubepods/besteffort')
 
-    facts = _facts.gather({'sample_seconds': 0.5, 'kubelet_config_path': str(tmp_path / 'absent.yaml'),
+    facts = _gather.gather({'sample_seconds': 0.5, 'kubelet_config_path': str(tmp_path / 'absent.yaml'),
                            'history': False})
 
     assert facts['cgroup']['driver'] == 'cgroupfs'
@@ -145,7 +145,7 @@ def test_cgroupfs_driver_layout_without_a_kubelet(cgroup_tree, tmp_path):
     assert facts['current'] is None
     # No kubelet config at the path given. Whether a kubelet process runs is not this test's to say: make test's other
     # lanes run kubelet-named processes on this host meanwhile (two full runs found one here); the process search is
-    # tested on /proc trees of its own (tests/unit/plugins/module_utils/test__kubelet_process.py).
+    # tested on /proc trees of its own (tests/unit/plugins/module_utils/_node/test__kubelet_process.py).
     assert any(str(tmp_path / 'absent.yaml') in line for line in facts['not_found'])
 
 
@@ -154,7 +154,7 @@ def test_inactive_file_cache_is_not_working_set(cgroup_tree, tmp_path):
     relative = cgroup_tree.make('kubepods.slice/kubepods-besteffort.slice')
     data = tmp_path / 'cache.bin'
     data.write_bytes(os.urandom(64 * MIB))
-    before = _facts.gather({'sample_seconds': 0, 'history': False})['memory']['kubepods']
+    before = _gather.gather({'sample_seconds': 0, 'history': False})['memory']['kubepods']
 
     def read_inside_group():
         with open('/sys/fs/cgroup/memory/%s/cgroup.procs' % relative, 'w') as handle:
@@ -166,7 +166,7 @@ def test_inactive_file_cache_is_not_working_set(cgroup_tree, tmp_path):
         os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
     subprocess.run([sys.executable, '-c', 'open(%r, "rb").read()' % str(data)], check=True,
                    preexec_fn=read_inside_group)
-    after = _facts.gather({'sample_seconds': 0, 'history': False})['memory']['kubepods']
+    after = _gather.gather({'sample_seconds': 0, 'history': False})['memory']['kubepods']
     assert after['usage_bytes'] - before['usage_bytes'] >= 60 * MIB
     assert after['inactive_file_bytes'] - before['inactive_file_bytes'] >= 60 * MIB
     assert after['working_set_bytes'] - before['working_set_bytes'] < 8 * MIB
@@ -176,4 +176,4 @@ def test_inactive_file_cache_is_not_working_set(cgroup_tree, tmp_path):
 def test_override_to_a_missing_cgroup_is_refused(cgroup_tree, relative):
     cgroup_tree.make('kubepods.slice')
     with pytest.raises(LayoutError, match='does not exist'):
-        _facts.gather({'sample_seconds': 0, 'kubepods_cgroup': relative, 'history': False})
+        _gather.gather({'sample_seconds': 0, 'kubepods_cgroup': relative, 'history': False})

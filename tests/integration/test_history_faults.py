@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def test_full_disk(small_tmpfs):
         pass
     finally:
         os.close(fd)
-    facts = _facts.gather({'sample_seconds': 0, 'record': True, 'history_path': str(small_tmpfs / 'history.jsonl')})
+    facts = _gather.gather({'sample_seconds': 0, 'record': True, 'history_path': str(small_tmpfs / 'history.jsonl')})
     assert facts['history']['recorded'] is False
     assert any('not recorded' in problem for problem in facts['history']['problems'])
     assert facts['recommendation']['kube_reserved'] and facts['recommendation']['single_reading']
@@ -38,7 +38,7 @@ def test_full_disk(small_tmpfs):
 
 def test_read_only_state_dir(small_tmpfs):
     subprocess.run(['mount', '-o', 'remount,ro', str(small_tmpfs)], check=True)
-    facts = _facts.gather({'sample_seconds': 0, 'record': True, 'history_path': str(small_tmpfs / 'sub' / 'history.jsonl')})
+    facts = _gather.gather({'sample_seconds': 0, 'record': True, 'history_path': str(small_tmpfs / 'sub' / 'history.jsonl')})
     assert facts['history']['recorded'] is False
     assert any('not recorded' in problem for problem in facts['history']['problems'])
     assert facts['recommendation']['system_reserved']

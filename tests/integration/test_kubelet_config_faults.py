@@ -139,7 +139,7 @@ def test_read_only_directory_is_refused_cleanly(tmp_path, tmpfs):
 
 WRITER = textwrap.dedent('''
     import sys
-    from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_config_change as change
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _config_change as change
     path = sys.argv[1]
     print("ready", flush=True)
     i = 0

@@ -30,8 +30,15 @@ NODE_SIDE = ('plugins/module_utils', 'plugins/modules')
 
 
 def _node_side_files():
-    return sorted('%s/%s' % (kind, name) for kind in NODE_SIDE for name in os.listdir(os.path.join(COLLECTION, kind))
-                  if name.endswith('.py') and name != '__init__.py')
+    """Every node-side file below the two directories, the domain packages' files included (``_node/_procfs.py``)."""
+    files = []
+    for kind in NODE_SIDE:
+        top = os.path.join(COLLECTION, kind)
+        for directory, _subdirectories, names in os.walk(top):
+            below = os.path.relpath(directory, top)
+            files.extend('%s/%s' % (kind, name if below == '.' else '%s/%s' % (below, name))
+                         for name in names if name.endswith('.py') and name != '__init__.py')
+    return sorted(files)
 
 
 def _stage(target):

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cgroup, _overcommit
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cgroup, _overcommit
 from helpers import cgroups_v1
 
 pytestmark = pytest.mark.skipif(not cgroups_v1.v1_available(), reason='needs root and cgroup v1 controllers')

@@ -1,7 +1,7 @@
 """benchmarks/quality.py's measured policy is the shipped module_utils code, and that code is the rule chosen in issue 29.
 
 The candidate replay (``replay_candidates``: the pooled simple rule, a few lines of its own) and the measured
-replay (``replay_measured``: _headroom_policy, _recommend and _decision as the role runs them) must reserve the
+replay (``replay_measured``: _headroom, _recommend and _decision as the role runs them) must reserve the
 same at every run of a small trace of two nodes of one class, one quiet and one that climbs.
 """
 

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _history
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QUALITY = os.path.join(ROOT, 'benchmarks', 'quality.py')
@@ -24,7 +24,7 @@ def node_history(tmp_path, lines):
     """A history written by the module's own append (the sampler's format), ``lines`` readings a minute apart."""
     history = tmp_path / 'history.jsonl'
     for minute in range(lines):
-        _history.append(str(history), {'t': 1700000000 + 60 * minute, 'non_pod_bytes': 700 * MIB + minute * MIB,
+        _history_store.append(str(history), {'t': 1700000000 + 60 * minute, 'non_pod_bytes': 700 * MIB + minute * MIB,
                                        'non_pod_millicores': 120, 'kubepods_bytes': 2 * GIB, 'source': 'sampler'})
     return history.read_text(encoding='utf-8')
 

@@ -13,7 +13,7 @@ import pytest
 from fleet_results import fleet
 from test_playbooks import ansible_playbook
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _report
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # A byte count as the module prints it, a bare integer of a MiB or more, or a Ki quantity: not for a person.
@@ -121,7 +121,7 @@ def test_500_node_report_reads_in_chromium(tmp_path):
         pytest.skip("Debian's chromium is not installed (make test installs it)")
     results = fleet(500)
     page = tmp_path / 'reservations.html'
-    page.write_text(_report.render_html(_report.build_report(results)))
+    page.write_text(_fleet_report.render_html(_fleet_report.build_report(results)))
     size = page.stat().st_size
     print('500-node report: %d bytes (%.2f MiB)' % (size, size / 1048576.0))
     # Measured 4.96 MiB with charts, legends, each figure's meaning and the explained arithmetic per node
@@ -150,7 +150,7 @@ def test_500_node_report_reads_in_chromium(tmp_path):
     assert dom.count('<details') == 500 and '<details open' not in dom  # every node folded
     assert dom.count('aria-label="CPU"') == 500 - len(not_measured)
     assert '<ins>+kubeReserved:</ins>' in dom  # a node without reservations gets them added
-    report = _report.build_report(results)
+    report = _fleet_report.build_report(results)
     _assert_readable(dom, report)
     # The fleet view: one band per node class, with its name, and a legend of the risk colours.
     fleet_chart = _svgs(dom, 'fleet')[0]

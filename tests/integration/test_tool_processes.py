@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _procfs, _tool_processes
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _procfs, _tool_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -465,7 +465,7 @@ def swap_off(node, state_dir, path=SWAP_FILE):
 def push_module_utils(node, state_dir, remote='/opt/nodealloc'):
     """Copy the staged collection's module_utils (pure Python, no Ansible imports) to ``remote`` on a guest.
 
-    For tests and benchmarks that run the facts module's own code (``_facts.gather``) on the guest
+    For tests and benchmarks that run the facts module's own code (``_gather.gather``) on the guest
     between their own reads; ``make test`` stages the collection under .build first.
     """
     build = os.path.join(ROOT, '.build')

@@ -20,7 +20,7 @@ from helpers.rollout import changed_tasks, output_tail, recap_changed_counts
 from nodes import nodeio, testnodes
 from test_safety import WATCHED, differences, run_playbook, snapshot
 
-from ansible_collections.nodealloc.kubelet.tests.unit.plugins.module_utils.test__kubelet_ownership import (
+from ansible_collections.nodealloc.kubelet.tests.unit.plugins.module_utils._node.test__kubelet_ownership import (
     KUBEADM_DROP_IN as KUBEADM_UPSTREAM)
 
 # kubernetes/release cmd/krel/templates/latest/kubeadm/10-kubeadm.conf as the kubeadm .deb installs it: into the

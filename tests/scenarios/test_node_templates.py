@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _quantity
 from helpers import templates
 from helpers.rollout import output_tail, run_playbook
 

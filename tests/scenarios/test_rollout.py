@@ -22,7 +22,7 @@ import time
 
 import yaml
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._quantity import parse_quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet._quantity import parse_quantity
 
 from helpers.rollout import (BIN, ROOT, api_node_status, apply, changed_tasks, config_digest, output_tail,
                              recap_changed_counts, restart_windows, running_config, starts_since)

@@ -10,8 +10,9 @@ import subprocess
 
 import pytest
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts, _metrics
-from ansible_collections.nodealloc.kubelet.tests.unit.plugins.module_utils.test__sampler import make_node, options, run
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _metrics
+from ansible_collections.nodealloc.kubelet.tests.unit.plugins.module_utils._sampler.test__sample_once import make_node, options, run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MONITORING = os.path.join(ROOT, 'monitoring')
@@ -73,7 +74,7 @@ def families(text):
 
 @pytest.fixture
 def both_textfiles(tmp_path):
-    """The sampler's textfile and the module's (from _facts.gather, as node_reservation_facts renders it) on one node."""
+    """The sampler's textfile and the module's (from _gather.gather, as node_reservation_facts renders it) on one node."""
     node = make_node(tmp_path)
     opts = options(node, tmp_path)
     (tmp_path / 'decision.json').write_text(json.dumps({'action': 'increase', 'time': 1700000000, 'eviction_hard_memory_bytes': 1,
@@ -83,7 +84,7 @@ def both_textfiles(tmp_path):
     config = tmp_path / 'config.json'
     config.write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", '
                       '"kubeReserved": {"memory": "1Gi", "cpu": "100m"}}')
-    facts = _facts.gather({'cgroup_root': node, 'sample_seconds': 0, 'history': False, 'kubelet_config_path': str(config)},
+    facts = _gather.gather({'cgroup_root': node, 'sample_seconds': 0, 'history': False, 'kubelet_config_path': str(config)},
                           proc_root=str(tmp_path / 'proc'), sleep=lambda _s: None)
     facts['decision'] = {'action': 'keep'}
     return (tmp_path / 'nodealloc.prom').read_text(), _metrics.render(facts, 1700000000)

@@ -28,9 +28,10 @@ from fractions import Fraction
 
 import pytest
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _eviction, _json_merge_patch, _node_allocatable, _quantity
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_version
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet_config_rules import ValidationError, validate
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import (
+    _eviction, _json_merge_patch, _node_allocatable, _quantity)
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _version_rules
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet._config_rules import ValidationError, validate
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'standin'))
 from kubelet_logic import allocatable, config as kubelet_config, eviction, quantity, validation  # noqa: E402
@@ -387,7 +388,7 @@ def test_version_rows_standin(git_version, cgroup_v1, change, refused):
 
 @pytest.mark.parametrize('git_version,cgroup_v1,change,refused', VERSION_ROWS)
 def test_version_rows_collection(git_version, cgroup_v1, change, refused):
-    verdict = _kubelet_version.check(_kubelet_version.parse('Kubernetes ' + git_version), 'v1' if cgroup_v1 else 'v2',
+    verdict = _version_rules.check(_version_rules.parse('Kubernetes ' + git_version), 'v1' if cgroup_v1 else 'v2',
                                      dict(BASE, **change))
     assert bool(verdict['refusals']) == refused, verdict
 
@@ -428,8 +429,8 @@ def standin_start_errors(config, git_version, existing):
 @pytest.mark.parametrize('name,git_version,config,system_reserved,existing', PROPOSAL_ROWS)
 def test_the_standin_starts_with_what_the_collection_proposes_and_refuses_what_it_refuses(
         name, git_version, config, system_reserved, existing):
-    from ansible_collections.nodealloc.kubelet.plugins.module_utils import _cpu_enforcement
-    version = _kubelet_version.parse('Kubernetes ' + git_version)
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _cpu_enforcement
+    version = _version_rules.parse('Kubernetes ' + git_version)
     proposal = _cpu_enforcement.propose(config, {'system_reserved': system_reserved}, STARVED_PSI, [], 'v2', 8000, {},
                                         version, driver=config.get('cgroupDriver'),
                                         cgroup_exists=lambda relative: relative in existing)

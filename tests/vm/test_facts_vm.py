@@ -4,7 +4,7 @@ A Burstable pod allocating 256 MiB runs where the kubelet's systemd driver puts 
 (kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice); the stand-in kubelet
 and the runtime stand-in run as kubelet.service and containerd.service in the system.slice the
 guest's systemd made. On the guest, one script reads /proc/meminfo and the kubepods cgroup files,
-runs the module's measuring code (_facts.gather, as the module does), and reads them again; the
+runs the module's measuring code (_gather.gather, as the module does), and reads them again; the
 module's figures must lie between the two reads (MemAvailable: within the range of reads taken every
 millisecond throughout, as it moves both ways), and its derived figures must follow from them exactly.
 Nothing the test asserts was written by the test into the code under test.
@@ -28,8 +28,8 @@ ALLOCATE = 'import time; b = b"\\x01" * (256 << 20); open("/run/pod-ready", "w")
 PROBE = r'''
 import json, os, sys, threading, time
 sys.path.insert(0, "/opt/nodealloc")
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import NODE_RESERVATION_FACTS_OPTIONS
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import NODE_RESERVATION_FACTS_OPTIONS
 
 def meminfo():
     with open("/proc/meminfo") as handle:
@@ -68,7 +68,7 @@ watcher.start()
 # The module's parameters as AnsibleModule fills them: every default, then what a task would set.
 options = {name: spec.get("default") for name, spec in NODE_RESERVATION_FACTS_OPTIONS.items()}
 options.update(sample_seconds=1, history_path="/run/nodealloc-history.jsonl", _check_mode=False)
-facts = _facts.gather(options)
+facts = _gather.gather(options)
 measuring.set()
 watcher.join()
 after = {"meminfo": meminfo(), "kubepods": kubepods(None), "rss_peak": own_memory("VmHWM")}

@@ -3,7 +3,7 @@
 The guest's stand-in kubelet is made a 1.36 kubelet with the MemoryQoS gate on, ``memoryReservationPolicy:
 TieredReservation`` and ``system-reserved`` enforced on ``/sysres.slice`` (a drop-in, then a restart): from its own
 reading of node_container_manager_linux.go it writes that group's memory.max and, with MemoryQoS on cgroup v2, its
-memory.min (tests/standin/kubelet.py). The module's code then runs on the guest (``_facts.gather``) and must report
+memory.min (tests/standin/kubelet.py). The module's code then runs on the guest (``_gather.gather``) and must report
 the memory.min the kernel shows, the group's working set between the test's own reads, the cost that follows from
 them, and PSI parsed from the kernel's cpu.pressure. The guest is put back as it was afterwards (the other tests in
 tests/vm share it).
@@ -29,8 +29,8 @@ HEALTHY_AFTER_RESTART = ('systemctl restart kubelet.service && for i in $(seq 60
 PROBE = r'''
 import json, sys
 sys.path.insert(0, "/opt/nodealloc")
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import NODE_RESERVATION_FACTS_OPTIONS
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import NODE_RESERVATION_FACTS_OPTIONS
 
 def working_set(group):
     base = "/sys/fs/cgroup/" + group
@@ -40,7 +40,7 @@ def working_set(group):
 before = working_set("sysres.slice")
 options = {name: spec.get("default") for name, spec in NODE_RESERVATION_FACTS_OPTIONS.items()}
 options.update(sample_seconds=1, history=False, _check_mode=True)
-facts = _facts.gather(options)
+facts = _gather.gather(options)
 after = working_set("sysres.slice")
 print(json.dumps({"before": before, "after": after, "memory_min": open("/sys/fs/cgroup/sysres.slice/memory.min").read(),
                   "cpu_pressure": open("/sys/fs/cgroup/system.slice/cpu.pressure").read(),

@@ -25,8 +25,8 @@ WORKLOAD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 MEASURE = r'''
 import json, sys
 sys.path.insert(0, "/opt/nodealloc")
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts
-facts = _facts.gather({"sample_seconds": 0.2, "history": False, "kubelet_config_path": "/nonexistent.yaml"})
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather
+facts = _gather.gather({"sample_seconds": 0.2, "history": False, "kubelet_config_path": "/nonexistent.yaml"})
 print(json.dumps(facts["memory"]))
 '''
 

@@ -4,7 +4,7 @@ On the cgroup v2 facts guest (Debian's kernel, systemd as PID 1), given a swap f
 (vmnodes.swap_on): a daemon in system.slice holds 192 MiB and sleeps; a Burstable pod in
 kubepods.slice/kubepods-burstable.slice, as the kubelet's LimitedSwap leaves one (memory.max set, memory.swap.max
 allowing swap), fills memory and keeps touching it, until the kernel has swapped out a good part of the daemon's
-cold pages. The pod is then stopped, and the module's own code (_facts.gather) measures the guest. What the test
+cold pages. The pod is then stopped, and the module's own code (_gather.gather) measures the guest. What the test
 holds against the module comes from the kernel: the daemon unit's memory.swap.current less its swapcached.
 Then the proposed drop-in is written as an operator would, and system.slice's memory.swap.max must read 0.
 """
@@ -15,7 +15,8 @@ import json
 import time
 import uuid
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _metrics, _report
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _metrics
 
 from nodes import nodeio, vmnodes
 
@@ -42,8 +43,8 @@ DAEMON_SWAP = ('d=/sys/fs/cgroup/system.slice/%s; echo $(cat $d/memory.swap.curr
 PROBE = r'''
 import json, subprocess, sys
 sys.path.insert(0, "/opt/nodealloc")
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _facts
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import NODE_RESERVATION_FACTS_OPTIONS
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import NODE_RESERVATION_FACTS_OPTIONS
 
 def daemon():
     swap, cached = subprocess.run(["sh", "-c", %r], capture_output=True, text=True, check=True).stdout.split()
@@ -52,7 +53,7 @@ def daemon():
 options = {name: spec.get("default") for name, spec in NODE_RESERVATION_FACTS_OPTIONS.items()}
 options.update(sample_seconds=0.5, history=False, _check_mode=False)
 before = daemon()
-facts = _facts.gather(options)
+facts = _gather.gather(options)
 after = daemon()
 print(json.dumps({"daemon_swapped_out": [before, after], "facts": facts}, default=str))
 ''' % DAEMON_SWAP
@@ -137,9 +138,9 @@ def test_swapped_out_daemon_memory_is_counted_reported_and_covered(vm_guests):
     assert swap_max_with_drop_in == '0', 'the proposed drop-in did not set memory.swap.max: %r' % swap_max_with_drop_in
     assert control_with_drop_in['system_slice_may_swap'] is False and control_with_drop_in['proposed_drop_in'] is None
     # The report says it where a person reads it, and the metrics carry it.
-    node_report = _report.build_report({'facts-v2': facts})['nodes'][0]
+    node_report = _fleet_report.build_report({'facts-v2': facts})['nodes'][0]
     assert node_report['measured']['non_pod_swap_bytes'] == memory['non_pod_swap_bytes']
-    text = _report.render_text(_report.build_report({'facts-v2': facts}))
+    text = _fleet_report.render_text(_fleet_report.build_report({'facts-v2': facts}))
     assert 'of which swapped out' in text and 'system.slice may swap' in text and drop_in['path'] in text
     metrics = _metrics.render(facts, time.time())
     assert 'nodealloc_memory_non_pod_swap_bytes %d' % memory['non_pod_swap_bytes'] in metrics

@@ -2,7 +2,7 @@
 
 Installed by the nodealloc.kubelet.reservations role (reservations_install_sampler, on by default)
 with the collection's module_utils beside it, and run by nodealloc-sampler.timer. It only measures
-and records (no policy, no kubelet config): see plugins/module_utils/_sampler.py. Needs python3 only.
+and records (no policy, no kubelet config): see plugins/module_utils/_sampler/_sample_once.py. Needs python3 only.
 The unit runs it with ``--config PATH``: its options as a JSON object (``sampler.json``, written by the
 sampler_code module), so that no option value is ever part of the unit's command line; a flag given
 after it wins over the file's value.
@@ -16,11 +16,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _sampler  # noqa: E402
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _sample_once  # noqa: E402
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError  # noqa: E402
 
-# (flag, default, type, help): the defaults are the sampler's own (_sampler.DEFAULTS, their one home).
-DEFAULTS = _sampler.DEFAULTS
+# (flag, default, type, help): the defaults are the sampler's own (_sample_once.DEFAULTS, their one home).
+DEFAULTS = _sample_once.DEFAULTS
 OPTIONS = (
     ('--config', '', str, "a JSON object of these options (keys: history, state, textfile, decision, percentile, window, "
                           "sample_seconds, step_dir, cgroup_driver); the flags win"),
@@ -99,7 +99,7 @@ def main(argv):
                'decision_path': args['decision'], 'percentile': args['percentile'], 'history_window': args['window'],
                'sample_seconds': args['sample_seconds'], 'step_dir': args['step_dir'], 'cgroup_driver': args['cgroup_driver']}
     try:
-        figures, problems = _sampler.run(options)
+        figures, problems = _sample_once.run(options)
     except (NodeallocError, ValueError) as exc:
         sys.stderr.write('nodealloc-sampler: %s\n' % exc)
         return 1

@@ -14,7 +14,7 @@ import shlex
 import jinja2
 import yaml
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _sampler_unit
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _systemd_units
 
 OMIT = '__omit_place_holder__'
 ROLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
@@ -55,11 +55,11 @@ def exec_start_argv(**overrides):
     directory overridden (a scratch install), its bytecode cache goes under it too, not to the node's cache directory.
     """
     values, sampler_dir = settings(**overrides)
-    unit = _sampler_unit.service(values, sampler_dir)
+    unit = _systemd_units.service(values, sampler_dir)
     argv = shlex.split([line for line in unit.splitlines() if line.startswith('ExecStart=')][0][len('ExecStart='):])
-    options = json.loads(_sampler_unit.options_json(values))
+    options = json.loads(_systemd_units.options_json(values))
     if 'reservations_sampler_dir' in overrides:
-        argv = [arg.replace(_sampler_unit.PYCACHE_DIR, os.path.join(sampler_dir, 'pycache')) for arg in argv]
+        argv = [arg.replace(_systemd_units.PYCACHE_DIR, os.path.join(sampler_dir, 'pycache')) for arg in argv]
     config = argv.index('--config')
     flags = []
     for key, value in sorted(options.items()):

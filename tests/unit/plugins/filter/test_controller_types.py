@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _kubelet_config_edit as edit
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _report
-from ansible_collections.nodealloc.kubelet.tests.unit.plugins.module_utils.test__kubelet_config_edit import KUBEADM_YAML
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _config_edit as edit
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report
+from ansible_collections.nodealloc.kubelet.tests.unit.plugins.module_utils._kubelet.test__config_edit import KUBEADM_YAML
 
 
 def _as_the_controller_passes_it(text, wrapped=True):
@@ -47,6 +47,6 @@ def test_report_diff_takes_the_controllers_types():
     # The path of the ansible-core 2.16/2.18 failure: the report filter's config_diff renders what it was given.
     current = 'kube_reserved:\n  cpu: 100m\n  memory: 1Gi\nsystem_reserved:\n  memory: 512Mi\n'
     recommended = 'kube_reserved:\n  cpu: 200m\n  memory: 2Gi\nsystem_reserved:\n  memory: 512Mi\n'
-    diff = _report.config_diff(_as_the_controller_passes_it(current), _as_the_controller_passes_it(recommended))
-    assert diff == _report.config_diff(yaml.safe_load(current), yaml.safe_load(recommended))
+    diff = _fleet_report.config_diff(_as_the_controller_passes_it(current), _as_the_controller_passes_it(recommended))
+    assert diff == _fleet_report.config_diff(yaml.safe_load(current), yaml.safe_load(recommended))
     assert '+  memory: 2Gi' in diff and '-  memory: 1Gi' in diff

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from ansible.plugins.filter.core import to_nice_json
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _apply_step
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _step_sequence
 
 
 @pytest.mark.parametrize('content', [
@@ -23,5 +23,5 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import _apply_st
 def test_status_files_are_what_the_roles_to_nice_json_copy_wrote(tmp_path, content):
     # The copy tasks wrote "{{ content | to_nice_json }}\n": the same bytes, so a file from before is not rewritten.
     path = tmp_path / 'sub' / 'status.json'
-    _apply_step.write_status({'on_success': [{'path': str(path), 'content': content}]}, 'on_success')
+    _step_sequence.write_status({'on_success': [{'path': str(path), 'content': content}]}, 'on_success')
     assert path.read_text() == to_nice_json(content) + '\n'

@@ -13,8 +13,10 @@ import shutil
 import pytest
 import yaml
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _decision, _formulas, _kubelet_defaults, _option_specs, _recommend
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import (
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _vendor_formulas
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _decision, _recommend
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import (
     KUBELET_CONFIG_OPTIONS, KUBELET_RESERVATIONS_APPLY_OPTIONS, NODE_RESERVATION_FACTS_OPTIONS)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -143,7 +145,7 @@ def test_recommend_with_no_settings_is_recommend_at_the_documented_defaults(samp
     # the function keeps of its own (or one it drops) shows here, as a different reservation.
     basis = {'samples': samples, 'span_seconds': 7 * 86400 if samples > 1 else 0, 'percentile': 100.0,
              'non_pod_bytes': 700 * MI, 'non_pod_millicores': 420, 'jumps': jumps}
-    formulas = _formulas.all_formulas(MEASURED['mem_total_bytes'], 4)
+    formulas = _vendor_formulas.all_formulas(MEASURED['mem_total_bytes'], 4)
     bare = _recommend.recommend(MEASURED, {}, None, basis, formulas)
     assert bare == _recommend.recommend(MEASURED, spec_defaults(), None, basis, formulas)
     # ... and the settings are read at all (else the two would agree whatever the defaults).
@@ -253,7 +255,7 @@ def test_a_changed_home_changes_the_module_spec(monkeypatch):
     (None, ['pods']), ([], []), (['pods', 'system-reserved'], ['pods', 'system-reserved'])])
 def test_enforce_node_allocatable_default_applies_only_when_absent(configured, effective):
     # pkg/kubelet/apis/config/v1beta1/defaults.go: `if obj.EnforceNodeAllocatable == nil { ... ["pods"] }`.
-    assert _kubelet_defaults.effective_enforce_node_allocatable(configured) == effective
+    assert _defaults.effective_enforce_node_allocatable(configured) == effective
 
 
 # Ranges: one case per rule, each bad value named with the option, the value and the rule.

@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _history, _sampler, _state_dir
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _state_dir
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store, _sample_once
 from ansible_collections.nodealloc.kubelet.tests.unit.utils import sampler_unit
 
 ROLE_FILES = {
@@ -23,15 +24,15 @@ def test_the_roles_state_files_follow_its_history_under_the_names_the_sampler_re
         assert context[variable] == os.path.join(os.path.dirname(history_path), name), variable
     settings, _sampler_dir = sampler_unit.settings(reservations_history_path=history_path)
     # The sampler finds the applied reservation beside the decision file the role gives it.
-    assert _state_dir.beside(settings['decision_path'], _sampler.RESERVATION_FILE) == context['_reservations_applied_file']
+    assert _state_dir.beside(settings['decision_path'], _sample_once.RESERVATION_FILE) == context['_reservations_applied_file']
     assert settings['state_path'] == context['_reservations_sampler_state_file']
 
 
 def test_the_defaults_are_the_roles_defaults():
     context = sampler_unit.role_context()
-    assert context['reservations_history_path'] == _history.DEFAULT_PATH == _sampler.DEFAULTS['history_path']
-    assert context['_reservations_decision_file'] == _sampler.DEFAULTS['decision_path']
-    assert context['_reservations_sampler_state_file'] == _sampler.DEFAULTS['state_path']
+    assert context['reservations_history_path'] == _history_store.DEFAULT_PATH == _sample_once.DEFAULTS['history_path']
+    assert context['_reservations_decision_file'] == _sample_once.DEFAULTS['decision_path']
+    assert context['_reservations_sampler_state_file'] == _sample_once.DEFAULTS['state_path']
 
 
 def test_the_node_lock_stays_put_when_the_history_moves():
@@ -40,4 +41,4 @@ def test_the_node_lock_stays_put_when_the_history_moves():
     settings, _sampler_dir = sampler_unit.settings(reservations_history_path='/srv/nodealloc-b/history.jsonl')
     assert 'step_dir' not in settings
     # The sampler looks at the lock the on-node step takes by default.
-    assert _sampler.DEFAULTS['step_dir'] == _file_io.DEFAULT_NODE_LOCK_DIR
+    assert _sample_once.DEFAULTS['step_dir'] == _file_io.DEFAULT_NODE_LOCK_DIR

@@ -7,7 +7,7 @@ import functools
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_options import NODE_RESERVATION_FACTS_OPTIONS
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import NODE_RESERVATION_FACTS_OPTIONS
 from ansible_collections.nodealloc.kubelet.plugins.modules import node_reservation_facts
 from ansible_collections.nodealloc.kubelet.tests.unit.utils.module_harness import run_module
 from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2

@@ -23,7 +23,7 @@ def test_check_mode_then_install_then_nothing_to_do(run, tmp_path):
     assert not (tmp_path / 'sampler').exists()
     installed = run({'path': path})
     assert installed['changed'] is True and installed['written'] == predicted['written']
-    assert '_sampler.py' in installed['files'] and '_errors.py' in installed['files']
+    assert '_sampler/_sample_once.py' in installed['files'] and '_errors.py' in installed['files']
     again = run({'path': path})
     assert again['changed'] is False and again['written'] == [] and again['removed'] == []
 

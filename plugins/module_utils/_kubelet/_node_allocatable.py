@@ -1,0 +1,105 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""Node allocatable and the kubepods cgroup limit, computed as the kubelet computes them.
+
+pkg/kubelet/cm/node_container_manager_linux.go:
+* ``GetNodeAllocatableReservation`` = systemReserved + kubeReserved + hard
+  eviction (memory.available for memory); the Node's ``status.allocatable``
+  is capacity minus that, floored at zero;
+* ``getNodeAllocatableAbsolute`` = capacity - systemReserved - kubeReserved,
+  floored at zero: the kubepods cgroup limit when ``enforceNodeAllocatable``
+  holds ``pods`` (capacity otherwise). Eviction is not subtracted there;
+* ``getCgroupConfig``: memory limit = ``Value()``, cpu shares =
+  ``MilliCPUToShares(MilliValue())`` (pkg/kubelet/cm/helpers_linux.go:
+  shares = milli * 1024 / 1000, at least 2, at most 262144);
+* ``validateNodeAllocatable`` refuses a reservation above capacity.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet._eviction import hard_eviction_memory_bytes
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet._defaults import (
+    ENFORCE_NODE_ALLOCATABLE, EVICTION_HARD, effective_enforce_node_allocatable)
+
+MIN_SHARES = 2
+MAX_SHARES = 262144
+SHARES_PER_CPU = 1024
+MILLI_CPU_TO_CPU = 1000
+
+
+def milli_cpu_to_shares(milli_cpu):
+    if milli_cpu == 0:
+        return MIN_SHARES
+    shares = (milli_cpu * SHARES_PER_CPU) // MILLI_CPU_TO_CPU
+    return max(MIN_SHARES, min(MAX_SHARES, shares))
+
+
+def reserved_amount(reserved, resource, scale):
+    """A resource from a reservation map as an integer (bytes: scale 0, millicores: scale -3)."""
+    text = (reserved or {}).get(resource)
+    if text is None:
+        return 0
+    value = _quantity.parse_quantity(str(text))
+    return _quantity.scaled_value(value, scale)
+
+
+def compute(capacity_memory_bytes, capacity_millicores, kube_reserved, system_reserved,
+            eviction_hard, enforce_node_allocatable=ENFORCE_NODE_ALLOCATABLE, hugepages_bytes=0):
+    """Everything the kubelet derives from one set of reservations, as integers.
+
+    Pre-allocated huge pages are part of MemTotal but not available to pods as memory: the kubelet
+    takes them out of allocatable memory (pkg/kubelet/nodestatus/setters.go, MachineInfo) and out of
+    the kubepods limit (getNodeAllocatableAbsoluteImpl).
+    """
+    kube_memory = reserved_amount(kube_reserved, 'memory', 0)
+    system_memory = reserved_amount(system_reserved, 'memory', 0)
+    kube_cpu = reserved_amount(kube_reserved, 'cpu', -3)
+    system_cpu = reserved_amount(system_reserved, 'cpu', -3)
+    eviction_memory = hard_eviction_memory_bytes(eviction_hard, capacity_memory_bytes)
+
+    enforce_pods = 'pods' in (enforce_node_allocatable or ())
+    limit_memory = max(0, capacity_memory_bytes - kube_memory - system_memory - hugepages_bytes)
+    limit_cpu = max(0, capacity_millicores - kube_cpu - system_cpu)
+    if not enforce_pods:
+        limit_memory, limit_cpu = capacity_memory_bytes, capacity_millicores
+    return {
+        'capacity_memory_bytes': capacity_memory_bytes,
+        'capacity_millicores': capacity_millicores,
+        'kube_reserved_memory_bytes': kube_memory,
+        'system_reserved_memory_bytes': system_memory,
+        'kube_reserved_millicores': kube_cpu,
+        'system_reserved_millicores': system_cpu,
+        'eviction_hard_memory_bytes': eviction_memory,
+        'allocatable_memory_bytes': max(0, capacity_memory_bytes - kube_memory - system_memory
+                                        - eviction_memory - hugepages_bytes),
+        'hugepages_bytes': hugepages_bytes,
+        'allocatable_millicores': max(0, capacity_millicores - kube_cpu - system_cpu),
+        'kubepods_memory_limit_bytes': limit_memory,
+        'kubepods_cpu_shares': milli_cpu_to_shares(limit_cpu),
+        'enforces_pods': enforce_pods,
+        'reservation_exceeds_capacity': {
+            'memory': kube_memory + system_memory + eviction_memory > capacity_memory_bytes,
+            'cpu': kube_cpu + system_cpu > capacity_millicores,
+        },
+    }
+
+
+def compute_for_config(config, capacity_memory_bytes, capacity_millicores, hugepages_bytes=0):
+    """``compute`` for a KubeletConfiguration dict, with the kubelet's defaults for what it leaves out.
+
+    No ``evictionHard`` means the Linux default (pkg/kubelet/eviction/defaults_linux.go); no
+    ``enforceNodeAllocatable`` means ``[pods]`` (the v1beta1 default).
+    """
+    eviction_hard = config.get('evictionHard')
+    return compute(capacity_memory_bytes, capacity_millicores, config.get('kubeReserved'),
+                   config.get('systemReserved'),
+                   eviction_hard if eviction_hard is not None else EVICTION_HARD,
+                   effective_enforce_node_allocatable(config.get('enforceNodeAllocatable')), hugepages_bytes)
+
+
+def as_quantities(result):
+    """The allocatable part of ``compute`` as Kubernetes quantity strings."""
+    return {
+        'memory': _quantity.format_memory(result['allocatable_memory_bytes']),
+        'cpu': _quantity.format_cpu(result['allocatable_millicores']),
+    }

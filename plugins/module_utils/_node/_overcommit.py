@@ -1,0 +1,125 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""Memory overcommit audit read from the pods' own cgroups: no API server needed.
+
+The kubelet writes every pod's limits and requests into the pod's cgroup
+(pkg/kubelet/cm/pod_container_manager_linux.go, ``EnsureExists`` with
+``ResourceConfigForPod`` from pkg/kubelet/cm/helpers_linux.go):
+
+* memory limit: v1 ``memory.limit_in_bytes``, v2 ``memory.max`` (``max``, or the v1 page-counter
+  maximum 9223372036854771712, when a container of the pod has no limit);
+* CPU request: v1 ``cpu.shares`` = ``MilliCPUToShares(request)`` (request * 1024 / 1000, at least 2);
+  v2 ``cpu.weight`` = ``CpuSharesToCpuWeight(shares)`` = 1 + (shares - 2) * 9999 / 262142
+  (pkg/kubelet/cm/cgroup_manager_linux.go). Read back here with the kubelet's own inverse,
+  ``sharesToMilliCPU`` (pkg/kubelet/kuberuntime/helpers_linux.go: ceil(shares * 1000 / 1024)); the
+  v2 weight is first mapped back to shares, which loses up to 26 shares (about 26 millicores).
+  Shares of 2 (the kernel minimum, what a pod with no request gets) count as no request.
+
+Pods sit under the kubepods cgroup by QoS class (pkg/kubelet/cm/qos_container_manager_linux.go):
+Guaranteed pods directly, Burstable and BestEffort pods under ``burstable`` / ``besteffort``
+(``kubepods-burstable.slice`` / ``kubepods-besteffort.slice`` with the systemd driver).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cgroup
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._procfs import read_text
+
+UNLIMITED_AT_LEAST = 1 << 62  # v1 reports "no limit" as PAGE_COUNTER_MAX * PAGE_SIZE (9223372036854771712 with 4 KiB pages)
+MIN_SHARES = 2
+_POD = re.compile(r'^(?:pod[0-9a-fA-F_-]+|kubepods(?:-burstable|-besteffort)?-pod[0-9a-fA-F_]+\.slice)$')
+_QOS_DIRS = (('burstable', ('burstable', 'kubepods-burstable.slice')),
+             ('besteffort', ('besteffort', 'kubepods-besteffort.slice')))
+
+
+def shares_to_millicores(shares):
+    """kuberuntime ``sharesToMilliCPU``, with the kernel minimum read as no request."""
+    if shares <= MIN_SHARES:
+        return 0
+    return int(math.ceil(shares * 1000 / 1024.0))
+
+
+def weight_to_shares(weight):
+    """Inverse of cgroup_manager_linux.go ``CpuSharesToCpuWeight`` (to the nearest share)."""
+    return MIN_SHARES + int(round((weight - 1) * 262142 / 9999.0))
+
+
+def _read_limit(path):
+    """Bytes, or None for no limit (``max`` on v2, the page-counter maximum on v1)."""
+    text = read_text(path).strip()
+    if text == 'max':
+        return None
+    value = int(text)
+    return None if value >= UNLIMITED_AT_LEAST else value
+
+
+def group_cpu_millicores(layout, relative):
+    """A group's CPU weight read back as millicores (a pod's request; for kubepods, allocatable CPU)."""
+    directory = _cgroup.cpu_controller_dir(layout, relative)
+    if directory is None:
+        return None
+    try:
+        if layout.version == 'v2':
+            return shares_to_millicores(weight_to_shares(int(read_text(os.path.join(directory, 'cpu.weight')).strip())))
+        return shares_to_millicores(int(read_text(os.path.join(directory, 'cpu.shares')).strip()))
+    except (OSError, ValueError, NodeallocError):
+        return None
+
+
+def _pods(layout, kubepods):
+    """[(qos, relative path)] of every pod cgroup under kubepods."""
+    base = os.path.join(layout.memory_root, kubepods)
+    places = [('guaranteed', kubepods)]
+    for qos, names in _QOS_DIRS:
+        for name in names:
+            if os.path.isdir(os.path.join(base, name)):
+                places.append((qos, kubepods + '/' + name))
+    pods = []
+    for qos, relative in places:
+        try:
+            entries = sorted(os.listdir(os.path.join(layout.memory_root, relative)))
+        except OSError:
+            continue
+        pods.extend((qos, relative + '/' + e) for e in entries
+                    if _POD.match(e) and os.path.isdir(os.path.join(layout.memory_root, relative, e)))
+    return pods
+
+
+def audit(layout, kubepods):
+    """Per-pod memory limits and CPU requests, their sums, and how they compare with the kubepods limit.
+
+    ``limits_to_kubepods_percent`` answers "if every pod used its limit, kubepods would need N % of its
+    limit"; pods without a memory limit are counted apart (they are bounded only by kubepods).
+    """
+    limit_file = _cgroup.memory_limit_file(layout)
+    try:
+        kubepods_limit = _read_limit(_cgroup.memory_limit_path(layout, kubepods))
+    except (OSError, ValueError, NodeallocError):
+        kubepods_limit = None
+    pods, by_qos = [], {'guaranteed': 0, 'burstable': 0, 'besteffort': 0}
+    for qos, relative in _pods(layout, kubepods):
+        try:
+            limit = _read_limit(os.path.join(layout.memory_root, relative, limit_file))
+        except (OSError, ValueError, NodeallocError):
+            continue  # a pod removed while we read
+        by_qos[qos] += 1
+        pods.append({'cgroup': '/' + relative, 'qos': qos, 'memory_limit_bytes': limit,
+                     'cpu_request_millicores': group_cpu_millicores(layout, relative)})
+    limited = [p['memory_limit_bytes'] for p in pods if p['memory_limit_bytes'] is not None]
+    limits_sum = sum(limited)
+    return {
+        'limit_file': limit_file,
+        'pods': len(pods),
+        'pods_by_qos': by_qos,
+        'pods_with_memory_limit': len(limited),
+        'pods_without_memory_limit': len(pods) - len(limited),
+        'memory_limits_sum_bytes': limits_sum,
+        'cpu_requests_sum_millicores': sum(p['cpu_request_millicores'] or 0 for p in pods),
+        'kubepods_memory_limit_bytes': kubepods_limit,
+        'limits_to_kubepods_percent': (round(100.0 * limits_sum / kubepods_limit, 1) if kubepods_limit else None),
+        'pod_details': pods,
+    }

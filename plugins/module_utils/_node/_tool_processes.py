@@ -1,0 +1,113 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""The measuring tool's own processes on a node (Ansible's module interpreters, the sampler): left out of non-pod memory.
+
+Why. A reading taken while this collection's tasks run on the node measures them. On three 1-GiB cgroup v2 test
+guests (tests/scenarios/test_rollout.py, happy path, VM variant) the sampler's reading at the first run's start
+found two Ansible module interpreters resident (15 and 13 MiB anonymous) and read 267 MB against 226 MB a minute
+later; with the default percentile 100 that reading became the class's peak, and a second run minutes later raised
+every node by 71 MiB and restarted every kubelet again. The step's own lock (_sample_once, ``step_dir``) covers only the
+write-to-soak window; these processes come with every task. They exist only while a playbook runs, the headroom
+covers such a transient, and counted they make each run measure the one before it. Their CPU is already out of the
+non-pod CPU (the SSH session groups, _measure.SESSION_CGROUPS); this leaves out their memory, and only theirs.
+
+How they are recognised (ansible-core, ``plugins/action/__init__.py`` ``_low_level_execute_command`` and
+``plugins/shell/__init__.py``): every remote command runs as ``<shell> -c '<cmd> && sleep 0'`` (the ``sleep 0``
+is Ansible's mitigation for an SSH race, ansible/ansible#13876). With pipelining ``<cmd>`` is the interpreter
+itself, reading the module on stdin; without it, and always for ``async``, the interpreter runs a file in the
+remote temporary directory ``ansible-tmp-<time>-<pid>-<random>`` (``AnsiballZ_<module>.py``, ``async_wrapper``).
+With ``become``, ``<cmd>`` is ``sudo ... <shell> -c 'echo BECOME-SUCCESS-<id> ; <interpreter>'``
+(``plugins/become/__init__.py``). So a process is Ansible's own when its argv names a path under an
+``ansible-tmp-`` directory, or when it is a Python interpreter whose parent is such a shell (its script ends with
+``&& sleep 0`` or holds ``BECOME-SUCCESS-``). What a module starts (``ansible.builtin.shell``'s program, an
+``apt`` run) is the workload the playbook puts on the node: it stays counted. Modules run another way (mitogen)
+are not recognised and stay counted, the safe side.
+
+What is left out: each one's anonymous memory, ``Pss_Anon`` of ``/proc/<pid>/smaps_rollup`` (Linux 5.3+,
+Documentation/ABI/testing/procfs-smaps_rollup: a page shared by the forks of ``async_wrapper`` counts once in
+all), else ``RssAnon`` of ``/proc/<pid>/status``. Never a process in kubepods: a pod's processes are already out of
+the non-pod figure (an AWX execution environment runs Ansible in a pod).
+"""
+
+from __future__ import annotations
+
+import os
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _procfs
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import MeasurementError
+
+ANSIBLE_TMP_MARK = '/ansible-tmp-'
+PIPELINE_SUFFIX = '&& sleep 0'
+BECOME_MARK = 'BECOME-SUCCESS-'
+_KIB = 1024
+
+
+def _is_python(argv):
+    return bool(argv) and 'python' in os.path.basename(argv[0])
+
+
+def _ansible_shell(argv):
+    """True for ``<shell> -c <script>`` whose script is the wrapper Ansible runs a module in."""
+    if not argv or len(argv) < 3 or argv[-2] != '-c':
+        return False
+    script = argv[-1].rstrip()
+    return script.endswith(PIPELINE_SUFFIX) or BECOME_MARK in script
+
+
+def why_ansible(argv, parent_argv):
+    """Why a process with ``argv`` (its parent's ``parent_argv``) is one of Ansible's module runs, or None."""
+    if argv and any(ANSIBLE_TMP_MARK in part for part in argv):
+        return 'runs a file of Ansible\'s remote temporary directory'
+    if _is_python(argv) and _ansible_shell(parent_argv):
+        return 'the interpreter of an Ansible module (its parent is Ansible\'s command wrapper)'
+    return None
+
+
+def anonymous_bytes(pid, proc_root='/proc'):
+    """(bytes, source): Pss_Anon of smaps_rollup where the kernel has it, else RssAnon; (0, None) if gone."""
+    raw = _procfs.read_process_file(pid, 'smaps_rollup', proc_root)
+    for line in (raw or b'').decode('utf-8', 'replace').splitlines():
+        if line.startswith('Pss_Anon:'):
+            return int(line.split()[1]) * _KIB, 'smaps_rollup Pss_Anon'
+    value = _procfs.read_process_status(pid, proc_root).get('RssAnon')
+    if value:
+        return int(value.split()[0]) * _KIB, 'status RssAnon'
+    return 0, None
+
+
+def _in_kubepods(pid, kubepods, proc_root):
+    groups = _procfs.read_process_cgroups(pid, proc_root) or {}
+    prefix = '/' + kubepods.strip('/')
+    return any(path == prefix or path.startswith(prefix + '/') for path in groups.values())
+
+
+def find(proc_root='/proc', kubepods=None, own_pids=(), cmdlines=None):
+    """The tool's processes outside kubepods: {'bytes': their anonymous memory, 'processes': [...]}.
+
+    ``own_pids``: the caller's own process (the sampler measures itself too); ``cmdlines``: _procfs.read_cmdlines's
+    answer where the caller read it once for the kubelet search too. Each process: pid, the first 80
+    characters of its command line, why it counts, its anonymous bytes and where they were read.
+    """
+    if cmdlines is None:
+        try:
+            cmdlines = _procfs.read_cmdlines(proc_root)
+        except MeasurementError as exc:
+            # Nothing is left out then: the figure keeps everything, the safe side.
+            return {'bytes': 0, 'processes': [], 'note': str(exc)}
+    processes = []
+    for pid, argv in sorted(cmdlines.items()):
+        if pid in own_pids:
+            why = 'the measuring process itself'
+        elif _is_python(argv) or any(ANSIBLE_TMP_MARK in part for part in argv):
+            # Only these can match: the parent is read for them alone (a node runs thousands of processes).
+            ppid = _procfs.read_process_status(pid, proc_root).get('PPid', '')
+            why = why_ansible(argv, cmdlines.get(int(ppid)) if ppid.isdigit() else None)
+        else:
+            continue
+        if why is None or (kubepods and _in_kubepods(pid, kubepods, proc_root)):
+            continue
+        amount, source = anonymous_bytes(pid, proc_root)
+        if source is None:
+            continue  # gone since it was listed
+        processes.append({'pid': pid, 'command': ' '.join(argv)[:80], 'why': why, 'anonymous_bytes': amount,
+                          'source': source})
+    return {'bytes': sum(p['anonymous_bytes'] for p in processes), 'processes': processes, 'note': None}

@@ -1,0 +1,133 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""Whether a recommendation is worth a kubelet restart: keep, increase or decrease, and why.
+
+A restart costs API traffic and a window in which the kubepods limit is stale
+(the PoC's first caveat), so small differences are kept: the recommended total
+(kubeReserved + systemReserved) must differ from the current total by more
+than ``change_threshold_percent`` of the current total and more than the
+absolute minimum (bytes for memory, millicores for CPU) to decrease; an increase
+needs only to pass the absolute minimum, since the percentage would otherwise
+eat into the headroom that keeps the node out of a global OOM.
+
+Memory and CPU decide apart: each keeps, increases or decreases on its own
+threshold, and each one's decrease waits on its own for the stabilization
+window. The values to write (``kube_reserved`` / ``system_reserved`` in the
+result) take the recommendation only for a resource that moves; a resource that
+keeps is written back as it is now, so a CPU increase never carries an early
+memory decrease through (and vice versa). With ``allow_decrease`` false a
+resource that would decrease keeps (a run started to raise the reservation).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _node_allocatable
+
+DEFAULTS = _option_specs.defaults(('change_threshold_percent', 'change_threshold_min_bytes',
+                                   'change_threshold_min_millicores', 'allow_decrease'))
+
+
+def _total(reservations, resource, scale):
+    return sum(_node_allocatable.reserved_amount(r, resource, scale) for r in reservations)
+
+
+def _decide_resource(name, now, new, threshold, minimum, unit, basis, headroom=0):
+    """One resource's action and the reasons; a decrease is deferred until the history spans the window.
+
+    An increase within the minimum still acts when what is reserved now leaves less than half the
+    recommended headroom above the figure the recommendation rests on (``new - headroom``).
+    """
+    delta = new - now
+    moves = abs(delta) > threshold
+    if 0 < delta <= minimum and headroom and now - (new - headroom) < headroom / 2.0:
+        return 'increase', delta, ['%s: reserved now %d%s leaves %d%s above the measured need, less than half the '
+                                   'headroom %d%s: increase to %d%s' % (name, now, unit, now - (new - headroom), unit,
+                                                                        headroom, unit, new, unit)]
+    if delta > 0:
+        reasons = ['%s: reserved now %d%s, recommended %d%s, increase %+d%s %s the minimum %d%s'
+                   % (name, now, unit, new, unit, delta, unit, 'beyond' if delta > minimum else 'within', minimum,
+                      unit)]
+    else:
+        reasons = ['%s: reserved now %d%s, recommended %d%s, difference %+d%s %s the threshold %d%s'
+                   % (name, now, unit, new, unit, delta, unit, 'beyond' if moves else 'within', threshold, unit)]
+    if delta > 0 and delta > minimum:
+        # An increase acts beyond the absolute minimum alone: the percentage would eat into the headroom
+        # the recommendation sized to keep the node out of a global OOM.
+        return 'increase', delta, reasons
+    if not moves:
+        return 'keep', delta, reasons
+    stabilization = (basis or {}).get('stabilization_seconds') or 0
+    span = (basis or {}).get('span_seconds') or 0
+    if span < stabilization:
+        # Increases act at once; a decrease waits until the history covers the stabilization window.
+        reasons.append('%s decrease deferred: the history covers %.1f h of the %.1f h stabilization window'
+                       % (name, span / 3600.0, stabilization / 3600.0))
+        return 'keep', delta, reasons
+    return 'decrease', delta, reasons
+
+
+def _to_write(current, recommendation, key, actions):
+    """The map to write for ``key``: today's map, with each moving resource's recommended value."""
+    written = dict((current or {}).get(key) or {})
+    for resource, action in actions.items():
+        if action == 'keep':
+            continue
+        value = (recommendation.get(key) or {}).get(resource)
+        if value is None:
+            written.pop(resource, None)
+        else:
+            written[resource] = value
+    return written
+
+
+def decide(current, recommendation, settings=None, basis=None):
+    """Decide per resource and overall.
+
+    Returns {'action': keep|increase|decrease (increase if either resource increases, else decrease if
+    either decreases), 'memory': {...}, 'cpu': {...} (each with its own action), 'kube_reserved' and
+    'system_reserved' (the maps to write), 'reasons', 'memory_delta_bytes', 'cpu_delta_millicores'}.
+    """
+    options = _option_specs.with_defaults(settings, DEFAULTS)
+    current = current or {}
+    now_memory = _total((current.get('kube_reserved'), current.get('system_reserved')), 'memory', 0)
+    now_cpu = _total((current.get('kube_reserved'), current.get('system_reserved')), 'cpu', -3)
+    new_memory = _total((recommendation['kube_reserved'], recommendation['system_reserved']), 'memory', 0)
+    new_cpu = _total((recommendation['kube_reserved'], recommendation['system_reserved']), 'cpu', -3)
+    memory_threshold = max(now_memory * options['change_threshold_percent'] / 100.0,
+                           options['change_threshold_min_bytes'])
+    cpu_threshold = max(now_cpu * options['change_threshold_percent'] / 100.0,
+                        options['change_threshold_min_millicores'])
+    memory_action, memory_delta, memory_reasons = _decide_resource(
+        'memory', now_memory, new_memory, memory_threshold, options['change_threshold_min_bytes'], ' B', basis,
+        recommendation.get('memory_headroom_bytes') or 0)
+    cpu_action, cpu_delta, cpu_reasons = _decide_resource(
+        'cpu', now_cpu, new_cpu, cpu_threshold, options['change_threshold_min_millicores'], 'm', basis,
+        recommendation.get('cpu_headroom_millicores') or 0)
+    if not options['allow_decrease']:
+        # A run started to raise the reservation (the near-reservation alert, on one node) never lowers it.
+        if memory_action == 'decrease':
+            memory_action = 'keep'
+            memory_reasons.append('memory decrease not made: allow_decrease is false')
+        if cpu_action == 'decrease':
+            cpu_action = 'keep'
+            cpu_reasons.append('cpu decrease not made: allow_decrease is false')
+    actions = {'memory': memory_action, 'cpu': cpu_action}
+    if 'increase' in actions.values():
+        action = 'increase'
+    elif 'decrease' in actions.values():
+        action = 'decrease'
+    else:
+        action = 'keep'
+    reasons = memory_reasons + cpu_reasons
+    kept = [name for name, value in sorted(actions.items()) if value == 'keep']
+    if action != 'keep' and kept:
+        reasons.append('%s kept as reserved now; only %s changes'
+                       % (' and '.join(kept), ' and '.join(n for n in sorted(actions) if n not in kept)))
+    return {'action': action, 'reasons': reasons, 'memory_delta_bytes': memory_delta,
+            'cpu_delta_millicores': cpu_delta, 'settings': options,
+            'memory': {'action': memory_action, 'now_bytes': now_memory, 'recommended_bytes': new_memory,
+                       'threshold_bytes': int(memory_threshold)},
+            'cpu': {'action': cpu_action, 'now_millicores': now_cpu, 'recommended_millicores': new_cpu,
+                    'threshold_millicores': int(cpu_threshold)},
+            'kube_reserved': _to_write(current, recommendation, 'kube_reserved', actions),
+            'system_reserved': _to_write(current, recommendation, 'system_reserved', actions)}

@@ -1,0 +1,337 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""What to do on a node, decided in one place from what ``_gather`` measured and the options.
+
+The reservations role carries the plan out and decides nothing itself (the linux-system-roles storage pattern:
+the module decides, YAML carries it out): it fails on ``refusals``, hands ``apply`` to the on-node step
+(nodealloc.kubelet.kubelet_reservations_apply), writes ``status`` and shows ``report``. Pure: no file is read
+here; ``_gather`` reads the files the plan needs (``kubelet.reservation_files``).
+
+``plan(facts, options)`` returns::
+
+    {'refusals': [str],             # why nothing may be written; the role stops on any
+     'action': 'increase'|'decrease'|'keep',
+     'add_config_dir': bool,        # give a kubeadm kubelet --config-dir (reservations_enable_config_dir)
+     'rolls': bool,                 # the serial rollout touches the node
+     'target': {'path', 'drop_in_dir', 'unit', 'kubepods_limit_file'},   # '' where there is none
+     'apply': {...},                # the node-specific options of kubelet_reservations_apply (absent: omitted)
+     'restore': {...},              # the same for state=restored (playbooks/rollback.yml)
+     'status': {'on_success': [doc], 'on_failure': [doc], 'keep': [doc]},  # doc: {'path': str, 'content': dict}
+     'report': {'target': str|None, 'config_diff': [str]},
+     'summary': [str]}              # what the role prints: the action and where, then the decision's reasons
+"""
+
+from __future__ import annotations
+
+import difflib
+import posixpath
+import re
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs, _state_dir
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _config_edit, _defaults
+
+RESERVATION_OPTIONS = ('kube_reserved', 'system_reserved')
+
+
+def _option(options, name):
+    value = options.get(name)
+    return _option_specs.OPTIONS[name]['default'] if value is None else value
+
+
+def drop_in_mode(options):
+    """reservations_use_drop_in as one word: 'auto', 'true' or 'false' (YAML may give a bool)."""
+    return str(_option(options, 'use_drop_in')).lower()
+
+
+def _kubelet(facts):
+    kubelet = facts.get('kubelet') or {}
+    return kubelet, kubelet.get('ownership') or {}
+
+
+def _drop_in_dir_before_config_dir(facts, options):
+    """auto: the drop-in wherever the running kubelet reads a --config-dir (kubeadm upgrades and kubespray runs
+    rewrite the main file, not drop-ins); true: a drop-in in any case; false: the main file."""
+    kubelet, ownership = _kubelet(facts)
+    mode = drop_in_mode(options)
+    if mode == 'auto':
+        return ownership.get('config_dir') or ''
+    if mode == 'true':
+        return kubelet.get('config_dir') or options.get('drop_in_dir') or ''
+    return ''
+
+
+def _add_config_dir(facts, options):
+    """reservations_enable_config_dir where the kubelet reads no --config-dir yet and no flag overrides a file."""
+    _kubelet_facts, ownership = _kubelet(facts)
+    return bool(options.get('enable_config_dir')) and not ownership.get('config_dir') and not ownership.get('refusal')
+
+
+def target(facts, options, add_config_dir):
+    """Where the kubelet, its config, its kubepods limit are, and where to write ('' where there is none)."""
+    kubelet, _ownership = _kubelet(facts)
+    drop_in_dir = _drop_in_dir_before_config_dir(facts, options)
+    if add_config_dir and drop_in_mode(options) != 'false':
+        drop_in_dir = _option(options, 'config_dir_path')
+    return {
+        'path': kubelet.get('config_path') or _option(options, 'kubelet_config_path'),
+        'drop_in_dir': drop_in_dir,
+        'unit': options.get('kubelet_unit') or kubelet.get('unit') or _defaults.UNIT,
+        # The file the on-node step reads the kubepods limit back from.
+        'kubepods_limit_file': (facts.get('cgroup') or {}).get('kubepods_limit_file') or '',
+    }
+
+
+# Refusal sources: each takes (facts, options, decided) and returns a list of messages. ``decided`` holds
+# 'action' and 'add_config_dir'. Another check plugs in with one more entry in REFUSAL_SOURCES.
+
+def _writing(decided):
+    return decided['action'] != 'keep'
+
+
+def ownership_refusal(facts, _options, decided):
+    """Reservation flags on the kubelet's command line override any file (_kubelet_ownership.refusal)."""
+    refusal = _kubelet(facts)[1].get('refusal')
+    return [refusal] if _writing(decided) and refusal else []
+
+
+def version_refusals(facts, _options, decided):
+    """What the kubelet binary would refuse at its next start (_version_rules.check)."""
+    return list(((_kubelet(facts)[0].get('version') or {}).get('refusals') or [])) if _writing(decided) else []
+
+
+def no_config_refusal(facts, options, decided):
+    if not _writing(decided) or _kubelet(facts)[0].get('config_path'):
+        return []
+    return ["no kubelet config found (looked at %s and the running kubelet's --config): nothing to change"
+            % _option(options, 'kubelet_config_path')]
+
+
+def drop_in_refusal(facts, options, decided):
+    if (_writing(decided) and drop_in_mode(options) == 'true' and not _drop_in_dir_before_config_dir(facts, options)
+            and not options.get('enable_config_dir')):
+        return ['reservations_use_drop_in is true but the kubelet reads no --config-dir and reservations_drop_in_dir '
+                'is empty']
+    return []
+
+
+def config_dir_stops(facts, options, decided):
+    """Where only the kubelet's manager can add --config-dir: kubespray re-templates its env file on every run,
+    and a kubelet without kubeadm's files has no KUBELET_EXTRA_ARGS this role knows how to edit."""
+    if not decided['add_config_dir']:
+        return []
+    ownership = _kubelet(facts)[1]
+    managers = ownership.get('managers') or []
+    config_dir_path = _option(options, 'config_dir_path')
+    if 'kubespray' in managers:
+        evidence = ownership.get('evidence') or []
+        env_file = next((re.sub('^kubespray: ', '', e) for e in evidence if re.search('kubelet.env', e)),
+                        '/etc/kubernetes/kubelet.env')
+        return ['this node is managed by kubespray (%s): add kubelet_custom_flags: ["--config-dir=%s"] to its inventory '
+                'and run kubespray; it re-templates %s on every run, so an edit made here would be undone.'
+                % (', '.join(evidence), config_dir_path, env_file)]
+    if 'kubeadm' not in managers:
+        return ['no kubeadm files found (/var/lib/kubelet/kubeadm-flags.env or a 10-kubeadm.conf drop-in); add '
+                "--config-dir=%s to the kubelet's command line the way its installer supports." % config_dir_path]
+    return []
+
+
+def section_refusal(section):
+    """A source for a section of the facts that says ``{'refusal': str|None}`` (counted only when writing)."""
+    def source(facts, _options, decided):
+        refusal = (facts.get(section) or {}).get('refusal')
+        return [refusal] if _writing(decided) and refusal else []
+    source.__name__ = '%s_refusal' % section
+    return source
+
+
+def requests_fit_refusal(facts, _options, decided):
+    """The pods bound to the node no longer fit the new allocatable (_requests_fit): counted for any restart, the
+    config-dir one too, since the kubelet admits every bound pod again when it starts (kubernetes/kubernetes#105523)."""
+    refusal = (facts.get('requests_fit') or {}).get('refusal')
+    return [refusal] if (_writing(decided) or decided['add_config_dir']) and refusal else []
+
+
+REFUSAL_SOURCES = (
+    ownership_refusal,
+    version_refusals,
+    no_config_refusal,
+    drop_in_refusal,
+    config_dir_stops,
+    requests_fit_refusal,
+)
+
+
+def refusals(facts, options, decided, sources=REFUSAL_SOURCES):
+    found = []
+    for source in sources:
+        found.extend(source(facts, options, decided))
+    return found
+
+
+def _decision(facts):
+    return facts.get('decision') or {}
+
+
+def apply_options(facts, options, where, add_config_dir):
+    """The node-specific options of kubelet_reservations_apply, as the role passes them (absent: omitted)."""
+    decision, current = _decision(facts), facts.get('current') or {}
+    step = {'path': where['path']}
+    if where['drop_in_dir']:
+        step['drop_in_dir'] = where['drop_in_dir']
+    # Per resource: a resource whose decision is keep is written back as it is now (_decision).
+    step.update(kube_reserved=decision.get('kube_reserved'), system_reserved=decision.get('system_reserved'),
+                unit=where['unit'])
+    if where['kubepods_limit_file']:
+        step['kubepods_limit_file'] = where['kubepods_limit_file']
+    if add_config_dir:
+        # On a kubeadm node: --config-dir goes into kubeadm's KUBELET_EXTRA_ARGS before the write (docs/coexistence.md).
+        step['enable_config_dir'] = _option(options, 'config_dir_path')
+        step['extra_args_file'] = _kubelet(facts)[1].get('kubeadm_extra_args_file')
+    step['measured_reserved'] = {'kube_reserved': current.get('kube_reserved') or {},
+                                 'system_reserved': current.get('system_reserved') or {}}
+    return step
+
+
+def restore_options(facts, where):
+    """kubelet_reservations_apply state=restored: where the kubelet reads a --config-dir, our drop-in there is what
+    a rollout changed."""
+    options = {'path': where['path'], 'unit': where['unit']}
+    # The running kubelet's flag, else the unit files' (a restore often finds the kubelet down, with no argv to read).
+    kubelet = _kubelet(facts)[0]
+    config_dir = kubelet.get('config_dir') or (kubelet.get('ownership') or {}).get('config_dir')
+    if config_dir:
+        options['drop_in_dir'] = config_dir
+    if where['kubepods_limit_file']:
+        options['kubepods_limit_file'] = where['kubepods_limit_file']
+    return options
+
+
+def _state_directory(options):
+    # As vars/main.yml's ``reservations_history_path | dirname`` (the node's paths are POSIX).
+    return posixpath.dirname(_option(options, 'history_path'))
+
+
+def status(facts, options):
+    """The files the sampler's metrics read, for each outcome of the step.
+
+    The decision file (nodealloc_decision, the pending-increase alert): keep once the step has applied the change or
+    when there is nothing to change; the decision itself when the step did not apply it. The applied file (the
+    near-reservation flag): what was written (a memory decision of keep writes back the memory reserved before)
+    and the headroom the recommendation was sized with; only after a change.
+    """
+    empty = {'on_success': [], 'on_failure': [], 'keep': []}
+    if not _option(options, 'install_sampler'):
+        return empty
+    recommendation, decision = facts.get('recommendation') or {}, _decision(facts)
+    # The file names' home is _state_dir; the directory follows history_path, as in vars/main.yml.
+    state_dir = _state_directory(options)
+    decision_path = state_dir + '/' + _state_dir.DECISION_FILE
+    applied_path = state_dir + '/' + _state_dir.APPLIED_FILE
+
+    def decision_document(pending):
+        content = {'action': pending, 'eviction_hard_memory_bytes': recommendation.get('eviction_hard_memory_bytes')}
+        if pending != 'keep':
+            content['recommended_kubepods_memory_limit_bytes'] = recommendation.get('kubepods_memory_limit_bytes')
+        return {'path': decision_path, 'content': content}
+
+    memory = decision.get('memory') or {}
+    applied = {'reserved_memory_bytes': memory.get('now_bytes') if memory.get('action') == 'keep'
+               else memory.get('recommended_bytes'),
+               'memory_headroom_bytes': recommendation.get('memory_headroom_bytes')}
+    kept = decision_document('keep')
+    return {'on_success': [{'path': applied_path, 'content': applied}, kept],
+            'on_failure': [decision_document(decision.get('action') or 'keep')],
+            'keep': [kept]}
+
+
+def _reservation_fields(fields):
+    return {f: dict(v) for f, v in (fields or {}).items() if f in ('kubeReserved', 'systemReserved') and v}
+
+
+def path_of_drop_in(where):
+    # kubelet_reservations_apply's drop_in_name default: the role never passes another.
+    return where['drop_in_dir'].rstrip('/') + '/' + _defaults.DROP_IN_NAME
+
+
+def _diff(before, after, path, fmt):
+    old = _config_edit.render_document(before, fmt) if before else ''
+    new = _config_edit.render_document(after, fmt)
+    return [line.rstrip('\n') for line in difflib.unified_diff(old.splitlines(True), new.splitlines(True),
+                                                               path + ' (now)', path + ' (apply)', n=10)]
+
+
+def fields_diff(current, requested, path):
+    """The unified diff, as lines, of kubeReserved/systemReserved before and after a write into the main file.
+
+    ``current`` holds ``kube_reserved``/``system_reserved`` as they are, ``requested`` as the step is given them. The
+    after side is ``_config_edit.apply_changes``, the merge the step makes (map keys merged one by one, an
+    equal quantity keeps its text). Empty when nothing would change.
+    """
+    before = _reservation_fields({'kubeReserved': (current or {}).get('kube_reserved'),
+                                  'systemReserved': (current or {}).get('system_reserved')})
+    after, changed = _config_edit.apply_changes(
+        before, {option: requested[option] for option in RESERVATION_OPTIONS if requested.get(option) is not None})
+    return _diff(before, after, path, 'yaml') if changed else []
+
+
+def config_diff(facts, where, apply):
+    """(target path, the unified diff as lines) of what the on-node step writes (_config_change.plan).
+
+    Into the main file, its own kubeReserved/systemReserved before and after. Into our drop-in, the whole drop-in,
+    which is all ours (from nothing where there is none yet), in the format it has, else the main file's; only where
+    the effective config changes, as the step writes only then. Lines are empty when nothing would change.
+    """
+    files = (facts.get('kubelet') or {}).get('reservation_files') or {}
+    requested = {option: apply.get(option) for option in RESERVATION_OPTIONS if apply.get(option) is not None}
+    current = facts.get('current') or {}
+    if not where['drop_in_dir']:
+        known = files.get(where['path'])
+        if known is not None:  # the main file's own fields: the step edits that file, not the merged config
+            current = {'kube_reserved': known['fields'].get('kubeReserved'),
+                       'system_reserved': known['fields'].get('systemReserved')}
+        return where['path'], fields_diff(current, requested, where['path'])
+    path = path_of_drop_in(where)
+    if not fields_diff(current, requested, path):  # ours sorts last: the effective config would not change
+        return path, []
+    known = files.get(path) or {}
+    before_fields = {f: v for f, v in (known.get('fields') or {}).items() if f in _config_edit.MANAGED_KEYS}
+    after_fields, _changed = _config_edit.apply_changes(before_fields, requested)
+    fmt = (known.get('format') if known.get('exists') else (files.get(where['path']) or {}).get('format')) or 'yaml'
+    before = _config_edit.new_drop_in(before_fields) if known.get('exists') else None
+    after = _config_edit.new_drop_in(after_fields)
+    return path, [] if before == after else _diff(before, after, path, fmt)
+
+
+def report(facts, where, apply, rolls):
+    """What the report shows: the exact diff the on-node step would write (nothing where it writes nothing)."""
+    if not rolls or not (facts.get('kubelet') or {}).get('config_path'):
+        return {'target': None, 'config_diff': []}
+    path, lines = config_diff(facts, where, apply)
+    return {'target': path, 'config_diff': lines}
+
+
+def summary(facts, action, where):
+    drop_in = (', drop-in dir ' + where['drop_in_dir']) if where['drop_in_dir'] else ''
+    line = '%s (unit %s, config %s%s)' % (action, where['unit'], where['path'], drop_in)
+    return [line] + list(_decision(facts).get('reasons') or [])
+
+
+def plan(facts, options, sources=REFUSAL_SOURCES):
+    """Everything the role decides about a node (see the module docstring)."""
+    action = _decision(facts).get('action') or 'keep'
+    add_config_dir = _add_config_dir(facts, options)
+    decided = {'action': action, 'add_config_dir': add_config_dir}
+    where = target(facts, options, add_config_dir)
+    rolls = action != 'keep' or add_config_dir
+    apply = apply_options(facts, options, where, add_config_dir)
+    return {
+        'refusals': refusals(facts, options, decided, sources),
+        'action': action,
+        'add_config_dir': add_config_dir,
+        'rolls': rolls,
+        'target': where,
+        'apply': apply,
+        'restore': restore_options(facts, where),
+        'status': status(facts, options),
+        'report': report(facts, where, apply, rolls),
+        'summary': summary(facts, action, where),
+    }

@@ -1,0 +1,489 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""The fleet report as one self-contained HTML page: inline CSS, SVG and a few lines of script, no network.
+
+Layout, made to read at hundreds of nodes: the fleet view first (per node class, each node a dot placed by
+the memory it reserves beyond the recommendation, waste to the right of zero, risk to the left, coloured by
+risk, and a table of the classes' totals), then the fleet table (one row per node, nodes that could not be
+measured first, then closest to a global OOM), then one folded ``<details>`` per node with its memory and
+CPU charts (axes, units, capacity), its history chart (non-pod memory over time with the reservation now,
+the recommendation and the vendors' formulas as lines, and a legend), the config diff apply would write,
+the figures with what each is, and the arithmetic with the meaning of each term where it first appears.
+Every figure a person reads is in MiB/GiB or millicores (``_units``); exact bytes stay in the JSON.
+The table sorts by any column when its header is clicked, or when the page is opened with
+``#sort=<column>`` (``#sort=host``, ``#sort=-margin`` for descending); without script it stays in the
+report's own order. Charts use CSS classes, not per-element styles, to keep the page small.
+"""
+
+from __future__ import annotations
+
+import datetime
+import html
+import zlib
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _units as units
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _requests_fit
+
+MIB, GIB = units.MIB, units.GIB
+BAR_WIDTH, BAR_HEIGHT, BAR_STEP, LABEL_WIDTH, VALUE_WIDTH = 380, 14, 20, 200, 190
+PLOT_WIDTH, PLOT_HEIGHT, PLOT_LEFT, PLOT_TOP, PLOT_BOTTOM, LEGEND_WIDTH = 440, 170, 78, 10, 38, 260
+FLEET_WIDTH, FLEET_LEFT, FLEET_BAND = 560, 190, 46
+# One colour per vendor formula line, in name order; dashed so they read as references, not measurements.
+FORMULA_CLASSES = ('f0', 'f1', 'f2', 'f3', 'f4', 'f5')
+STYLE = (
+    'body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1150px}table{border-collapse:collapse;margin:.5em 0}'
+    'td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}td:first-child,th:first-child{text-align:left}'
+    'td{white-space:nowrap}td.w,th.w{text-align:left;color:#555;font-size:90%;white-space:normal}'
+    'th{background:#f0f0f0}#fleet th{cursor:pointer}.muted{color:#666;font-size:90%}'
+    'tr.failed td,tr.unreachable td,.failed{color:#c0392b}td.high{background:#f5b7b1}td.medium{background:#fcf3cf}'
+    'details{border-top:1px solid #ddd;padding:.3em 0}summary{cursor:pointer}'
+    'pre{background:#f7f7f7;padding:.5em;font-size:85%;white-space:pre-wrap}'
+    'ins{color:#1e8449;text-decoration:none}del{color:#c0392b;text-decoration:none}'
+    'ol.ex{font-family:monospace;font-size:95%;line-height:1.35}ol.ex div{font-family:sans-serif;font-size:95%;color:#555;margin:0 0 .3em 1.5em}'
+    'figure{margin:.6em 0}figcaption{color:#555;font-size:90%;max-width:900px}'
+    'svg{display:block}svg text{font-size:11px;fill:#222}rect{height:14px}.ax{stroke:#666;fill:none}'
+    '.n{fill:#666}.gr{stroke:#e4e4e4}.m{text-anchor:middle}.e{text-anchor:end}.t{font-weight:bold}'
+    '.cur{fill:#7f8c8d;stroke:#7f8c8d}.now{fill:#e67e22}.pk{fill:#d35400}.rec{fill:#27ae60;stroke:#27ae60}'
+    '.cap{fill:#d5d8dc}.capl{stroke:#34495e;stroke-dasharray:2 2}.brk{stroke:#fff;stroke-width:3}'
+    '.hl{fill:none;stroke:#d35400;stroke-width:2}.dot{fill:#d35400}'
+    'line.cur,line.rec{stroke-width:2}line.f{stroke-width:1.5;stroke-dasharray:6 3}'
+    '.f0{stroke:#2980b9;fill:#2980b9}.f1{stroke:#8e44ad;fill:#8e44ad}.f2{stroke:#b7950b;fill:#b7950b}'
+    '.f3{stroke:#16a085;fill:#16a085}.f4{stroke:#c0392b;fill:#c0392b}.f5{stroke:#7d3c98;fill:#7d3c98}'
+    'circle{fill-opacity:.55}circle.high{fill:#c0392b}circle.medium{fill:#d4ac0d}circle.low{fill:#27ae60}'
+    'circle.unknown{fill:#7f8c8d}'
+)
+# Sorts the fleet table by the clicked column (numbers by data-v, text by content); "#sort=col" or
+# "#sort=-col" in the address does the same on load. The page reads fine with script disabled.
+SCRIPT = (
+    "function s(c,d){var t=document.getElementById('fleet'),b=t.tBodies[0],i=[].indexOf.call(t.rows[0].cells,"
+    "document.getElementById('c-'+c));if(i<0)return;var r=[].slice.call(b.rows);r.sort(function(x,y){"
+    "var p=x.cells[i],q=y.cells[i],a=p.dataset.v,z=q.dataset.v;var o=(a!==undefined&&z!==undefined)?a-z:"
+    "p.textContent.localeCompare(q.textContent);return d?-o:o});r.forEach(function(e){b.appendChild(e)});"
+    "t.dataset.sorted=(d?'-':'')+c}"
+    "document.querySelectorAll('#fleet th').forEach(function(h){h.onclick=function(){var c=h.id.slice(2);"
+    "s(c,document.getElementById('fleet').dataset.sorted===c)}});"
+    "var m=/^#sort=(-?)(\\w+)$/.exec(location.hash);if(m)s(m[2],m[1]==='-');"
+)
+COLUMNS = (('host', 'host'), ('status', 'status'), ('class', 'node class'), ('decision', 'decision'),
+           ('memory', 'memory reserved: now \u2192 recommended'), ('cpu', 'CPU reserved: now \u2192 recommended'),
+           ('margin', 'margin now (reserved \u2212 non-pod)'), ('risk', 'risk'))
+RISK_RANK = {'unknown': 0, 'high': 1, 'medium': 2, 'low': 3, 'none': 4}
+RISK_MEANING = (('high', 'non-pod memory already above what is reserved now'),
+                ('medium', 'margin below 10 % of what is reserved now'),
+                ('low', 'margin of 10 % or more'))
+
+
+def _e(value):
+    """Escaped for an attribute value or text."""
+    return html.escape(str(value), quote=True)
+
+
+def _t(value):
+    """Escaped for text content only (quotes stay as they are: shorter, and diffs read as YAML)."""
+    return html.escape(str(value), quote=False)
+
+
+def _memory_tick(value_bytes):
+    """Axis labels: ``0``, whole GiB without decimals (``2 GiB``), the rest as the report writes memory."""
+    if not value_bytes:
+        return '0'
+    if value_bytes % GIB == 0:
+        return '%d GiB' % (value_bytes // GIB)
+    return units.memory(value_bytes)
+
+
+def _memory_step(span_bytes):
+    """A tick step for a memory axis: a power of two of MiB, giving 3 to 6 ticks."""
+    step = MIB
+    while span_bytes / step > 6:
+        step *= 2
+    return step
+
+
+def _cpu_step(span_millicores):
+    """A tick step for a CPU axis: 1, 2 or 5 times a power of ten millicores, giving 3 to 6 ticks."""
+    step = 1
+    while span_millicores / step > 6:
+        step = step * 5 // 2 if str(step).startswith('2') else step * 2
+    return step
+
+
+def class_label(node_class):
+    """``24 GiB, 2 CPUs``: a node class (memory rounded to whole GiB, CPU count) as a person reads it."""
+    if not node_class:
+        return 'unknown'
+    return '%d GiB, %d CPU%s' % (node_class[0], node_class[1], '' if node_class[1] == 1 else 's')
+
+
+def _bar_chart(name, bars, capacity, step, tick, axis_label):
+    """Horizontal bars on an axis with ticks in the chart's unit, and the capacity as a labelled line.
+
+    ``bars``: (label, value, css class); ``capacity``: the node's capacity in the same unit. When the
+    capacity is more than twice the largest bar it would squeeze the bars to slivers, so the axis stops at
+    the bars and the capacity is drawn past a break in the axis, its value written beside it.
+    """
+    largest = max([value for _label, value, _css in bars] + [1])
+    on_scale = capacity and capacity <= 2 * largest
+    top = capacity if on_scale else largest * 1.1
+    step = step(top)
+    top = max(top, step)
+    plot = BAR_WIDTH - (0 if on_scale or not capacity else 40)
+    height = len(bars) * BAR_STEP + 44
+
+    def x_of(value):
+        return LABEL_WIDTH + plot * min(value, top) / float(top)
+
+    parts = ['<svg width="%d" height="%d" role="img" aria-label="%s">'
+             % (LABEL_WIDTH + BAR_WIDTH + VALUE_WIDTH, height, _e(name))]
+    axis_y = len(bars) * BAR_STEP + 4
+    ticks = []
+    value = 0
+    while value <= top + 1e-9:
+        ticks.append(value)
+        value += step
+    parts.append('<path class="gr" d="%s"/>' % ''.join('M%d 0V%d' % (x_of(v), axis_y) for v in ticks[1:]))
+    for index, (label, value, css) in enumerate(bars):
+        y = index * BAR_STEP + 3
+        width = max(1, int(round(x_of(value) - LABEL_WIDTH)))
+        # rect's height comes from the style sheet (rect{height:14px}), once for the page.
+        parts.append('<text x="%d" y="%d" class="e">%s</text><rect x="%d" y="%d" width="%d" class="%s"/>'
+                     '<text x="%d" y="%d">%s</text>'
+                     % (LABEL_WIDTH - 6, y + 11, _t(label), LABEL_WIDTH, y, width, css,
+                        LABEL_WIDTH + width + 4, y + 11, _t(tick(value))))
+    parts.append('<path class="ax" d="M%d %dH%d"/><g class="m">' % (LABEL_WIDTH, axis_y, LABEL_WIDTH + plot))
+    parts.extend('<text x="%d" y="%d">%s</text>' % (x_of(v), axis_y + 13, _t(tick(v))) for v in ticks)
+    parts.append('<text x="%d" y="%d" class="t">%s</text></g>' % (LABEL_WIDTH + plot / 2, axis_y + 30, _t(axis_label)))
+    if capacity:
+        x = LABEL_WIDTH + (plot if on_scale else BAR_WIDTH - 4)
+        if not on_scale:
+            parts.append('<path class="brk" d="M%d %dl6 -8M%d %dl6 -8"/>' % (x - 20, axis_y + 4, x - 14, axis_y + 4))
+        parts.append('<path class="capl" d="M%d 0V%d"/><text x="%d" y="%d">capacity %s%s</text>'
+                     % (x, axis_y, x + 4, axis_y - 4, _t(tick(capacity)), '' if on_scale else ' (axis cut)'))
+    parts.append('</svg>')
+    return ''.join(parts)
+
+
+def _memory_chart(node):
+    current = (node.get('current') or {}).get('reserved_memory_bytes')
+    bars = []
+    if node['status'] == 'ok':
+        bars.append(('reserved now', current or 0, 'cur'))
+    bars.append(('non-pod now', max(0, node['measured']['non_pod_memory_bytes']), 'now'))
+    series = (node.get('history') or {}).get('series') or []
+    if len(series) > 1:
+        bars.append(('non-pod peak in history', max(v for _t, v in series), 'pk'))
+    bars.append(('recommended' if node['status'] == 'ok' else 'a kubelet would need',
+                 node['recommended_reserved_memory_bytes'], 'rec'))
+    chart = _bar_chart('memory', bars, node.get('capacity_memory_bytes'), _memory_step, _memory_tick,
+                       'memory (MiB / GiB)')
+    return ('<figure>%s<figcaption>Memory reserved for the system (kubeReserved + systemReserved) against the '
+            'memory used outside the pods; above the reservation, a spike ends in a kernel OOM kill.</figcaption>'
+            '</figure>' % chart)
+
+
+def _cpu_chart(node):
+    bars = []
+    if node['status'] == 'ok':
+        bars.append(('reserved now', node.get('reserved_now_millicores') or 0, 'cur'))
+    bars.append(('non-pod now (%g s sample)' % node['measured']['sample_seconds'],
+                 node['measured']['non_pod_millicores'], 'now'))
+    bars.append(('recommended' if node['status'] == 'ok' else 'a kubelet would need',
+                 node['recommended_reserved_millicores'], 'rec'))
+    chart = _bar_chart('CPU', bars, node.get('capacity_millicores'), _cpu_step, units.cpu,
+                       'CPU (millicores, 1000m = one CPU)')
+    return ('<figure>%s<figcaption>CPU set aside for the system against the CPU used outside the pods over the '
+            'sample.</figcaption></figure>' % chart)
+
+
+def _utc(seconds, with_date):
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+    return moment.strftime('%m-%d %H:%M' if with_date else '%H:%M:%S')
+
+
+def _history_lines(node):
+    """(legend label, value in bytes, css class of the line): the reservation, the recommendation, the formulas."""
+    lines = []
+    if node['status'] == 'ok':
+        reserved = (node.get('current') or {}).get('reserved_memory_bytes')
+        lines.append(('reserved now', reserved or 0, 'cur'))
+        lines.append(('recommended', node['recommended_reserved_memory_bytes'], 'rec'))
+    else:
+        lines.append(('a kubelet would need', node['recommended_reserved_memory_bytes'], 'rec'))
+    for index, (name, formula) in enumerate(sorted((node.get('formulas') or {}).items())):
+        lines.append(('%s formula' % name, formula['reserved_memory_bytes'],
+                      'f ' + FORMULA_CLASSES[index % len(FORMULA_CLASSES)]))
+    return lines
+
+
+def _history_chart(node):
+    """Non-pod memory over time with the reservations as horizontal lines; axes, ticks and a legend with values."""
+    series = (node.get('history') or {}).get('series') or []
+    if not series:
+        series = [[0, max(0, node['measured']['non_pod_memory_bytes'])]]
+    lines = _history_lines(node)
+    t0, t1 = series[0][0], series[-1][0]
+    span = t1 - t0
+    peak = max(v for _t, v in series)
+    step = _memory_step(max([peak] + [v for _l, v, _c in lines] + [1]) * 1.05)
+    top = step
+    while top < max([peak] + [v for _l, v, _c in lines]) * 1.02:
+        top += step
+    left, bottom = PLOT_LEFT, PLOT_TOP + PLOT_HEIGHT
+
+    def x_of(moment):
+        return left + (PLOT_WIDTH * (moment - t0) / span if span else PLOT_WIDTH / 2.0)
+
+    def y_of(value):
+        return bottom - PLOT_HEIGHT * value / float(top)
+
+    legend_x = left + PLOT_WIDTH + 20
+    height = max(bottom + PLOT_BOTTOM, PLOT_TOP + 16 * (len(lines) + 2))
+    parts = ['<svg width="%d" height="%d" role="img" aria-label="history">' % (legend_x + LEGEND_WIDTH, height)]
+    grid = ''
+    labels = []
+    value = 0
+    while value <= top:
+        grid += 'M%d %dH%d' % (left, y_of(value), left + PLOT_WIDTH)
+        labels.append('<text x="%d" y="%d">%s</text>' % (left - 4, y_of(value) + 4, _t(_memory_tick(value))))
+        value += step
+    parts.append('<path class="gr" d="%s"/><g class="e">%s</g>' % (grid, ''.join(labels)))
+    for label, value, css in lines:
+        parts.append('<line class="%s" x1="%d" x2="%d" y1="%.1f" y2="%.1f"/>'
+                     % (css, left, left + PLOT_WIDTH, y_of(value), y_of(value)))
+    # One relative path (l dx dy ...) is about half the size of a polyline's absolute points.
+    coordinates = [(int(round(x_of(t))), int(round(y_of(v)))) for t, v in series]
+    if len(coordinates) > 1:
+        parts.append('<path class="hl" d="M%d %dl%s"/>' % (coordinates[0] + (' '.join(
+            '%d %d' % (x - px, y - py) for (px, py), (x, y) in zip(coordinates, coordinates[1:])),)))
+    else:
+        parts.append('<circle class="dot" r="4" cx="%d" cy="%d"/>' % coordinates[0])
+    parts.append('<path class="ax" d="M%d %dV%dH%d"/><g class="m">' % (left, PLOT_TOP, bottom, left + PLOT_WIDTH))
+    if span:
+        with_date = span >= 86400
+        parts.extend('<text x="%d" y="%d">%s</text>' % (left + PLOT_WIDTH * index / 3, bottom + 14,
+                                                        _utc(t0 + span * index / 3, with_date)) for index in range(4))
+        x_label = 'time (UTC), %.1f h, %d readings' % (span / 3600.0, len(series))
+    else:
+        x_label = 'one reading (no history recorded yet)'
+    parts.append('<text x="%d" y="%d" class="t">%s</text></g>' % (left + PLOT_WIDTH / 2, bottom + 32, _t(x_label)))
+    parts.append('<text class="t m" transform="translate(12 %d) rotate(-90)">non-pod memory</text>'
+                 % (PLOT_TOP + PLOT_HEIGHT / 2))
+    # The legend carries each line's value: lines of equal value (two vendors' formulas) overlap on the plot.
+    legend = [('non-pod memory, %s %s' % ('peak' if len(series) > 1 else 'now', units.memory(peak)), 'hl', None)] + [
+        ('%s %s' % (label, units.memory(value)), css, value) for label, value, css in lines]
+    parts.append('<g class="legend">')
+    for index, (label, css, _value) in enumerate(legend):
+        y = PLOT_TOP + 8 + index * 16
+        if css == 'hl':
+            mark = '<path class="hl" d="M%d %dh22"/>' % (legend_x, y - 4)
+        else:
+            mark = '<line class="%s" x1="%d" x2="%d" y1="%d" y2="%d"/>' % (css, legend_x, legend_x + 22, y - 4, y - 4)
+        parts.append('%s<text x="%d" y="%d">%s</text>' % (mark, legend_x + 28, y, _t(label)))
+    parts.append('</g></svg>')
+    return ('<figure>%s<figcaption>Non-pod memory over time against the reservation now, the recommendation and '
+            'the cloud vendors\' published formulas for this node size (dashed).</figcaption></figure>'
+            % ''.join(parts))
+
+
+def _diff(node):
+    """The unified diff without its two file-name lines (the path is said once above it)."""
+    if node['status'] == 'no_kubelet':
+        return ''  # said first in the node's section
+    if not node.get('kubelet_config'):
+        return '<p>No kubelet config file was found: apply refuses (the kubelet would ignore a config it does ' \
+               'not load).</p>'
+    lines = node.get('config_diff') or []
+    if not lines:
+        return '<p class="muted">Apply would not change kubeReserved or systemReserved.</p>'
+    out = []
+    for line in lines[2:]:
+        tag = 'ins' if line.startswith('+') else 'del' if line.startswith('-') else None
+        out.append('<%s>%s</%s>' % (tag, _t(line), tag) if tag else _t(line))
+    return ('<p>What apply would write into %s:</p><pre class="diff">%s</pre>'
+            % (_t(node.get('kubelet_config')), '\n'.join(out)))
+
+
+def _row(index, node):
+    status = node['status']
+    # Any status but ok and no_kubelet is a node someone must look at (failed, unreachable, or a playbook's own).
+    cells = ['<td><a href="#n%d">%s</a></td>' % (index, _e(node['host'])),
+             '<td%s>%s</td>' % ('' if 'measured' in node else ' class="failed"', _e(status))]
+    if status == 'ok':
+        reserved = (node.get('current') or {}).get('reserved_memory_bytes')
+        now_cpu = node.get('reserved_now_millicores')
+        cells.append('<td>%s</td>' % _t(class_label(node.get('node_class'))))
+        cells.append('<td>%s</td>' % _e(node.get('decision')))
+        cells.append('<td data-v="%d">%s \u2192 %s</td>' % (
+            node['recommended_reserved_memory_bytes'], '?' if reserved is None else units.memory(reserved),
+            units.memory(node['recommended_reserved_memory_bytes'])))
+        cells.append('<td data-v="%d">%s \u2192 %s</td>' % (
+            node['recommended_reserved_millicores'], '?' if now_cpu is None else units.cpu(now_cpu),
+            units.cpu(node['recommended_reserved_millicores'])))
+        cells.append('<td data-v="%d">%s</td>' % (node['margin_bytes'], units.memory(node['margin_bytes'])))
+    elif status == 'no_kubelet':
+        cells.append('<td>%s</td><td>nothing to apply</td><td data-v="-1">-</td><td data-v="-1">-</td>'
+                     '<td data-v="1e18">-</td>' % _t(class_label(node.get('node_class'))))
+    else:
+        cells.append('<td>-</td><td>-</td><td data-v="-1">-</td><td data-v="-1">-</td><td data-v="-1e18">-</td>')
+    cells.append('<td class="%s" data-v="%d">%s</td>' % (node['risk'], RISK_RANK.get(node['risk'], 0), node['risk']))
+    return '<tr class="%s">%s</tr>' % (status, ''.join(cells))
+
+
+def _explanation(node, explanation):
+    """The arithmetic, one line each, with the meaning of each term under the line that first uses it."""
+    out = ['<ol class="ex">']
+    for line, terms in zip(explanation(node), units.terms_in(node['explanation'])):
+        out.append('<li>%s%s' % (_t(line), ''.join('<div><b>%s</b>: %s</div>' % (_t(term), _t(meaning))
+                                                   for term, meaning in terms)))
+    out.append('</ol>')
+    return ''.join(out)
+
+
+def _detail(index, node, rows, decision_line, explanation):
+    if 'measured' not in node:
+        return ('<details id="n%d"><summary>%s: <span class="failed">%s</span></summary><p class="failed">%s</p>'
+                '</details>' % (index, _e(node['host']), _e(node['status']), _e(node['status_reason'])))
+    if node['status'] == 'no_kubelet':
+        head = '%s: %s' % (_e(node['host']), _e(node['status_reason']))
+    else:
+        head = '%s: %s, risk %s' % (_e(node['host']), _e(node.get('decision')), node['risk'])
+    out = ['<details id="n%d"><summary>%s</summary>' % (index, head)]
+    if node['status'] == 'no_kubelet':
+        out.append('<p><b>%s.</b> The figures below are what this machine uses and what a kubelet here would '
+                   'need.</p>' % _t(node['status_reason'].capitalize()))
+    else:
+        action, _sep, reasons = decision_line(node).partition(': ')
+        out.append('<p><b>Decision: %s.</b> %s</p><p class="muted">Margin now %s: memory reserved now minus non-pod '
+                   'memory measured now (risk high below zero, medium below 10 %% of what is reserved).</p>'
+                   % (_t(action), _t(reasons), units.memory(node['margin_bytes'])))
+    out += [_memory_chart(node), _cpu_chart(node), _history_chart(node), _diff(node),
+            '<table><tr><th><th>memory<th>cpu<th class="w">what it is']
+    for label, memory, cpu, meaning in rows(node):
+        # </td> and </tr> are optional in HTML; leaving them out keeps 500 nodes' tables a fifth smaller.
+        out.append('<tr><td>%s<td>%s<td>%s<td class="w">%s' % (_t(label), _t(memory), _t(cpu), _t(meaning)))
+    out.append('</table>')
+    if _requests_fit.describe(node.get('requests_fit')):
+        out.append('<p>Requests fit: %s.</p>' % _t(_requests_fit.describe(node.get('requests_fit'))))
+    if node['not_found']:
+        out.append('<p class="muted">Not found: %s</p>' % _t('; '.join(node['not_found'])))
+    out.append('<p>How the recommendation was worked out:</p>%s</details>' % _explanation(node, explanation))
+    return ''.join(out)
+
+
+def _fleet_position(node):
+    """Memory reserved now minus the recommendation: above zero reserved beyond need (waste), below short (risk)."""
+    reserved = (node.get('current') or {}).get('reserved_memory_bytes') or 0
+    return reserved - node['recommended_reserved_memory_bytes']
+
+
+def fleet_classes(nodes):
+    """Per node class: its nodes, how many were not measured or have no kubelet, at risk, and the totals.
+
+    ``waste_bytes`` adds up what the measured nodes reserve beyond their recommendation (memory the pods could
+    have), ``short_bytes`` what they reserve below it. Not measured nodes have no class: they count under None.
+    """
+    classes = {}
+    for node in nodes:
+        key = tuple(node.get('node_class') or ()) or None
+        entry = classes.setdefault(key, {'nodes': 0, 'not_measured': 0, 'no_kubelet': 0, 'high': 0, 'medium': 0,
+                                         'waste_bytes': 0, 'short_bytes': 0, 'positions': []})
+        entry['nodes'] += 1
+        if 'measured' not in node:
+            entry['not_measured'] += 1
+        elif node['status'] == 'no_kubelet':
+            entry['no_kubelet'] += 1
+        else:
+            position = _fleet_position(node)
+            entry['waste_bytes'] += max(0, position)
+            entry['short_bytes'] += max(0, -position)
+            if node['risk'] in ('high', 'medium'):
+                entry[node['risk']] += 1
+            entry['positions'].append((position, node['risk'], node['host']))
+    return classes
+
+
+def _fleet_view(nodes):
+    """Waste against risk, one band per node class, one dot per measured node; then the classes' totals."""
+    classes = fleet_classes(nodes)
+    measured_classes = sorted(key for key, entry in classes.items() if key and entry['positions'])
+    positions = [p for key in measured_classes for p, _r, _h in classes[key]['positions']]
+    out = ['<h2>Fleet: waste against risk, per node class</h2>']
+    if positions:
+        low, high = min(positions + [0]), max(positions + [0])
+        step = _memory_step(max(high - low, MIB))
+        # The axis runs from whole ticks below the lowest to above the highest, zero always on it.
+        low, high = -((-low + step - 1) // step) * step, ((high + step - 1) // step) * step
+        width = float(max(high - low, step))
+
+        def x_of(value):
+            return FLEET_LEFT + FLEET_WIDTH * (value - low) / width
+
+        axis_y = FLEET_BAND * len(measured_classes) + 4
+        parts = ['<svg width="%d" height="%d" role="img" aria-label="fleet">'
+                 % (FLEET_LEFT + FLEET_WIDTH + 170, axis_y + 50)]
+        ticks = []
+        value = low
+        while value <= high:
+            ticks.append(value)
+            value += step
+        parts.append('<path class="gr" d="%s"/>' % ''.join('M%d 0V%d' % (x_of(v), axis_y) for v in ticks))
+        parts.append('<path class="capl" d="M%d 0V%d"/>' % (x_of(0), axis_y))
+        for band, key in enumerate(measured_classes):
+            entry = classes[key]
+            y0 = band * FLEET_BAND + 4
+            parts.append('<text x="%d" y="%d" class="e">%s</text><text x="%d" y="%d" class="e n">%d nodes'
+                         '</text>' % (FLEET_LEFT - 8, y0 + 18, _t(class_label(key)), FLEET_LEFT - 8, y0 + 32,
+                                      entry['nodes']))
+            for position, node_risk, host in entry['positions']:
+                # Spread within the band by a hash of the host, so 500 equal dots stay countable and stable.
+                jitter = zlib.crc32(host.encode('utf-8')) % (FLEET_BAND - 12)
+                parts.append('<circle class="%s" r="3.5" cx="%.1f" cy="%d"><title>%s</title></circle>'
+                             % (node_risk, x_of(position), y0 + 6 + jitter, _t(host)))
+        parts.append('<path class="ax" d="M%d %dH%d"/><g class="m">' % (FLEET_LEFT, axis_y, FLEET_LEFT + FLEET_WIDTH))
+        parts.extend('<text x="%d" y="%d">%s</text>'
+                     % (x_of(v), axis_y + 13, _t(_memory_tick(v) if v >= 0 else '-' + _memory_tick(-v))) for v in ticks)
+        parts.append('<text x="%d" y="%d" class="t">\u2190 risk: reserved below the recommendation | waste: '
+                     'reserved beyond it \u2192</text></g>' % (FLEET_LEFT + FLEET_WIDTH / 2, axis_y + 30))
+        parts.append('<text x="%d" y="%d" class="t m">memory reserved now minus recommended</text>'
+                     % (FLEET_LEFT + FLEET_WIDTH / 2, axis_y + 44))
+        legend_x = FLEET_LEFT + FLEET_WIDTH + 14
+        parts.append('<g class="legend">')
+        for index, (name, _meaning) in enumerate(RISK_MEANING):
+            parts.append('<circle class="%s" r="4" cx="%d" cy="%d"/><text x="%d" y="%d">risk %s</text>'
+                         % (name, legend_x + 4, 10 + index * 16, legend_x + 12, 14 + index * 16, name))
+        parts.append('</g></svg>')
+        out.append('<figure>%s<figcaption>One dot per measured node with a kubelet. Right of the dashed zero line '
+                   'a node reserves more memory than it needs (waste: memory its pods could use); left of it, less '
+                   '(risk). Colour: %s. Hover a dot for its host.</figcaption></figure>'
+                   % (''.join(parts), '; '.join('%s, %s' % item for item in RISK_MEANING)))
+    out.append('<table id="classes"><tr><th>node class<th>nodes<th>not measured<th>no kubelet<th>risk high'
+               '<th>risk medium<th>reserved beyond recommendation (waste)<th>reserved short of recommendation')
+    for key in sorted(classes, key=lambda k: (k is None, k or ())):
+        entry = classes[key]
+        out.append('<tr><td>%s<td>%d<td>%d<td>%d<td>%d<td>%d<td>%s<td>%s' % (
+            _t(class_label(key) if key else 'not measured (class unknown)'), entry['nodes'], entry['not_measured'],
+            entry['no_kubelet'], entry['high'], entry['medium'], units.memory(entry['waste_bytes']),
+            units.memory(entry['short_bytes'])))
+    out.append('</table><p class="muted">A node class is the memory rounded to whole GiB and the CPU count: the '
+               'nodes whose climbs the recommendation pools.</p>')
+    return ''.join(out)
+
+
+def render_html(report, rows, decision_line, explanation):
+    """``rows``, ``decision_line`` and ``explanation`` give the figures shared with the text and Markdown."""
+    summary = report.get('summary') or {}
+    counts = ', '.join('%d %s' % (n, k) for k, n in sorted((summary.get('risk') or {}).items()))
+    out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Kubelet reservation report</title>',
+           '<style>%s</style></head><body><h1>Kubelet reservation report</h1>' % STYLE,
+           '<p class="muted">Generated %s; %d nodes (risk: %s). Memory in MiB and GiB, CPU in millicores '
+           '(1000m = one CPU); the JSON report has the exact bytes.</p>'
+           % (_e(report['generated_at']), len(report['nodes']), _e(counts or 'none')),
+           _fleet_view(report['nodes']),
+           '<h2>Nodes</h2><p class="muted">Nodes that could not be measured first, then the smallest margin '
+           'between memory reserved now and non-pod memory measured, then nodes without a kubelet. Click a header '
+           'to sort.</p><table id="fleet"><thead><tr>%s</tr></thead><tbody>'
+           % ''.join('<th id="c-%s">%s</th>' % (key, _e(title)) for key, title in COLUMNS)]
+    out.extend(_row(index, node) for index, node in enumerate(report['nodes']))
+    out.append('</tbody></table><h2>Each node</h2>')
+    out.extend(_detail(index, node, rows, decision_line, explanation) for index, node in enumerate(report['nodes']))
+    out.append('<script>%s</script></body></html>\n' % SCRIPT)
+    return ''.join(out)

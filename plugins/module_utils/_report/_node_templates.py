@@ -1,0 +1,216 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""Per node class, the class's recommendation in the forms the node-template tools take it.
+
+Fleets that replace nodes instead of restarting kubelets size reservations in a template per pool. For each
+class (the inventory's ``nodealloc_node_class``, else the size class the recommendation pools over: memory in
+whole GiB and CPU count, _headroom.node_class), the class recommendation is the largest of its nodes'
+recommendations, resource by resource (each already sized with its class's pooled headroom where pooling is on),
+and the largest hard ``memory.available`` threshold its nodes run with. It is written as:
+
+* ``karpenter-ec2nodeclass-patch.yaml``: a merge patch of a Karpenter ``EC2NodeClass`` ``spec.kubelet``
+  (``kubeReserved``, ``systemReserved``, ``evictionHard``; aws/karpenter-provider-aws
+  pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml).
+* ``capi-kubeadmconfigtemplate-patch.yaml``: a Cluster API ``KubeadmConfigTemplate`` (bootstrap v1beta2) whose
+  ``files`` puts a kubeadm ``kubeletconfiguration`` patch on the node and whose ``joinConfiguration.patches``
+  points kubeadm at it, as the Cluster API book documents (docs/book/src/tasks/bootstrap/kubeadm-bootstrap/
+  kubelet-config.md, "Use kubeadm's kubeletconfiguration patch target").
+* ``eks-nodeadm-nodeconfig.yaml``: an EKS nodeadm ``NodeConfig`` (node.eks.aws/v1alpha1) with ``spec.kubelet.config``,
+  which nodeadm merges over its own defaults (nodeadm/crds/node.eks.aws_nodeconfigs.yaml).
+* ``gardener-worker-kubelet.yaml``: the ``kubernetes.kubelet`` of a Gardener Shoot worker pool. Gardener's
+  KubeletConfig has ``kubeReserved`` only (``systemReserved`` is tombstoned in pkg/apis/core/v1beta1/types_shoot.go),
+  so both reservations go there, summed; ``evictionHard.memoryAvailable``.
+* ``50-nodealloc.conf``: a plain KubeletConfiguration drop-in for a ``--config-dir``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _eviction, _quantity
+
+FILES = ('karpenter-ec2nodeclass-patch.yaml', 'capi-kubeadmconfigtemplate-patch.yaml', 'eks-nodeadm-nodeconfig.yaml',
+         'gardener-worker-kubelet.yaml', _defaults.DROP_IN_NAME)
+CAPI_PATCH_DIRECTORY = '/etc/kubernetes/patches'
+# kubeadm patch file name: target "kubeletconfiguration", suffix "0", patch type "strategic" (cmd/kubeadm/app/util/patches).
+CAPI_PATCH_PATH = CAPI_PATCH_DIRECTORY + '/kubeletconfiguration0+strategic.json'
+_RESOURCES = ('cpu', 'memory')
+
+
+def class_name(host_vars_class, facts):
+    """The class a host's template belongs to: the inventory's name for it, else '<GiB>gib-<cpus>cpu'."""
+    if host_vars_class:
+        return str(host_vars_class)
+    node_class = ((facts or {}).get('class_record') or {}).get('node_class')
+    if not node_class:
+        return None
+    return '%dgib-%dcpu' % (int(node_class[0]), int(node_class[1]))
+
+
+def _amount(resource, text):
+    """Bytes for memory, millicores for cpu."""
+    value = _quantity.parse_quantity(str(text))
+    return _quantity.milli_value(value) if resource == 'cpu' else _quantity.quantity_value(value)
+
+
+def _format(resource, amount):
+    return _quantity.format_cpu(amount) if resource == 'cpu' else _quantity.format_memory(amount)
+
+
+def _eviction_bytes(facts):
+    """(text, bytes) of the hard memory.available threshold the node runs with, or None."""
+    current = (facts or {}).get('current') or {}
+    text = (current.get('eviction_hard') or {}).get('memory.available')
+    if text is None:
+        return None
+    capacity = ((facts.get('memory') or {}).get('mem_total_bytes')) or 0
+    return text, _eviction.hard_eviction_memory_bytes({'memory.available': text}, capacity)
+
+
+def class_recommendations(hosts):
+    """{class: summary} from ``hosts``: {host: {'node_class': inventory name or None, 'facts': facts}}.
+
+    The summary: ``hosts`` (sorted), ``kube_reserved`` and ``system_reserved`` ({cpu, memory} quantities, each the
+    largest of the class), ``eviction_hard`` ({'memory.available': the largest threshold}, or {}), and ``from``,
+    for each value the host it came from. Hosts without a recommendation (not measured) are left out.
+    """
+    classes = {}
+    for host in sorted(hosts):
+        entry = hosts[host] or {}
+        facts = entry.get('facts') or {}
+        recommendation = facts.get('recommendation') or {}
+        if not recommendation.get('kube_reserved') and not recommendation.get('system_reserved'):
+            continue
+        name = class_name(entry.get('node_class'), facts)
+        if name is None:
+            continue
+        summary = classes.setdefault(name, {'hosts': [], 'kube_reserved': {}, 'system_reserved': {},
+                                            'eviction_hard': {}, 'from': {}, '_amounts': {}})
+        summary['hosts'].append(host)
+        for field in ('kube_reserved', 'system_reserved'):
+            for resource in _RESOURCES:
+                text = (recommendation.get(field) or {}).get(resource)
+                if text is None:
+                    continue
+                key = '%s.%s' % (field, resource)
+                amount = _amount(resource, text)
+                if amount > summary['_amounts'].get(key, -1):
+                    summary['_amounts'][key] = amount
+                    summary[field][resource] = _format(resource, amount)
+                    summary['from'][key] = host
+        threshold = _eviction_bytes(facts)
+        if threshold is not None and threshold[1] > summary['_amounts'].get('eviction_hard', -1):
+            summary['_amounts']['eviction_hard'] = threshold[1]
+            summary['eviction_hard'] = {'memory.available': threshold[0]}
+            summary['from']['eviction_hard.memory.available'] = host
+    for summary in classes.values():
+        del summary['_amounts']
+    return classes
+
+
+def _kubelet_fields(summary):
+    fields = {}
+    for field, key in (('kube_reserved', 'kubeReserved'), ('system_reserved', 'systemReserved'),
+                       ('eviction_hard', 'evictionHard')):
+        if summary[field]:
+            fields[key] = dict(summary[field])
+    return fields
+
+
+def _summed_reserved(summary):
+    """kubeReserved + systemReserved per resource (Gardener has one reservation)."""
+    total = {}
+    for resource in _RESOURCES:
+        amounts = [_amount(resource, summary[field][resource]) for field in ('kube_reserved', 'system_reserved')
+                   if resource in summary[field]]
+        if amounts:
+            total[resource] = _format(resource, sum(amounts))
+    return total
+
+
+def dns_label(name):
+    """A Kubernetes object name from a class name (lower case, [a-z0-9-], at most 63 characters)."""
+    label = re.sub(r'[^a-z0-9-]+', '-', name.lower()).strip('-')[:63].strip('-')
+    return label or 'nodealloc'
+
+
+def documents(name, summary):
+    """{file name: document (dict)} for one class."""
+    kubelet = _kubelet_fields(summary)
+    drop_in = dict({'apiVersion': _defaults.API_VERSION, 'kind': _defaults.KIND}, **kubelet)
+    gardener = {}
+    if _summed_reserved(summary):
+        gardener['kubeReserved'] = _summed_reserved(summary)
+    if summary['eviction_hard']:
+        gardener['evictionHard'] = {'memoryAvailable': summary['eviction_hard']['memory.available']}
+    return {
+        'karpenter-ec2nodeclass-patch.yaml': {'spec': {'kubelet': kubelet}},
+        'capi-kubeadmconfigtemplate-patch.yaml': {
+            'apiVersion': 'bootstrap.cluster.x-k8s.io/v1beta2', 'kind': 'KubeadmConfigTemplate',
+            'metadata': {'name': dns_label(name) + '-nodealloc'},
+            'spec': {'template': {'spec': {
+                'files': [{'path': CAPI_PATCH_PATH, 'owner': 'root:root', 'permissions': '0644',
+                           'content': json.dumps(drop_in, indent=2, sort_keys=True) + '\n'}],
+                'joinConfiguration': {'patches': {'directory': CAPI_PATCH_DIRECTORY}}}}}},
+        'eks-nodeadm-nodeconfig.yaml': {'apiVersion': 'node.eks.aws/v1alpha1', 'kind': 'NodeConfig',
+                                        'spec': {'kubelet': {'config': kubelet}}},
+        'gardener-worker-kubelet.yaml': {'kubernetes': {'kubelet': gardener}},
+        _defaults.DROP_IN_NAME: drop_in,
+    }
+
+
+HOW_TO_USE = {
+    'karpenter-ec2nodeclass-patch.yaml': 'kubectl patch ec2nodeclass <name> --type merge --patch-file this file',
+    'capi-kubeadmconfigtemplate-patch.yaml': ('merge files[] and joinConfiguration.patches into the pool\'s '
+                                              'KubeadmConfigTemplate (a new template name rolls its MachineDeployment)'),
+    'eks-nodeadm-nodeconfig.yaml': 'a NodeConfig part of the node\'s user data; nodeadm merges it over its defaults',
+    'gardener-worker-kubelet.yaml': ('under .spec.provider.workers[<pool>] of the Shoot; merge into an existing '
+                                     'kubernetes.kubelet (the pool\'s kubelet replaces the Shoot\'s, no merge). '
+                                     'Gardener has no systemReserved: kubeReserved here is kube + system'),
+    _defaults.DROP_IN_NAME: 'a KubeletConfiguration drop-in for the kubelet\'s --config-dir',
+}
+
+
+def _scalar(value):
+    return json.dumps(value)  # JSON strings, numbers and booleans are YAML scalars
+
+
+def to_yaml(value, indent=0):
+    """Block YAML for dicts, lists and scalars (multi-line strings as literal blocks); keys keep their order."""
+    pad = ' ' * indent
+    lines = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, (dict, list)) and item:
+                lines.append('%s%s:' % (pad, key))
+                lines.extend(to_yaml(item, indent + 2))
+            elif isinstance(item, str) and '\n' in item:
+                lines.append('%s%s: |' % (pad, key))
+                lines.extend(pad + '  ' + line for line in item.rstrip('\n').split('\n'))
+            else:
+                lines.append('%s%s: %s' % (pad, key, _scalar(item) if not isinstance(item, (dict, list)) else
+                                           ('{}' if isinstance(item, dict) else '[]')))
+    elif isinstance(value, list):
+        for item in value:
+            nested = to_yaml(item, indent + 2)
+            lines.append(pad + '- ' + nested[0].lstrip(' '))
+            lines.extend(nested[1:])
+    else:
+        lines.append(pad + _scalar(value))
+    return lines
+
+
+def render(hosts):
+    """[{'path': '<class>/<file>', 'content': text}] for every class of ``hosts`` (see class_recommendations)."""
+    rendered = []
+    for name, summary in sorted(class_recommendations(hosts).items()):
+        directory = dns_label(name)
+        for file_name, document in documents(name, summary).items():
+            header = ['# nodealloc.kubelet node template for class %s (%d nodes: %s).'
+                      % (name, len(summary['hosts']), ', '.join(summary['hosts'])),
+                      '# Each value is the largest its class recommended; from: %s.'
+                      % ', '.join('%s %s' % (key, host) for key, host in sorted(summary['from'].items())),
+                      '# Use: %s.' % HOW_TO_USE[file_name]]
+            rendered.append({'path': '%s/%s' % (directory, file_name), 'class': name,
+                             'content': '\n'.join(header + to_yaml(document)) + '\n'})
+    return rendered

@@ -1,0 +1,171 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""The measurement history kept on each node: a bounded JSON-lines file, read with a time window.
+
+* Appends take an exclusive flock on the file's directory, write one whole line and fsync, so the
+  module and the sampler never interleave and a crash loses at most the line being written. A line
+  left without its newline by a writer killed mid-append is cut off before the next append, so the
+  next sample is never glued onto it.
+* When the file grows past ``max_samples`` lines it is rewritten through the one write path
+  (temporary file, rename) keeping the newest ``ROTATE_KEEP_FRACTION`` of ``max_samples`` lines, so
+  a full file is rewritten once every few thousand appends, not on every one. Appends count lines
+  only when the file's size says it may be full: the cost of an append does not grow with the file.
+* Reading skips and reports corrupt lines and samples that cannot be true (``validate``): not
+  finite, negative, from the future (a clock that jumped), more memory than the node has, more CPU
+  than it has; it sorts the rest by time (a clock that stepped back leaves samples out of order).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _state_dir
+
+DEFAULT_PATH = _state_dir.HISTORY_PATH
+DEFAULT_MAX_SAMPLES = 20160  # two weeks of one sample a minute
+ROTATE_KEEP_FRACTION = 0.9
+FIELDS = ('t', 'non_pod_bytes', 'non_pod_millicores')
+MEMORY_FIELDS = ('non_pod_bytes', 'kube_components_bytes', 'kubepods_bytes')
+CPU_FIELDS = ('non_pod_millicores',)
+FUTURE_TOLERANCE_SECONDS = 300
+
+
+def _cut_torn_tail(fd):
+    """Drop a last line that has no newline (a writer killed mid-append); return the bytes cut."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b'\n':
+        return 0
+    end = size
+    while end > 0:
+        start = max(0, end - 4096)
+        chunk = os.pread(fd, end - start, start)
+        newline = chunk.rfind(b'\n')
+        if newline >= 0:
+            keep = start + newline + 1
+            break
+        end = start
+    else:
+        keep = 0
+    os.ftruncate(fd, keep)
+    return size - keep
+
+
+def _count_lines(fd):
+    count, offset = 0, 0
+    while True:
+        chunk = os.pread(fd, 1 << 20, offset)
+        if not chunk:
+            return count
+        count += chunk.count(b'\n')
+        offset += len(chunk)
+
+
+def reading(memory, non_pod_millicores, source, now):
+    """The one history line a measurement makes (_measure.memory's ``memory``), for the module and the sampler alike."""
+    return {
+        't': round(now, 3),
+        'non_pod_bytes': max(0, memory['non_pod_bytes']),
+        'non_pod_millicores': non_pod_millicores,
+        'kube_components_bytes': memory['kube_components_working_set_bytes'],
+        'kubepods_bytes': memory['kubepods_working_set_bytes'],
+        'measurement_tool_bytes': memory['measurement_tool']['left_out_bytes'],
+        'source': source,
+    }
+
+
+def append(path, sample, max_samples=DEFAULT_MAX_SAMPLES, window_seconds=None, lock_timeout=10.0):
+    """Append one sample as one whole line; rotate when the file holds more than ``max_samples`` lines.
+
+    Returns the number of bytes of a torn last line that were cut off first (0 nearly always).
+    ``window_seconds`` is accepted for compatibility; old samples are dropped when read, not here.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, mode=0o755, exist_ok=True)
+    line = (json.dumps(sample, sort_keys=True, separators=(',', ':')) + '\n').encode('utf-8')
+    with _file_io.directory_lock(directory, lock_timeout):
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            cut = _cut_torn_tail(fd)
+            os.write(fd, line)
+            os.fsync(fd)
+            # Lines are all about as long as this one (within 20 %): while the size says the file is not full, no need to count.
+            full = os.fstat(fd).st_size > max_samples * len(line) * 1.2 and _count_lines(fd) > max_samples
+            if full:
+                keep = max(1, int(max_samples * ROTATE_KEEP_FRACTION))
+                size = os.fstat(fd).st_size
+                newest = os.pread(fd, size, 0).splitlines(True)[-keep:]
+        finally:
+            os.close(fd)
+        if full:
+            _file_io.write_atomic(path, b''.join(newest).decode('utf-8', errors='replace'))
+    return cut
+
+
+def validate(sample, now, mem_total_bytes=None, capacity_millicores=None):
+    """Why ``sample`` cannot be a true reading of this node, or None when it can be."""
+    if not isinstance(sample, dict):
+        return 'not a JSON object'
+    missing = [f for f in FIELDS if isinstance(sample.get(f), bool) or not isinstance(sample.get(f), (int, float))]
+    if missing:
+        return 'missing or not a number: %s' % ', '.join(missing)
+    for field in FIELDS + MEMORY_FIELDS:
+        value = sample.get(field)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                return '%s is %r' % (field, value)
+            if value < 0:
+                return '%s is negative (%r)' % (field, value)
+    if sample['t'] > now + FUTURE_TOLERANCE_SECONDS:
+        return 'dated %.0f s in the future (clock jump?)' % (sample['t'] - now)
+    if mem_total_bytes:
+        for field in MEMORY_FIELDS:
+            value = sample.get(field)
+            if isinstance(value, (int, float)) and value > mem_total_bytes:
+                return '%s %.0f is more than the node has (MemTotal %d)' % (field, value, mem_total_bytes)
+    if capacity_millicores:
+        for field in CPU_FIELDS:
+            if sample[field] > capacity_millicores:
+                return '%s %.0f is more than the node has (%d millicores)' % (field, sample[field], capacity_millicores)
+    return None
+
+
+def parse_line(line, now, mem_total_bytes=None, capacity_millicores=None):
+    """(sample, None) for a valid line, (None, reason) for one that is not."""
+    try:
+        sample = json.loads(line)
+    except ValueError as exc:
+        return None, 'not a sample (%s)' % exc
+    reason = validate(sample, now, mem_total_bytes, capacity_millicores)
+    return (None, reason) if reason else (sample, None)
+
+
+def read(path, now, window_seconds=None, mem_total_bytes=None, capacity_millicores=None):
+    """Valid samples within [now - window, now + tolerance], sorted by time, and the problems found.
+
+    ``problems`` names each line skipped and why; a skipped line is never used.
+    """
+    samples, problems = [], []
+    try:
+        with open(path, 'r', encoding='utf-8', errors='replace') as handle:
+            lines = handle.readlines()
+    except FileNotFoundError:
+        return [], []
+    except OSError as exc:
+        return [], ['%s: cannot read the history: %s' % (path, exc.strerror or exc)]
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        if not line.endswith('\n'):
+            problems.append('%s line %d skipped: torn (no newline; a writer was killed mid-append)' % (path, number))
+            continue
+        sample, reason = parse_line(line, now, mem_total_bytes, capacity_millicores)
+        if reason:
+            problems.append('%s line %d skipped: %s' % (path, number, reason))
+            continue
+        if window_seconds is not None and sample['t'] < now - window_seconds:
+            continue
+        samples.append(sample)
+    samples.sort(key=lambda s: s['t'])
+    return samples, problems

@@ -1,0 +1,375 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""One sampler run: measure, record, write the node_exporter textfile. No policy, no kubelet config.
+
+Cost stays flat as the history grows: the run never re-reads the history. A small state file
+keeps what the metrics need from the past:
+
+* the CPU counters of the previous run (``_measure.cpu_snapshot``), so CPU is measured over the
+  whole timer period without sleeping (the first run, or one after a reboot, samples
+  ``sample_seconds`` instead), and the previous run's own CPU time at its snapshot and at its end,
+  so that the sampler's own CPU is left out of non-pod CPU (``own_cpu_ns`` says why);
+* a per-hour histogram of non-pod memory (1 MiB buckets) and CPU (1 millicore buckets) over the
+  history window and their running totals (an hour leaving the window is subtracted), for the
+  policy's percentile (nearest rank over buckets, so at most 1 MiB above
+  the exact figure from the samples). Each hour is kept packed in one string
+  (``"bucket:count,...;bucket:count,..."``, memory then CPU) and unpacked only when a run adds to
+  it or prunes it: a run then parses one hour, not the whole window (held as nested JSON, the
+  week's 168 hours were parsed and written back by every run, a cost that grew with the history
+  up to the window);
+* the inode and size of the history already counted: lines other writers appended since (the
+  module with ``record``) are read from there, each validated as the module validates it. Without
+  a state file (first run, or deleted by hand) the history is read once, in full.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _option_specs, _state_dir
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _duration
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import (
+    _cgroup, _cpu_guarantee, _kubelet_process, _measure, _overcommit, _probe, _procfs, _swap)
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _headroom
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store, _metrics
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
+
+STATE_VERSION = 2  # 2: hours packed in strings
+MIB = 1 << 20
+# The sampler's options when neither the role (sampler.json) nor a flag gives one: the role's own defaults
+# (_option_specs: reservations_sampler_*, history_window, percentile), the paths from _state_dir. The script's flags
+# and run() both read this table. An option given as None counts as not given.
+DEFAULTS = {
+    'history_path': _state_dir.HISTORY_PATH,
+    'state_path': _state_dir.SAMPLER_STATE_PATH,
+    'decision_path': _state_dir.DECISION_PATH,
+    'textfile_path': _option_specs.OPTIONS['sampler_textfile_path']['default'],
+    'percentile': _option_specs.OPTIONS['percentile']['default'],
+    'history_window': _option_specs.OPTIONS['history_window']['default'],
+    'sample_seconds': _option_specs.OPTIONS['sampler_sample_seconds']['default'],
+    'step_dir': _state_dir.NODE_LOCK_DIR,
+    'cgroup_root': None,
+    'kubepods_cgroup': None,
+    'cgroup_driver': None,
+}
+# Beside the decision (_state_dir.APPLIED_FILE).
+RESERVATION_FILE = _state_dir.APPLIED_FILE
+_PRESSURE_FILES = (('cpu', 'cpu.pressure'), ('memory', 'memory.pressure'), ('io', 'io.pressure'))
+
+
+def load_json(path):
+    try:
+        with open(path, 'r', encoding='utf-8') as handle:
+            value = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _unpack_hour(text):
+    """``{'m': {bucket: count}, 'c': {...}}`` from an hour packed by ``_pack_hour``."""
+    memory, _sep, cpu = text.partition(';')
+    return {key: {bucket: int(count) for bucket, _colon, count in (item.partition(':') for item in part.split(',') if item)}
+            for key, part in (('m', memory), ('c', cpu))}
+
+
+def _pack_hour(hour):
+    return ';'.join(','.join('%s:%d' % item for item in hour[key].items()) for key in ('m', 'c'))
+
+
+def _packed(state):
+    """``state`` as it is saved: every hour packed (those a run touched are unpacked in memory)."""
+    hours = {name: hour if isinstance(hour, str) else _pack_hour(hour) for name, hour in state.get('hours', {}).items()}
+    return dict(state, hours=hours)
+
+
+def _hour(hours, name):
+    hour = hours.get(name)
+    if hour is None:
+        hour = hours[name] = {'m': {}, 'c': {}}
+    elif isinstance(hour, str):
+        hour = hours[name] = _unpack_hour(hour)
+    return hour
+
+
+def _add(state, sample):
+    """Count ``sample`` in its hour and in the window's running totals (so a percentile needs no merge)."""
+    hours, totals = state['hours'], state['totals']
+    hour = _hour(hours, str(int(sample['t'] // 3600)))
+    for key, bucket in (('m', str(int(math.ceil(sample['non_pod_bytes'] / float(MIB))))),
+                        ('c', str(int(math.ceil(sample['non_pod_millicores']))))):
+        hour[key][bucket] = hour[key].get(bucket, 0) + 1
+        totals[key][bucket] = totals[key].get(bucket, 0) + 1
+
+
+def _prune(state, now, window_seconds):
+    oldest = int((now - window_seconds) // 3600)
+    for name in [k for k in state['hours'] if int(k) < oldest]:
+        hour = state['hours'].pop(name)
+        for key, buckets in (_unpack_hour(hour) if isinstance(hour, str) else hour).items():
+            for bucket, count in buckets.items():
+                left = state['totals'][key].get(bucket, 0) - count
+                if left > 0:
+                    state['totals'][key][bucket] = left
+                else:
+                    state['totals'][key].pop(bucket, None)
+
+
+def sketch_percentile(totals, percent):
+    """Nearest-rank percentile over bucket counts (bucket upper edges); None when empty."""
+    counts = sorted((int(bucket), count) for bucket, count in totals.items())
+    total = sum(count for _bucket, count in counts)
+    if not total:
+        return None
+    rank = max(1, int(math.ceil(percent / 100.0 * total)))
+    seen = 0
+    for bucket, count in counts:
+        seen += count
+        if seen >= rank:
+            return bucket
+    return counts[-1][0]
+
+
+def _ingest(path, state, now, limits, start):
+    """Add the valid lines of ``path`` from byte ``start`` to the sketch; returns the end offset."""
+    try:
+        with open(path, 'rb') as handle:
+            handle.seek(start)
+            data = handle.read()
+    except OSError:
+        return start
+    end = data.rfind(b'\n') + 1  # a torn tail is counted once it is whole (or cut)
+    for line in data[:end].decode('utf-8', 'replace').splitlines():
+        if not line.strip():
+            continue
+        sample, reason = _history_store.parse_line(line, now, *limits)
+        if reason:
+            state['rejected'] = state.get('rejected', 0) + 1
+        else:
+            _add(state, sample)
+    return start + end
+
+
+def _file_id(path):
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None, 0
+    return stat.st_ino, stat.st_size
+
+
+def _catch_up(history_path, state, now, window_seconds, limits, inode, size):
+    """Bring the sketch up to the file's end and the window's start, and unpack the current hour.
+
+    Returns whether the file was read up to ``state['offset']`` (False: rotated, read nothing).
+    """
+    ingested = True
+    if not state.get('hours_valid'):
+        state.update(hours={}, totals={'m': {}, 'c': {}}, rejected=0, hours_valid=True)
+        state['offset'] = _ingest(history_path, state, now, limits, 0)
+    elif inode == state.get('inode') and size >= state.get('offset', 0):
+        state['offset'] = _ingest(history_path, state, now, limits, state.get('offset', 0))
+    else:
+        ingested = False  # rotated by another writer; it only dropped old lines, the sketch still holds.
+    _prune(state, now, window_seconds)
+    _hour(state['hours'], str(int(now // 3600)))
+    for key in ('m', 'c'):
+        sketch_percentile(state['totals'][key], 100)
+    return ingested
+
+
+def update_history(history_path, state, reading, now, window_seconds, limits, record=True):
+    """Bring the sketch up to date and record ``reading`` (unless ``record`` is false); returns the problems met."""
+    problems = []
+    inode, size = _file_id(history_path)
+    try:
+        ingested = _catch_up(history_path, state, now, window_seconds, limits, inode, size)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        # The state is a cache of the history: one a hand edit or another version left unusable is
+        # rebuilt from the file instead of stopping every run until someone deletes it.
+        problems.append('the sampler state could not be used (%s: %s); rebuilt from %s'
+                        % (type(exc).__name__, exc, history_path))
+        state.clear()
+        state['version'] = STATE_VERSION
+        ingested = _catch_up(history_path, state, now, window_seconds, limits, inode, size)
+    if not record:
+        # Nothing appended: keep the offset the catch-up read to (a line another writer is still appending stays
+        # to be read whole by the next run); after a rotation, go on from the file's end as an append would.
+        state['recorded'] = False
+        state['inode'] = inode
+        if not ingested:
+            state['offset'] = size
+        return problems
+    try:
+        cut = _history_store.append(history_path, reading)
+        if cut:
+            problems.append('%s: cut a torn last line (%d bytes) before appending' % (history_path, cut))
+        _add(state, reading)
+        state['recorded'] = True
+    except (OSError, NodeallocError) as exc:
+        problems.append('%s: this reading was not recorded: %s' % (history_path, exc))
+        state['recorded'] = False
+    state['inode'], state['offset'] = _file_id(history_path)
+    return problems
+
+
+def read_pressure(directory):
+    """PSI totals of a cgroup v2 group: {(resource, kind): seconds} (Documentation/accounting/psi.rst)."""
+    totals = {}
+    for resource, name in _PRESSURE_FILES:
+        for kind, values in (_cpu_guarantee.read_pressure(os.path.join(directory, name)) or {}).items():
+            if 'total_usec' in values:
+                totals[(resource, kind)] = values['total_usec'] / 1e6
+    return totals
+
+
+def in_session_group(layout, sessions, proc_root='/proc'):
+    """Whether this process runs inside one of the SSH sessions' groups (the sampler started by hand).
+
+    Its memory cgroup's path: systemd puts a unit at the same path in every hierarchy, the CPU one included.
+    """
+    own = _cgroup.process_memory_cgroup(layout, _procfs.read_process_cgroups(os.getpid(), proc_root))
+    return own is not None and any(own == g or own.startswith(g + '/') for g in sessions)
+
+
+def own_cpu_ns(previous, snapshot):
+    """The sampler's own CPU time between the previous run's snapshot and this run's.
+
+    A run's CPU falls between two snapshots (the end of one run, the start-up of the next), so it would
+    be counted as non-pod CPU and reserved for: on a real node a few millicores, but under software
+    emulation a run costs a second of CPU, 20m of a one-minute period, and more when the host is busy.
+    The measuring tool is not what the node needs reserved (as for the role's own SSH tasks,
+    _measure.SESSION_CGROUPS). A run inside a session group is left out with the sessions already: 0 for it.
+    """
+    if not isinstance(previous, dict):
+        return 0
+    earlier = 0
+    if not previous.get('own_in_session') and isinstance(previous.get('own_end_ns'), int) \
+            and isinstance(previous.get('own_ns'), int):
+        earlier = max(0, previous['own_end_ns'] - previous['own_ns'])
+    return earlier + (0 if snapshot['own_in_session'] else snapshot['own_ns'])
+
+
+def leave_out_own_cpu(cpu, own_ns):
+    """``cpu`` with the sampler's own CPU (at most the non-pod figure) moved out of non-pod CPU."""
+    own_m = int(round(1000 * own_ns / max(1e-9, cpu['sample_seconds'] * 1e9)))
+    own_m = min(cpu['non_pod_millicores'], own_m)
+    return dict(cpu, non_pod_millicores=cpu['non_pod_millicores'] - own_m, sampler_millicores=own_m)
+
+
+def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=time.process_time_ns):
+    """One sampler run; returns (figures, problems). Writes the history, the state and the textfile.
+
+    ``process_cpu_ns``: this process's CPU time since it started, the run's own when the sampler is its own
+    process (the script the timer starts).
+    """
+    now = time.time() if now is None else now
+    options = _option_specs.with_defaults(options, DEFAULTS)
+    state_path = options['state_path']
+    state = load_json(state_path) or {}
+    if state.get('version') != STATE_VERSION:
+        state = {'version': STATE_VERSION}
+    window_seconds = _duration.parse_window(options['history_window'])
+    percent = float(options['percentile'])
+
+    # A reading taken while a nodealloc step changes the node (it holds the node lock from before the write until
+    # after the soak) measures the change: the step's own interpreter and Ansible's async_wrapper are resident, the
+    # kubelet restarts. Recorded, it would become the node's peak for the whole history window and raise the next
+    # run's reservation by what the rollout itself cost (seen on 1-GiB test guests: +51 MiB, one restart too many).
+    step_dir = options['step_dir']
+    mid_change = bool(step_dir) and _file_io.held_exclusively(step_dir)
+    # The driver the kubelet's config names (the role passes it) picks kubepods where both layouts' groups exist,
+    # as the facts module picks it.
+    node = _probe.read_node(options['cgroup_root'], options['kubepods_cgroup'], options['cgroup_driver'],
+                                 proc_root)
+    meminfo, capacity_millicores, layout, kubepods = node.meminfo, node.capacity_millicores, node.layout, node.kubepods
+    cmdlines = _procfs.read_cmdlines(proc_root)  # one pass for the kubelet search and _tool_processes
+    found = _kubelet_process.find_processes(_kubelet_process.DEFAULT_KUBELET_NAMES
+                                            + _kubelet_process.DEFAULT_RUNTIME_NAMES, proc_root, cmdlines)
+    _seen, component_cgroups, component_pids = _measure.component_targets(layout, found, proc_root, kubepods)
+    # The sampler is the measuring tool too: its own interpreter is left out with Ansible's (_tool_processes).
+    memory = _measure.memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root,
+                             own_pids=(os.getpid(),), cmdlines=cmdlines)
+    mid_change = mid_change or (bool(step_dir) and _file_io.held_exclusively(step_dir))
+
+    snapshot = _measure.cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root)
+    own_in_session = in_session_group(layout, snapshot['session_cgroups'], proc_root)
+    snapshot.update(components=sorted(component_cgroups) + sorted(component_pids), own_ns=process_cpu_ns(),
+                    own_in_session=own_in_session)
+    previous = state.get('cpu')
+    cpu = None
+    if isinstance(previous, dict) and previous.get('components') == snapshot['components']:
+        try:
+            if snapshot['time'] - previous['time'] >= 1:
+                cpu = _measure.cpu_between(previous, snapshot, capacity_millicores)
+                if cpu is not None:
+                    cpu = leave_out_own_cpu(cpu, own_cpu_ns(previous, snapshot))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            cpu = None  # an unusable saved snapshot: sample instead
+    if cpu is None:
+        # The sampler sleeps through this sample: its own CPU in it is nil.
+        cpu = dict(_measure.sample_cpu(layout, kubepods, component_cgroups, component_pids, capacity_millicores,
+                                       float(options['sample_seconds']), proc_root, sleep), sampler_millicores=0)
+        snapshot = dict(_measure.cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root),
+                        components=snapshot['components'], own_ns=process_cpu_ns(), own_in_session=own_in_session)
+    state['cpu'] = snapshot
+    if mid_change:
+        # Nor is the step's CPU carried into the next period: the next run samples its own.
+        del state['cpu']
+
+    reading = _history_store.reading(memory, cpu['non_pod_millicores'], 'sampler', now)
+    history_path = options['history_path']
+    problems = update_history(history_path, state, reading, now, window_seconds,
+                              (meminfo['MemTotal'], capacity_millicores), record=not mid_change)
+
+    figures = {
+        'time': now,
+        'percentile': percent,
+        'memory': memory,
+        'cpu': dict(cpu, capacity_millicores=capacity_millicores),
+        'window_non_pod_bytes': (sketch_percentile(state['totals']['m'], percent) or 0) * MIB,
+        'window_non_pod_millicores': sketch_percentile(state['totals']['c'], percent) or 0,
+        'window_samples': sum(state['totals']['m'].values()),
+        'rejected_samples': state.get('rejected', 0),
+        'recorded': state['recorded'],
+        'mid_change': mid_change,
+        'kubepods_memory_limit_bytes': None,
+        'kubepods_cpu_allocatable_millicores': None,
+        'overcommit': None,
+        'pressure': {},
+        'decision': load_json(options['decision_path']),
+        'reservation': load_json(_state_dir.beside(options['decision_path'], RESERVATION_FILE)),
+        'near_reservation': None,
+        # Whether system.slice may swap, as the facts say it (_swap.may_swap): the memory.swap.max files _measure.memory
+        # read already and /proc/swaps, no process.
+        'swap_control': _swap.may_swap(layout, memory['swap']['groups'], _swap.read_swaps(proc_root)),
+    }
+    applied = figures['reservation'] or {}
+    if isinstance(applied.get('reserved_memory_bytes'), int) and isinstance(applied.get('memory_headroom_bytes'), int):
+        figures['near_reservation'] = _headroom.near_reservation(
+            reading['non_pod_bytes'], applied['reserved_memory_bytes'], applied['memory_headroom_bytes'])
+    if kubepods:
+        figures['overcommit'] = _overcommit.audit(layout, kubepods)
+        figures['kubepods_memory_limit_bytes'] = figures['overcommit']['kubepods_memory_limit_bytes']
+        figures['kubepods_cpu_allocatable_millicores'] = _overcommit.group_cpu_millicores(layout, kubepods)
+    if layout.version == 'v2':
+        for relative in ([kubepods] if kubepods else []) + ['system.slice']:
+            for (resource, kind), seconds in read_pressure(os.path.join(layout.memory_root, relative)).items():
+                figures['pressure'][('/' + relative, resource, kind)] = seconds
+
+    textfile = options['textfile_path']
+    if textfile:
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(textfile)), mode=0o755, exist_ok=True)
+            _file_io.write_atomic(textfile, _metrics.render_sampler(figures), mode=0o644)
+        except (OSError, NodeallocError) as exc:
+            problems.append('%s: metrics not written: %s' % (textfile, exc))
+    # What this run used after its snapshot belongs to the next run's period (own_cpu_ns).
+    snapshot['own_end_ns'] = process_cpu_ns()
+    try:
+        _file_io.write_atomic(state_path, json.dumps(_packed(state), separators=(',', ':')), mode=0o644)
+    except (OSError, NodeallocError) as exc:
+        problems.append('%s: state not saved (the next run reads the history in full): %s' % (state_path, exc))
+    return figures, problems

@@ -1,0 +1,91 @@
+"""Parsers for /proc files, fed with contents copied from real machines."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _procfs
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import MeasurementError
+
+# The first lines of this build machine's /proc/meminfo (Debian 12, Linux 5.10 guest).
+MEMINFO = """MemTotal:       24684100 kB
+MemFree:        24093812 kB
+MemAvailable:   24297092 kB
+Buffers:           21320 kB
+Cached:           433736 kB
+HugePages_Total:       0
+Hugepagesize:       2048 kB
+"""
+
+
+def test_meminfo_is_read_in_bytes():
+    values = _procfs.parse_meminfo(MEMINFO)
+    assert values['MemTotal'] == 24684100 * 1024
+    assert values['MemAvailable'] == 24297092 * 1024
+    assert values['HugePages_Total'] == 0  # a count, not kB
+
+
+@pytest.mark.parametrize('text', ['MemTotal: 10 kB\n', 'MemFree: 1 kB\nMemAvailable: 1 kB\n', ''])
+def test_meminfo_without_total_or_available_is_refused(text):
+    with pytest.raises(MeasurementError, match='MemTotal|MemAvailable'):
+        _procfs.parse_meminfo(text)
+
+
+def test_meminfo_with_garbage_numbers_is_refused():
+    with pytest.raises(MeasurementError, match='integer'):
+        _procfs.parse_meminfo('MemTotal: lots kB\nMemAvailable: 1 kB\n')
+
+
+def test_cpu_times_count_idle_and_iowait_as_idle():
+    # /proc/stat cpu line: user nice system idle iowait irq softirq steal guest guest_nice
+    busy, total = _procfs.parse_cpu_times('cpu  100 5 50 1000 20 3 2 0 40 0\ncpu0 1 1 1 1 1 1 1 1 1 1\n')
+    assert total == 100 + 5 + 50 + 1000 + 20 + 3 + 2 + 0
+    assert busy == total - 1000 - 20
+
+
+# The first lines of this build machine's /proc/stat (a cloud VM, Linux 6.18 guest): 356 jiffies stolen.
+PROC_STAT_WITH_STEAL = """cpu  57833 27 18264 477192 1152 0 486 356 0 0
+cpu0 19084 6 7129 250606 289 0 230 187 0 0
+"""
+
+
+def test_cpu_times_leave_steal_out_of_busy():
+    busy, total = _procfs.parse_cpu_times(PROC_STAT_WITH_STEAL)
+    # Busy is what ran on this node: user nice system irq softirq, not the 356 jiffies another guest ran.
+    assert busy == 57833 + 27 + 18264 + 0 + 486
+    # The total is elapsed CPU time, stolen or not, the clock kubepods' CPU time is divided by.
+    assert total == 57833 + 27 + 18264 + 477192 + 1152 + 0 + 486 + 356
+
+
+@pytest.mark.parametrize('text', ['', 'cpu0 1 2 3 4\n', 'cpu 1 2\n', 'cpu a b c d\n'])
+def test_cpu_times_refuse_what_the_kernel_does_not_write(text):
+    with pytest.raises(MeasurementError):
+        _procfs.parse_cpu_times(text)
+
+
+def test_process_cgroups_v1_and_v2_lines():
+    text = ('12:memory:/system.slice/kubelet.service\n4:cpu,cpuacct:/system.slice/kubelet.service\n'
+            '1:name=systemd:/system.slice/kubelet.service\n0::/system.slice/kubelet.service\n')
+    groups = _procfs.parse_process_cgroups(text)
+    assert groups['memory'] == '/system.slice/kubelet.service'
+    assert groups['cpuacct'] == '/system.slice/kubelet.service'
+    assert groups[''] == '/system.slice/kubelet.service'
+
+
+def test_process_cpu_ticks_survive_parentheses_in_comm():
+    stat = '1234 (weird) name)) S 1 1234 1234 0 -1 4194560 100 0 0 0 700 300 0 0 20 0 1 0 100 0 0'
+    assert _procfs.parse_process_cpu_ticks(stat) == 1000
+
+
+def test_unreadable_file_names_the_path(tmp_path):
+    with pytest.raises(MeasurementError, match=str(tmp_path / 'missing')):
+        _procfs.read_text(str(tmp_path / 'missing'))
+
+
+def test_huge_pages_of_every_size_are_summed(tmp_path):
+    base = tmp_path / 'kernel' / 'mm' / 'hugepages'
+    for name, count in (('hugepages-2048kB', 512), ('hugepages-1048576kB', 2)):
+        (base / name).mkdir(parents=True)
+        (base / name / 'nr_hugepages').write_text('%d\n' % count)
+    assert _procfs.read_hugepages_bytes(str(tmp_path)) == 512 * 2 * 1024 * 1024 + 2 * 1024 ** 3
+    assert _procfs.read_hugepages_bytes(str(tmp_path / 'absent')) == 0

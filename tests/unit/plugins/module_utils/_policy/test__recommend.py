@@ -1,0 +1,113 @@
+"""The recommendation arithmetic: each number checked against the formula in docs/arithmetic.md."""
+
+from __future__ import annotations
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _vendor_formulas as formulas
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _recommend
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet._quantity import parse_quantity, milli_value
+
+GI, MI = 1 << 30, 1 << 20
+
+
+def measured(**overrides):
+    values = dict(mem_total_bytes=10 * GI, mem_available_bytes=1 * GI, kubepods_working_set_bytes=7 * GI,
+                  kube_components_working_set_bytes=512 * MI, capacity_millicores=4000,
+                  non_pod_millicores=300, kube_components_millicores=150)
+    values.update(overrides)
+    return values
+
+
+def settled(values, **settings):
+    """Recommend from a history of many samples at these values, with no floor: the plain arithmetic."""
+    basis = {'samples': 100, 'span_seconds': 7 * 86400, 'percentile': 100.0,
+             'non_pod_bytes': max(0, values['mem_total_bytes'] - values['mem_available_bytes']
+                                  - values['kubepods_working_set_bytes']),
+             'non_pod_millicores': values['non_pod_millicores']}
+    options = dict({'min_reserved': '0'}, **settings)
+    return _recommend.recommend(values, options, None, basis, formulas.all_formulas(values['mem_total_bytes'], 4))
+
+
+def total_memory(rec):
+    return int(parse_quantity(rec['kube_reserved']['memory']) + parse_quantity(rec['system_reserved']['memory']))
+
+
+def test_the_poc_example_plus_headroom():
+    # PoC: MemTotal 10Gi, working set 7Gi, available 1Gi -> non-pod 2Gi; we add 50% headroom (issue 29).
+    rec = settled(measured())
+    non_pod = 2 * GI
+    assert rec['reserved_memory_bytes'] == -(-(non_pod + non_pod // 2) // MI) * MI
+    assert total_memory(rec) == rec['reserved_memory_bytes']
+    # The kubelet + runtime hold a quarter of non-pod memory, so kubeReserved gets a quarter, rounded up.
+    assert parse_quantity(rec['kube_reserved']['memory']) == -(-rec['reserved_memory_bytes'] // 4 // MI) * MI
+
+
+def test_minimum_headroom_applies_to_small_usage():
+    rec = settled(measured(mem_available_bytes=3 * GI - 10 * MI))
+    assert rec['memory_headroom_bytes'] == 100 * MI
+    assert rec['reserved_memory_bytes'] == 110 * MI
+
+
+def test_cpu_recommendation_and_split():
+    rec = settled(measured())
+    assert rec['reserved_millicores'] == 300 + 50  # 10% of 300m is below the 50m minimum
+    kube = milli_value(parse_quantity(rec['kube_reserved']['cpu']))
+    system = milli_value(parse_quantity(rec['system_reserved']['cpu']))
+    assert kube + system == 350
+    assert kube == 175  # the kubelet + runtime used half of non-pod CPU
+
+
+def test_negative_non_pod_is_reported_and_floored():
+    rec = settled(measured(mem_available_bytes=4 * GI))
+    assert any('negative' in line for line in rec['explanation'])
+    assert rec['reserved_memory_bytes'] == 100 * MI
+
+
+def test_allocatable_subtracts_default_hard_eviction_when_no_config():
+    rec = settled(measured())
+    assert rec['eviction_hard_memory_bytes'] == 100 * MI
+    expected = 10 * GI - rec['reserved_memory_bytes'] - 100 * MI
+    assert parse_quantity(rec['allocatable']['memory']) == expected
+    assert rec['kubepods_memory_limit_bytes'] == 10 * GI - rec['reserved_memory_bytes']
+
+
+def test_explanation_names_every_input():
+    rec = _recommend.recommend(measured())
+    text = '\n'.join(rec['explanation'])
+    for figure in (10 * GI, 1 * GI, 7 * GI, 2 * GI):
+        assert str(figure) in text
+
+
+def test_warns_when_pods_already_use_more_than_the_new_limit():
+    rec = _recommend.recommend(measured(kubepods_working_set_bytes=int(9.9 * GI), mem_available_bytes=0,
+                                        mem_total_bytes=10 * GI), {'memory_headroom_min_bytes': GI})
+    assert any(line.startswith('WARNING') for line in rec['explanation'])
+
+
+def test_one_reading_without_a_prior_takes_the_same_rule_and_says_so():
+    # No formulas, so no cold-start prior: one reading gets the rule a history gets (no widening since issue 29).
+    single = _recommend.recommend(measured(), {'min_reserved': '0'})
+    history = settled(measured())
+    assert single['single_reading'] and not history['single_reading']
+    assert single['memory_headroom_bytes'] == history['memory_headroom_bytes'] == GI
+    assert any('one reading' in line for line in single['explanation'])
+
+
+def test_min_reserved_floor_and_ceiling():
+    small = settled(measured(mem_available_bytes=3 * GI - 10 * MI), min_reserved='512Mi')
+    assert small['reserved_memory_bytes'] == 512 * MI
+    capped = settled(measured(mem_available_bytes=0, kubepods_working_set_bytes=0), max_reserved_fraction=0.25)
+    assert capped['reserved_memory_bytes'] == int(10 * GI * 0.25) // MI * MI
+    assert any('capped' in line for line in capped['explanation'])
+
+
+def test_floor_policy_and_formula_policy():
+    floored = settled(measured(mem_available_bytes=3 * GI - 10 * MI), floor_policy='gke')
+    assert floored['reserved_memory_bytes'] >= formulas.gke(10 * GI, 4)['reserved_memory_bytes']
+    eks = settled(measured(), policy='eks')
+    assert total_memory(eks) == -(-formulas.eks(10 * GI, 4)['reserved_memory_bytes'] // MI) * MI
+
+
+def test_cpu_is_capped_too():
+    busy = settled(measured(non_pod_millicores=3900, capacity_millicores=4000))
+    assert busy['reserved_millicores'] == 2000
+    assert any('reserved CPU capped' in line for line in busy['explanation'])

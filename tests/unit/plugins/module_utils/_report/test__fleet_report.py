@@ -1,0 +1,341 @@
+"""The fleet report: schema, risk order, what a failed node looks like, and how a person reads it."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+
+import pytest
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _vendor_formulas
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _memory_accounting
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _decision, _recommend
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report
+
+GI = 1 << 30
+MI = 1 << 20
+# A byte count as the module prints it ("3277848576 B", "+224395264 B"), a bare integer of a MiB or more, or a
+# Ki quantity ("24684092Ki"): none of them belongs in what a person reads.
+RAW_BYTES = re.compile(r'\d+ B\b|(?<![\w.])\d{7,}(?![\w.])|\d+Ki\b')
+
+
+def result(non_pod_bytes, current_memory=None, kubelet_pid=None, config_path=None, mem_total_bytes=8 * GI):
+    """A node_reservation_facts result as the module builds it (its own recommend, decide, formulas, accounting)."""
+    meminfo = {'MemTotal': mem_total_bytes, 'MemAvailable': mem_total_bytes - non_pod_bytes,
+               'Active(file)': 300 * MI, 'Inactive(file)': 200 * MI, 'KReclaimable': 50 * MI}
+    accounting = _memory_accounting.non_pod_memory(meminfo, {'working_set_bytes': 0}, 60 * MI)
+    measured = dict(mem_total_bytes=mem_total_bytes, mem_available_bytes=mem_total_bytes - non_pod_bytes,
+                    kubepods_working_set_bytes=0, kube_components_working_set_bytes=0,
+                    capacity_millicores=2000, non_pod_millicores=100, kube_components_millicores=0,
+                    non_pod_memory=accounting)
+    current = None
+    if current_memory:
+        current = {'kube_reserved': {'memory': current_memory}, 'system_reserved': {},
+                   'eviction_hard': {'memory.available': '100Mi'}, 'enforce_node_allocatable': ['pods']}
+    formulas = _vendor_formulas.all_formulas(mem_total_bytes, 2)
+    recommendation = _recommend.recommend(measured, None, current, None, formulas)
+    return {
+        'decision': _decision.decide(current, recommendation),
+        'capacity': {'memory': '%dKi' % (mem_total_bytes // 1024), 'cpu': '2'},
+        'memory': {'non_pod_bytes': non_pod_bytes, 'kubepods_working_set_bytes': 0, 'mem_total_bytes': mem_total_bytes,
+                   'non_pod_poc_bytes': accounting['poc_bytes']},
+        'cpu': {'non_pod_millicores': 100, 'sample_seconds': 5.0, 'capacity_millicores': 2000},
+        'cgroup': {'version': 'v1', 'mode': 'legacy', 'driver': 'systemd', 'kubepods': '/kubepods.slice'},
+        'kubelet': {'config_path': config_path or ('/var/lib/kubelet/config.yaml' if current else None),
+                    'pid': kubelet_pid},
+        'current': current,
+        'recommendation': recommendation,
+        'formulas': formulas,
+        'not_found': [],
+    }
+
+
+def test_unmeasured_nodes_first_then_closest_to_oom():
+    report = _fleet_report.build_report({
+        'roomy': result(GI, current_memory='3Gi'),
+        'tight': result(2 * GI, current_memory='1Gi'),
+        'broken': {'failed': True, 'msg': 'boom'},
+        'gone': {},
+    }, now=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc))
+    assert [n['host'] for n in report['nodes']] == ['broken', 'gone', 'tight', 'roomy']
+    assert [n['status'] for n in report['nodes']] == ['failed', 'unreachable', 'ok', 'ok']
+    assert report['nodes'][0]['status_reason'] == 'boom'
+    assert report['nodes'][2]['margin_bytes'] == -GI and report['nodes'][2]['risk'] == 'high'
+    assert report['nodes'][3]['risk'] == 'low'  # 3Gi reserved, 1Gi used
+    assert report['summary']['status'] == {'failed': 1, 'unreachable': 1, 'ok': 2}
+    assert report['generated_at'] == '2026-01-01T00:00:00Z'
+    json.loads(_fleet_report.render_json(report))
+
+
+def test_any_status_with_a_reason_is_a_row_of_its_own():
+    # A playbook may hand over a row for a host it could not measure, with a status word of its own.
+    report = _fleet_report.build_report({'node': result(GI, current_memory='1Gi', kubelet_pid=1),
+                                   'odd': {'status': 'unmeasured', 'status_reason': 'no python3 on the node'}})
+    assert [(n['host'], n['status'], n['status_reason']) for n in report['nodes']][0] == (
+        'odd', 'unmeasured', 'no python3 on the node')
+    assert '  UNMEASURED: no python3 on the node' in _fleet_report.render_text_lines(report)
+    assert '**Unmeasured:** no python3 on the node' in _fleet_report.render_markdown(report)
+    page = _fleet_report.render_html(report)
+    assert '<tr class="unmeasured">' in page and 'no python3 on the node</p>' in page
+    assert report['summary']['status'] == {'unmeasured': 1, 'ok': 1}
+
+
+def test_config_diff_is_what_the_kubelet_config_merge_writes():
+    # kubeReserved keeps its ephemeral-storage key (map keys merge one by one) and an equal quantity keeps its text.
+    current = {'kube_reserved': {'memory': '1Gi', 'ephemeral-storage': '1Gi'}, 'system_reserved': {'cpu': '0.5'}}
+    recommended = {'kube_reserved': {'memory': '1024Mi', 'cpu': '100m'},
+                   'system_reserved': {'memory': '512Mi', 'cpu': '500m'}}
+    diff = _fleet_report.config_diff(current, recommended, '/var/lib/kubelet/config.yaml')
+    assert diff[:2] == ['--- /var/lib/kubelet/config.yaml (now)', '+++ /var/lib/kubelet/config.yaml (apply)']
+    assert [line for line in diff[3:] if line[:1] in '+-'] == ['+  cpu: 100m', '+  memory: 512Mi']
+    assert '   memory: 1Gi' in diff and '   ephemeral-storage: 1Gi' in diff and "   cpu: '0.5'" in diff
+    assert _fleet_report.config_diff(current, {'kube_reserved': {'memory': '1024Mi'}, 'system_reserved': {'cpu': '500m'}}) == []
+
+
+def test_merged_slices_equal_one_report_of_all_hosts():
+    results = {'a': result(GI, current_memory='3Gi'), 'b': result(2 * GI, current_memory='1Gi'),
+               'c': {'failed': True, 'msg': 'boom'}}
+    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    slices = [_fleet_report.build_report({'a': results['a'], 'c': results['c']}, now), _fleet_report.build_report({'b': results['b']}, now)]
+    whole = _fleet_report.build_report(results, now)
+    assert json.loads(_fleet_report.render_json(_fleet_report.merge_reports(slices, now))) == json.loads(_fleet_report.render_json(whole))
+
+
+def test_renderings_show_every_row_and_say_what_was_not_found():
+    # A kubelet runs (it has a pid) but no config file was found: reservations unknown, apply refuses.
+    report = _fleet_report.build_report({'node': result(GI, kubelet_pid=1234)})
+    text = _fleet_report.render_text(report)
+    markdown = _fleet_report.render_markdown(report)
+    for label in ('capacity', 'current kubeReserved', 'measured non-pod usage', 'recommended kubeReserved',
+                  'recommended systemReserved', 'allocatable (recommended)'):
+        assert label in text and label in markdown
+    assert 'current reservations unknown' in text
+    assert 'decision: increase' in text and '**Decision: increase' in markdown  # nothing reserved yet
+    assert report['nodes'][0]['config_diff'] == []  # no config file to write into
+    lines = _fleet_report.render_text_lines(report)
+    assert '\n'.join(lines) == text and not any('\n' in line for line in lines)
+
+
+def test_no_kubelet_means_nothing_to_apply_not_a_zero_reservation():
+    report = _fleet_report.build_report({'bare': result(GI), 'kube': result(GI, current_memory='1Gi', kubelet_pid=1)})
+    bare = [node for node in report['nodes'] if node['host'] == 'bare'][0]
+    assert bare['status'] == 'no_kubelet' and bare['status_reason'] == 'no kubelet found: nothing to apply'
+    assert bare['config_diff'] == [] and bare['decision'] is None and bare['risk'] == 'none'
+    assert [node['host'] for node in report['nodes']] == ['kube', 'bare']  # nothing to act on: last
+    renderings = ((_fleet_report.render_text(report), '== bare'), (_fleet_report.render_markdown(report), '## bare'),
+                  (_fleet_report.render_html(report), '<summary>bare'))
+    for rendering, start in renderings:
+        section = rendering[rendering.index(start):]  # the last node's section: to the end
+        assert 'no kubelet found: nothing to apply' in section.lower()
+        assert 'kubeReserved: 0' not in section and 'recommended kubeReserved' not in section
+        assert "memory: '0'" not in section
+
+
+def _reports():
+    """One report with a node of each kind a reader meets: tight, roomy, no kubelet, failed."""
+    return _fleet_report.build_report({
+        'tight': result(2 * GI, current_memory='1Gi', kubelet_pid=1),
+        'roomy': result(GI, current_memory='3Gi', kubelet_pid=1, mem_total_bytes=24 * GI),
+        'bare': result(900 * MI),
+        'broken': {'failed': True, 'msg': 'boom'},
+    })
+
+
+def _html_text(page):
+    """What a person reads on the page: text content, without tags, attributes, the style sheet or the script."""
+    page = re.sub(r'<(style|script)>.*?</\1>', '', page, flags=re.S)
+    return re.sub(r'<[^>]*>', ' ', page)
+
+
+@pytest.mark.parametrize('rendering', ['text', 'markdown', 'html'])
+def test_no_raw_byte_counts_where_a_person_reads(rendering):
+    report = _reports()
+    readable = {'text': _fleet_report.render_text, 'markdown': _fleet_report.render_markdown,
+                'html': lambda r: _html_text(_fleet_report.render_html(r))}[rendering](report)
+    # Diff lines are what apply writes, in the config's own quantities: those are not figures to read.
+    readable = '\n'.join(line for line in readable.splitlines() if not line.strip().startswith(('+', '-', '@@')))
+    assert RAW_BYTES.findall(readable) == []
+    assert re.search(r'\d+(\.\d+)? GiB', readable) and re.search(r'\d+ MiB', readable)
+    assert re.search(r'\d+m\b', readable)  # CPU in millicores
+
+
+def test_the_json_keeps_exact_machine_values_in_unit_suffixed_names():
+    node = [n for n in _reports()['nodes'] if n['host'] == 'tight'][0]
+    assert node['capacity_memory_bytes'] == 8 * GI and node['capacity_millicores'] == 2000
+    assert node['measured']['non_pod_memory_bytes'] == 2 * GI
+    assert set(node['measured']) == {'non_pod_memory_bytes', 'non_pod_swap_bytes', 'poc_non_pod_memory_bytes',
+                                     'measurement_tool_bytes', 'kubepods_working_set_bytes', 'non_pod_millicores',
+                                     'sample_seconds'}
+    assert isinstance(node['allocatable_memory_bytes'], int) and isinstance(node['allocatable_millicores'], int)
+
+
+def test_text_columns_line_up():
+    """Every row of a node's figure table ends its memory and CPU cells at the same column (right-aligned)."""
+    tables = 0
+    for node_lines in _fleet_report.render_text(_reports()).split('== ')[1:]:
+        lines = node_lines.splitlines()
+        header = [i for i, line in enumerate(lines) if line.split()[:2] == ['memory', 'cpu']]
+        if not header:
+            continue
+        tables += 1
+        table = lines[header[0]:]
+        table = table[:[i for i, line in enumerate(table) if line.startswith('  decision:')][0]]
+        assert len(table) > 8  # the formulas' rows are in it
+        memory_end = table[0].index('memory') + len('memory')
+        cpu_end = table[0].index('cpu') + len('cpu')
+        for line in table[1:]:
+            assert line[memory_end - 1] != ' ' and line[memory_end] == ' ', line
+            assert line[cpu_end - 1] != ' ' and line[cpu_end:cpu_end + 1] in (' ', ''), line
+        if 'what it is' in table[0]:
+            meaning_start = table[0].index('what it is')
+            assert all(line[meaning_start - 1] == ' ' and line[meaning_start] != ' ' for line in table[1:])
+    assert tables == 3  # tight, roomy, bare
+
+
+def test_markdown_table_source_lines_up():
+    """The Markdown source is read as plain text too (a terminal, a diff): its cell borders line up."""
+    for section in _fleet_report.render_markdown(_reports()).split('\n## ')[1:]:
+        table = [line for line in section.splitlines() if line.startswith('|')]
+        if not table:
+            continue
+        assert len(table) > 8 and '---:' in table[1]
+        borders = [[i for i, char in enumerate(line) if char == '|'] for line in table]
+        assert all(positions == borders[0] for positions in borders), table
+
+
+def test_html_charts_have_axes_units_capacity_and_a_legend():
+    """The same properties the Chromium test reads from the DOM, on the page as rendered (no browser needed)."""
+    page = _fleet_report.render_html(_reports())
+    measured = 3  # tight, roomy, bare; the failed node has no charts
+    memory_charts = re.findall(r'<svg[^>]*aria-label="memory">(.*?)</svg>', page, re.S)
+    cpu_charts = re.findall(r'<svg[^>]*aria-label="CPU">(.*?)</svg>', page, re.S)
+    history_charts = re.findall(r'<svg[^>]*aria-label="history">(.*?)</svg>', page, re.S)
+    assert len(memory_charts) == len(cpu_charts) == len(history_charts) == measured
+    for chart in memory_charts + cpu_charts:
+        assert 'class="capl"' in chart and '>capacity ' in chart  # a capacity line, labelled with its value
+        assert re.search(r'class="t">(memory \(MiB / GiB\)|CPU \(millicores)', chart)  # the axis names its unit
+        assert len(re.findall(r'>(\d+(\.\d+)? (MiB|GiB)|\d+m|0)</text>', chart)) >= 4  # ticks and values in units
+    formulas = sorted(_vendor_formulas.FORMULAS)
+    assert len(formulas) >= 5
+    for chart in history_charts:
+        legend = re.search(r'<g class="legend">(.*?)</g>', chart, re.S).group(1)
+        for name in formulas:
+            assert re.search(r'>%s formula \d+(\.\d+)? (MiB|GiB)</text>' % name, legend)
+        assert re.search(r'>(recommended|a kubelet would need) \d', legend) and re.search(r'>non-pod memory, (peak|now) ', legend)
+        assert '>non-pod memory</text>' in chart  # the value axis
+    assert page.count('>reserved now ') >= 2 * 2  # the two nodes with a kubelet: bar and history line
+    fleet = re.search(r'<svg[^>]*aria-label="fleet">(.*?)</svg>', page, re.S).group(1)
+    assert '>8 GiB, 2 CPUs</text>' in fleet and '>24 GiB, 2 CPUs</text>' in fleet and '>risk high</text>' in fleet
+
+
+def test_every_term_is_explained_next_to_the_line_that_first_uses_it():
+    text = _fleet_report.render_text_lines(_reports())
+    poc = [i for i, line in enumerate(text) if line.strip().startswith('PoC non-pod memory =')][0]
+    following = text[poc + 1:poc + 4]
+    assert any(line.strip().startswith('(PoC non-pod memory: ') and 'proof of concept' in line for line in following)
+    html_page = _fleet_report.render_html(_reports())
+    assert re.search(r'<li>PoC non-pod memory = [^<]*<div><b>PoC non-pod memory</b>: [^<]*proof of concept', html_page)
+    markdown = _fleet_report.render_markdown(_reports())
+    assert re.search(r'`PoC non-pod memory = [^`]*`\n  - \*PoC non-pod memory\*: [^\n]*proof of concept', markdown)
+    # Every row of the figure table says what the figure is.
+    for row in _fleet_report.rows([n for n in _reports()['nodes'] if n['host'] == 'tight'][0]):
+        assert len(row) == 4 and row[3]
+
+
+def test_text_and_markdown_show_pressure_as_evidence():
+    facts = result(512 * 1024 * 1024)
+    facts['pressure'] = {'node': {'cpu': {'some': {'avg10': 12.5, 'avg60': 3.0, 'avg300': 1.25, 'total_usec': 9}}},
+                         'cgroups': {}, 'note': 'cgroup v1 has no per-cgroup pressure files'}
+    report = _fleet_report.build_report({'node1': facts})
+    assert 'pressure (PSI) node: cpu some 12.50% (10 s) 1.25% (5 min)' in _fleet_report.render_text(report)
+    assert '- cgroup v1 has no per-cgroup pressure files' in _fleet_report.render_markdown(report)
+
+
+def test_the_overcommit_audit_reaches_the_text_and_markdown(tmp_path):
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cgroup, _overcommit
+    from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
+    root = str(tmp_path / 'cgroup')
+    cgroup_v2.make_root(root)
+    cgroup_v2.make_group(root, 'kubepods.slice', 0, 0, 0, memory_max=str(4 * GI))
+    cgroup_v2.make_group(root, 'kubepods.slice/kubepods-pod1.slice', 0, 0, 0, memory_max=str(3 * GI))
+    cgroup_v2.make_group(root, 'kubepods.slice/kubepods-burstable.slice', 0, 0, 0)
+    cgroup_v2.make_group(root, 'kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod2.slice', 0, 0, 0,
+                         memory_max=str(3 * GI))
+    node = dict(result(GI), overcommit=_overcommit.audit(_cgroup.layout_from_root(root), 'kubepods.slice'))
+    report = _fleet_report.build_report({'node': node})
+    assert report['nodes'][0]['overcommit']['limits_to_kubepods_percent'] == 150.0
+    assert 'kubepods would need 150.0 % of its limit' in _fleet_report.render_text(report)
+    assert '**Overcommit:** 2 pods (0 without a memory limit)' in _fleet_report.render_markdown(report)
+
+
+def test_memory_min_cost_and_the_enforcement_proposal_reach_the_text_and_markdown():
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cpu_guarantee, _memory_protection
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _cpu_enforcement
+    facts = result(512 * MI, current_memory='1Gi', kubelet_pid=4242)
+    protection = {'supported': True, 'problems': [], 'note': None, 'cgroups': [
+        {'role': 'system-reserved', 'config_field': 'systemReservedCgroup', 'cgroup': '/system.slice', 'exists': True,
+         'memory_min': 300 * MI, 'memory_low': 0, 'working_set_bytes': 100 * MI, 'cpu_weight': 100}]}
+    cost = _memory_protection.cost(protection, 8 * GI, {'system-reserved': 250 * MI})
+    facts['memory_protection'] = dict(protection, cost=cost)
+    from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.guest_v2_protection import CAPTURE
+    pressure = {'node': {}, 'note': None, 'cgroups': {'/system.slice': {
+        'cpu': _cpu_guarantee.parse_pressure(CAPTURE['starved']['system.slice']['cpu.pressure'])}}}
+    facts['enforcement_proposal'] = _cpu_enforcement.propose(
+        {}, {'system_reserved': {'cpu': '3'}}, pressure, [], 'v2', 8000, {}, None, cgroup_exists=lambda r: True)
+    facts['recommendation']['explanation'].extend(_memory_protection.explain(
+        protection, facts['memory_protection']['cost'], True, 'TieredReservation'))
+    report = _fleet_report.build_report({'node1': facts})
+    text, markdown = _fleet_report.render_text(report), _fleet_report.render_markdown(report)
+    # The explanation's exact byte counts reach a person in MiB, with memory.min explained where it first appears.
+    assert not RAW_BYTES.search(text), RAW_BYTES.search(text)
+    assert 'memory.min beyond use of /system.slice = memory.min - working set = 300 MiB - 100 MiB = 200 MiB' in text
+    assert '(memory.min: cgroup v2 hard protection' in text
+    assert report['nodes'][0]['memory_min_beyond_use_bytes'] == 200 * MI
+    assert any(row[0] == 'memory.min beyond use' and row[1] == '200 MiB' for row in _fleet_report.rows(report['nodes'][0]))
+    assert 'memory.min beyond use' in _fleet_report.render_html(report)
+    for rendering in (text, markdown):
+        assert 'memory.min protects 300 MiB on the reserved groups (/system.slice), 200 MiB beyond what they use' in rendering
+        assert 'with the recommendation written, 150 MiB beyond use' in rendering
+        assert '/system.slice waits for CPU 39.2 % of the last 5 min' in rendering
+        assert "proposed: enforceNodeAllocatable ['pods', 'system-reserved-compressible'], systemReservedCgroup " \
+               "/system.slice (validated" in rendering
+
+
+def test_the_requests_fit_reaches_the_text_and_markdown_checked_refused_or_skipped():
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _requests_fit
+    pods = [{'pod': 'data/cache-0', 'millicores': 200, 'memory_bytes': 6 * GI},
+            {'pod': 'web/api-0', 'millicores': 600, 'memory_bytes': 1152 * MI}]
+    refused = _requests_fit.check(pods, {'allocatable_memory_bytes': 4 * GI, 'allocatable_millicores': 1900})
+    fits = _requests_fit.check(pods, {'allocatable_memory_bytes': 8 * GI, 'allocatable_millicores': 1900})
+    report = _fleet_report.build_report({'refused': dict(result(GI), requests_fit=refused),
+                                   'fits': dict(result(GI), requests_fit=fits),
+                                   'skipped': dict(result(GI), requests_fit=_requests_fit.check(None, None))})
+    text, markdown = _fleet_report.render_text(report), _fleet_report.render_markdown(report)
+    assert 'requests fit: apply refuses: the 2 pods bound to the node request 7.12 GiB of memory' in text
+    assert 'largest: data/cache-0 6.00 GiB, web/api-0 1.12 GiB' in text
+    assert ('requests fit: the 2 pods bound to the node request 7.12 GiB and 800m, within the 8.00 GiB and 1900m '
+            'allocatable this change gives') in text
+    assert 'requests fit: not checked: no pod list: the role reads the pods' in text
+    assert '**Requests fit:** apply refuses:' in markdown and '**Requests fit:** not checked:' in markdown
+    assert not RAW_BYTES.search(text)
+
+
+def test_the_requests_fit_reaches_the_html_page():
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _requests_fit
+    fit = _requests_fit.check([{'pod': 'data/cache-0', 'millicores': 200, 'memory_bytes': 6 * GI}],
+                              {'allocatable_memory_bytes': 4 * GI, 'allocatable_millicores': 1900})
+    page = _fleet_report.render_html(_fleet_report.build_report({'refused': dict(result(GI), requests_fit=fit)}))
+    assert '<p>Requests fit: apply refuses: the 1 pod bound to the node request 6.00 GiB of memory' in page
+
+
+def test_a_markdown_paragraph_after_the_pressure_list_stands_apart_from_its_last_item():
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _requests_fit
+    facts = dict(result(GI), requests_fit=_requests_fit.check(None, None))
+    facts['pressure'] = {'node': {'cpu': {'some': {'avg10': 2.0, 'avg300': 5.0}}}, 'cgroups': {}, 'note': None}
+    markdown = _fleet_report.render_markdown(_fleet_report.build_report({'node1': facts}))
+    lines = markdown.split('\n')
+    at = next(i for i, line in enumerate(lines) if line.startswith('**Requests fit:**'))
+    assert lines[at - 2].startswith('- pressure'), lines[at - 3:at + 1]
+    # CommonMark joins a paragraph that follows a list item without a blank line to that item.
+    assert lines[at - 1] == ''

@@ -1,0 +1,106 @@
+"""_node_templates: the class recommendation, and each template form valid against its project's schema."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _node_templates as nt
+from helpers import templates
+
+GIB = 1 << 30
+
+
+def facts(kube_memory, kube_cpu, system_memory, system_cpu, node_class=(16, 4), eviction='100Mi'):
+    """A node_reservation_facts result, only the parts templates read."""
+    return {'recommendation': {'kube_reserved': {'cpu': kube_cpu, 'memory': kube_memory},
+                               'system_reserved': {'cpu': system_cpu, 'memory': system_memory}},
+            'class_record': {'node_class': list(node_class)},
+            'current': {'eviction_hard': {'memory.available': eviction}},
+            'memory': {'mem_total_bytes': node_class[0] * GIB}}
+
+
+HOSTS = {
+    'a1': {'facts': facts('900Mi', '80m', '1Gi', '100m'), 'node_class': None},
+    'a2': {'facts': facts('1200Mi', '60m', '512Mi', '250m', eviction='5%'), 'node_class': None},
+    'b1': {'facts': facts('300Mi', '40m', '200Mi', '50m', node_class=(4, 2)), 'node_class': None},
+    'down': {'facts': {'failed': True, 'msg': 'unreachable'}, 'node_class': None},
+}
+
+
+def test_the_class_recommendation_is_the_largest_of_its_nodes_resource_by_resource():
+    classes = nt.class_recommendations(HOSTS)
+    assert sorted(classes) == ['16gib-4cpu', '4gib-2cpu']
+    big = classes['16gib-4cpu']
+    assert big['hosts'] == ['a1', 'a2']
+    assert big['kube_reserved'] == {'memory': '1200Mi', 'cpu': '80m'}
+    assert big['system_reserved'] == {'memory': '1Gi', 'cpu': '250m'}
+    # 5 % of 16 GiB (819.2 MiB) is more than 100Mi.
+    assert big['eviction_hard'] == {'memory.available': '5%'}
+    assert big['from'] == {'kube_reserved.memory': 'a2', 'kube_reserved.cpu': 'a1', 'system_reserved.memory': 'a1',
+                           'system_reserved.cpu': 'a2', 'eviction_hard.memory.available': 'a2'}
+
+
+def test_an_inventory_class_name_groups_nodes_of_any_size():
+    hosts = dict(HOSTS, b1=dict(HOSTS['b1'], node_class='General Purpose'),
+                 a1=dict(HOSTS['a1'], node_class='General Purpose'))
+    classes = nt.class_recommendations(hosts)
+    assert classes['General Purpose']['hosts'] == ['a1', 'b1']
+    assert classes['16gib-4cpu']['hosts'] == ['a2']
+    assert {item['path'].split('/')[0] for item in nt.render(hosts)} == {'general-purpose', '16gib-4cpu'}
+
+
+def test_five_forms_per_class_each_valid_against_its_schema():
+    rendered = nt.render(HOSTS)
+    assert sorted(item['path'] for item in rendered) == sorted(
+        '%s/%s' % (cls, name) for cls in ('16gib-4cpu', '4gib-2cpu') for name in nt.FILES)
+    for item in rendered:
+        templates.validate(item['path'].split('/', 1)[1], item['content'])
+
+
+def test_each_form_carries_the_class_values_where_its_tool_reads_them():
+    docs = {item['path']: templates.validate(item['path'].split('/', 1)[1], item['content'])
+            for item in nt.render(HOSTS) if item['class'] == '16gib-4cpu'}
+    kubelet = {'kubeReserved': {'memory': '1200Mi', 'cpu': '80m'}, 'systemReserved': {'memory': '1Gi', 'cpu': '250m'},
+               'evictionHard': {'memory.available': '5%'}}
+    assert docs['16gib-4cpu/karpenter-ec2nodeclass-patch.yaml'] == {'spec': {'kubelet': kubelet}}
+    assert docs['16gib-4cpu/eks-nodeadm-nodeconfig.yaml']['spec']['kubelet']['config'] == kubelet
+    drop_in = docs['16gib-4cpu/50-nodealloc.conf']
+    assert {k: v for k, v in drop_in.items() if k not in ('apiVersion', 'kind')} == kubelet
+    capi = docs['16gib-4cpu/capi-kubeadmconfigtemplate-patch.yaml']['spec']['template']['spec']
+    assert capi['files'][0]['path'] == '/etc/kubernetes/patches/kubeletconfiguration0+strategic.json'
+    assert json.loads(capi['files'][0]['content']) == drop_in
+    assert capi['joinConfiguration'] == {'patches': {'directory': '/etc/kubernetes/patches'}}
+    # Gardener has one reservation: kube + system (1200Mi + 1Gi = 2224Mi, 80m + 250m = 330m).
+    assert docs['16gib-4cpu/gardener-worker-kubelet.yaml'] == {
+        'kubernetes': {'kubelet': {'kubeReserved': {'cpu': '330m', 'memory': '2224Mi'},
+                                   'evictionHard': {'memoryAvailable': '5%'}}}}
+
+
+@pytest.mark.parametrize('file_name,document', [
+    # What the schemas exist to catch: each is a plausible mistake its tool would refuse or drop.
+    ('gardener-worker-kubelet.yaml', {'kubernetes': {'kubelet': {'systemReserved': {'memory': '1Gi'}}}}),
+    ('gardener-worker-kubelet.yaml', {'kubernetes': {'kubelet': {'evictionHard': {'memory.available': '100Mi'}}}}),
+    ('karpenter-ec2nodeclass-patch.yaml', {'spec': {'kubelet': {'kubeReserved': {'gpu': '1'}}}}),
+    ('karpenter-ec2nodeclass-patch.yaml', {'spec': {'kubelet': {'kubeReserved': {'memory': 'lots'}}}}),
+    ('eks-nodeadm-nodeconfig.yaml', {'apiVersion': 'node.eks.aws/v1', 'kind': 'NodeConfig', 'spec': {}}),
+    ('capi-kubeadmconfigtemplate-patch.yaml', {'apiVersion': 'bootstrap.cluster.x-k8s.io/v1beta2',
+                                               'kind': 'KubeadmConfigTemplate', 'metadata': {},
+                                               'spec': {'template': {'spec': {'files': [{'content': 'x'}]}}}}),
+    ('50-nodealloc.conf', {'kubeReserved': {'memory': '1Gi'}}),
+])
+def test_the_schemas_refuse_what_the_tools_would(file_name, document):
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, templates.schema(templates.SCHEMA_OF[file_name]))
+
+
+def test_a_node_without_a_recommendation_makes_no_class():
+    assert nt.render({'down': HOSTS['down']}) == []
+
+
+def test_to_yaml_round_trips_through_a_yaml_parser():
+    yaml = pytest.importorskip('yaml')
+    document = {'a': {'b': ['x', {'c': 'multi\nline\n', 'd': '0644'}]}, 'e': {}, 'f': 'plain'}
+    assert yaml.safe_load('\n'.join(nt.to_yaml(document))) == document

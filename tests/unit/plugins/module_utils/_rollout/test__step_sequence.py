@@ -1,0 +1,157 @@
+"""The on-node step's sequence against a scripted kubelet: the status files it writes after the outcome.
+
+The kubelet is a fake ``_step_primitives.Node`` (restart, unit state, /healthz); config, backups, journal and status
+files are real files in a temporary directory. The full module (a process, a scripted systemctl, SIGKILL) is
+tests/integration/test_rollout_step_module.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+import yaml
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _step_sequence
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _step_primitives as step
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
+
+OLD = """apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: systemd
+systemReserved:
+  memory: 100Mi
+"""
+# What roles/reservations/tasks/decision_file.yml and rollout.yml keep for the sampler (values as a node's facts).
+DECISION = {'action': 'increase', 'eviction_hard_memory_bytes': 104857600,
+            'recommended_kubepods_memory_limit_bytes': 3221225472}
+APPLIED = {'reserved_memory_bytes': 1073741824, 'memory_headroom_bytes': 134217728}
+
+
+class FakeKubelet(step.Node):
+    """Healthy after every restart unless ``healthy`` says otherwise; counts restarts."""
+
+    healthy = True
+    restarts = 0
+
+    def __init__(self, unit, healthz_url, limit_file=None):
+        super().__init__(unit, healthz_url, limit_file, clock=lambda: 0.0, sleep=lambda seconds: None)
+
+    def restart(self):
+        type(self).restarts += 1
+        return None
+
+    def unit_state(self):
+        return {'active_state': 'active', 'sub_state': 'running', 'main_pid': 100 + type(self).restarts,
+                'n_restarts': 0}
+
+    def healthz(self):
+        return (True, "HTTP 200 'ok'") if type(self).healthy else (False, "HTTP 500 'refused'")
+
+
+@pytest.fixture
+def node(tmp_path, monkeypatch):
+    monkeypatch.setattr(step, 'Node', FakeKubelet)
+    monkeypatch.setattr(FakeKubelet, 'healthy', True)
+    monkeypatch.setattr(FakeKubelet, 'restarts', 0)
+    monkeypatch.setattr(_step_sequence, 'probe_node', lambda params: {})  # no capacity: nothing of the host is read
+    (tmp_path / 'kubelet').mkdir()
+    (tmp_path / 'kubelet' / 'config.yaml').write_text(OLD)
+    params = {name: option['default'] for name, option in _option_specs.STEP_OPTIONS.items()}
+    params.update({name: _option_specs.OPTIONS[name]['default'] for name in _option_specs.STEP_SHARED})
+    params.update(path=str(tmp_path / 'kubelet' / 'config.yaml'), kube_reserved={'memory': '300Mi'},
+                  system_reserved={'memory': '700Mi'}, kubepods_margin='0', state_dir=str(tmp_path / 'step'),
+                  health_timeout=0, soak_seconds=0,
+                  status={'on_success': [{'path': str(tmp_path / 'metrics' / 'decision.json'),
+                                          'content': dict(DECISION, action='keep')},
+                                         {'path': str(tmp_path / 'metrics' / 'applied.json'), 'content': APPLIED}],
+                          'on_failure': [{'path': str(tmp_path / 'metrics' / 'decision.json'), 'content': DECISION}]})
+    return {'tmp': tmp_path, 'params': params}
+
+
+def run(node, check_mode=False, **overrides):
+    result = {'changed': False, 'step': {'pid': 1, 'started': 'now', 'controller': 'test'}}
+    _step_sequence.run(dict(node['params'], **overrides), check_mode, False, result)
+    return result
+
+
+def status_files(node):
+    directory = node['tmp'] / 'metrics'
+    return {name: json.loads((directory / name).read_text()) for name in sorted(os.listdir(directory))} \
+        if directory.is_dir() else {}
+
+
+def test_a_verified_step_writes_the_success_status_in_the_same_call(node):
+    result = run(node)
+    assert result['changed'] and result['health']['main_pid'] == 101
+    assert status_files(node) == {'decision.json': dict(DECISION, action='keep'), 'applied.json': APPLIED}
+    mode = stat.S_IMODE(os.stat(node['tmp'] / 'metrics' / 'applied.json').st_mode)
+    assert mode == 0o644
+
+
+def test_a_failed_step_restores_then_writes_the_failure_status(node):
+    FakeKubelet.healthy = False
+    with pytest.raises(step.StepError) as failure:
+        run(node)
+    assert 'Restored' in str(failure.value)
+    assert (node['tmp'] / 'kubelet' / 'config.yaml').read_text() == OLD
+    assert status_files(node) == {'decision.json': DECISION}
+
+
+def test_a_step_that_changes_nothing_because_the_config_moved_says_the_change_is_still_pending(node):
+    result = run(node, measured_reserved={'system_reserved': {'memory': '50Mi'}})
+    assert not result['changed'] and 'changed since this node was measured' in result['msg']
+    assert status_files(node) == {'decision.json': DECISION}
+
+
+def test_a_refused_change_writes_the_failure_status_and_nothing_else(node):
+    with pytest.raises(ValueError):
+        run(node, system_reserved={'memory': '-1Mi'})
+    assert (node['tmp'] / 'kubelet' / 'config.yaml').read_text() == OLD and FakeKubelet.restarts == 0
+    assert status_files(node) == {'decision.json': DECISION}
+
+
+def test_check_mode_writes_no_status(node):
+    assert run(node, check_mode=True)['changed']
+    assert status_files(node) == {} and FakeKubelet.restarts == 0
+
+
+def test_without_status_the_step_writes_none(node):
+    assert run(node, status=None)['changed']
+    assert status_files(node) == {}
+
+
+def test_a_status_file_that_cannot_be_written_fails_the_step_naming_it(node):
+    (node['tmp'] / 'metrics').write_text('a file where the directory should be')
+    with pytest.raises(NodeallocError) as failure:
+        run(node)
+    assert 'decision.json' in str(failure.value)
+    assert yaml.safe_load((node['tmp'] / 'kubelet' / 'config.yaml').read_text())['systemReserved'] == {
+        'memory': '700Mi'}  # the verified change stays
+
+
+@pytest.mark.parametrize('status,problem', [
+    ({'on_sucess': []}, 'not on_sucess'),
+    ({'on_success': [{'path': '/x'}]}, 'entries are {path, content'),
+    ({'on_success': [{'path': '/x', 'content': 'text'}]}, 'entries are {path, content'),
+    ({'on_failure': [{'path': 'relative.json', 'content': {}}]}, 'is not absolute'),
+])
+def test_a_malformed_status_is_refused(status, problem):
+    assert problem in _step_sequence.check_status(status)
+
+
+def test_a_wellformed_status_passes():
+    assert _step_sequence.check_status({'on_success': [{'path': '/a.json', 'content': {}}], 'on_failure': []}) is None
+    assert _step_sequence.check_status(None) is None
+
+
+def test_a_failed_step_whose_status_cannot_be_written_says_both(node):
+    FakeKubelet.healthy = False
+    (node['tmp'] / 'metrics').write_text('a file where the directory should be')
+    with pytest.raises(NodeallocError) as failure:
+        run(node)
+    assert 'Restored' in str(failure.value) and 'the status file was not written' in str(failure.value)
+    assert (node['tmp'] / 'kubelet' / 'config.yaml').read_text() == OLD

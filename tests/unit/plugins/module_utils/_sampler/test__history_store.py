@@ -1,0 +1,150 @@
+"""The history file: appends, rotation, corruption, clock jumps, concurrency, percentiles."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+
+import pytest
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _duration
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _history_stats
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store
+
+MIB = 1 << 20
+
+
+def sample(t, memory_mib, cpu=100):
+    return {'t': t, 'non_pod_bytes': memory_mib * MIB, 'non_pod_millicores': cpu}
+
+
+def test_append_and_read_within_window(tmp_path):
+    path = str(tmp_path / 'nodealloc' / 'history.jsonl')
+    for t in range(10):
+        _history_store.append(path, sample(1000 + t * 60, 500 + t))
+    samples, problems = _history_store.read(path, now=1000 + 9 * 60, window_seconds=5 * 60)
+    assert problems == []
+    assert [s['non_pod_bytes'] // MIB for s in samples] == [504, 505, 506, 507, 508, 509]
+
+
+def test_rotation_keeps_the_newest_within_bounds(tmp_path):
+    path = str(tmp_path / 'history.jsonl')
+    for t in range(30):
+        _history_store.append(path, sample(t, t), max_samples=10)
+    with open(path) as handle:
+        lines = handle.read().splitlines()
+    assert len(lines) <= 13  # counted once the size says more than 10 lines of about this length (+20 %)
+    assert json.loads(lines[-1])['t'] == 29
+
+
+def test_corrupt_lines_are_skipped_and_reported(tmp_path):
+    path = tmp_path / 'history.jsonl'
+    path.write_text(json.dumps(sample(1, 100)) + '\n{"t": 2, "non_pod_bytes": "lots"}\nnot json at all\n'
+                    + json.dumps(sample(3, 300)) + '\n{"t": 4, "non_pod')
+    samples, problems = _history_store.read(str(path), now=10)
+    assert [s['t'] for s in samples] == [1, 3]
+    assert len(problems) == 3 and all('skipped' in p for p in problems)
+
+
+def test_clock_jumps(tmp_path):
+    path = tmp_path / 'history.jsonl'
+    # Written in this order: a clock that stepped back (300 after 500), and one from the future.
+    path.write_text(''.join(json.dumps(s) + '\n' for s in (sample(500, 5), sample(300, 3), sample(10**9, 9))))
+    samples, problems = _history_store.read(str(path), now=600)
+    assert [s['t'] for s in samples] == [300, 500]  # sorted
+    assert any('future' in p for p in problems)
+
+
+def _writer(path, offset):
+    for index in range(200):
+        _history_store.append(path, sample(offset + index, 100))
+
+
+def test_concurrent_appends_never_interleave(tmp_path):
+    path = str(tmp_path / 'history.jsonl')
+    workers = [multiprocessing.Process(target=_writer, args=(path, k * 1000)) for k in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    samples, problems = _history_store.read(path, now=10**6)
+    assert problems == [] and len(samples) == 800
+
+
+@pytest.mark.parametrize('percent,expected', [(100, 10), (90, 9), (50, 5), (1, 1)])
+def test_nearest_rank_percentile(percent, expected):
+    assert _history_stats.percentile(list(range(1, 11)), percent) == expected
+
+
+@pytest.mark.parametrize('text,seconds', [('7d', 604800), ('24h', 86400), ('90m', 5400), ('1.5d', 129600)])
+def test_windows(text, seconds):
+    assert _duration.parse_window(text) == seconds
+
+
+def test_unreadable_history_is_a_problem_not_a_failure(tmp_path):
+    samples, problems = _history_store.read(str(tmp_path), now=1)
+    assert samples == [] and problems
+
+
+def test_a_torn_last_line_is_cut_before_the_next_append(tmp_path):
+    path = tmp_path / 'history.jsonl'
+    path.write_text(json.dumps(sample(1, 100)) + '\n' + json.dumps(sample(2, 200))[:17])
+    cut = _history_store.append(str(path), sample(3, 300))
+    samples, problems = _history_store.read(str(path), now=10)
+    assert cut == 17
+    assert problems == [] and [s['t'] for s in samples] == [1, 3]
+
+
+def _append_half_then_die(path):
+    import os
+    import signal
+    line = json.dumps(sample(2, 200)) + '\n'
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    os.write(fd, line[:len(line) // 2].encode())
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_writer_killed_mid_append_loses_only_its_own_line(tmp_path):
+    path = str(tmp_path / 'history.jsonl')
+    _history_store.append(path, sample(1, 100))
+    writer = multiprocessing.Process(target=_append_half_then_die, args=(path,))
+    writer.start()
+    writer.join()
+    assert writer.exitcode == -9
+    with open(path) as handle:
+        assert not handle.read().endswith('\n')  # the kill really left a torn line
+    _history_store.append(path, sample(3, 300))
+    samples, problems = _history_store.read(path, now=10)
+    assert problems == [] and [s['t'] for s in samples] == [1, 3]
+
+
+@pytest.mark.parametrize('line,reason', [
+    ('{"t": 5, "non_pod_bytes": 1e300, "non_pod_millicores": 10}', 'more than the node has'),
+    ('{"t": 5, "non_pod_bytes": NaN, "non_pod_millicores": 10}', 'nan'),
+    ('{"t": 5, "non_pod_bytes": Infinity, "non_pod_millicores": 10}', 'inf'),
+    ('{"t": 5, "non_pod_bytes": -1, "non_pod_millicores": 10}', 'negative'),
+    ('{"t": 5, "non_pod_bytes": 1, "non_pod_millicores": 2001}', 'more than the node has'),
+    ('{"t": 5, "non_pod_bytes": 1, "non_pod_millicores": 10, "kubepods_bytes": 3e9}', 'more than the node has'),
+    ('{"t": 99999, "non_pod_bytes": 1, "non_pod_millicores": 10}', 'future'),
+    ('{"t": true, "non_pod_bytes": 1, "non_pod_millicores": 10}', 'not a number'),
+    ('[1, 2, 3]', 'not a json object'),
+])
+def test_impossible_samples_are_rejected_and_named(tmp_path, line, reason):
+    path = tmp_path / 'history.jsonl'
+    path.write_text(json.dumps(sample(1, 100)) + '\n' + line + '\n')
+    samples, problems = _history_store.read(str(path), now=10, mem_total_bytes=2 << 30, capacity_millicores=2000)
+    assert [s['t'] for s in samples] == [1]
+    assert len(problems) == 1 and reason in problems[0].lower()
+
+
+def test_a_full_file_is_rotated_once_then_appended_to_without_counting(tmp_path, monkeypatch):
+    path = str(tmp_path / 'history.jsonl')
+    counted = []
+    real_count = _history_store._count_lines
+    monkeypatch.setattr(_history_store, '_count_lines', lambda fd: counted.append(1) or real_count(fd))
+    for t in range(100, 200):
+        _history_store.append(path, sample(t, t), max_samples=50)
+    with open(path) as handle:
+        lines = handle.read().splitlines()
+    assert 45 <= len(lines) <= 60 and json.loads(lines[-1])['t'] == 199
+    assert len(counted) < 40  # a full file is not counted on every append

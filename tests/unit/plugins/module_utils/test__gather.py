@@ -1,0 +1,288 @@
+"""gather() on a cgroup v2 node, reproduced as a file tree (see tests/unit/fixtures/cgroup_v2.py)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pytest
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _measure, _procfs
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ConfigError
+from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
+
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+
+# gather() and measure() look for the kubelet and the container runtime in this machine's /proc, the one proc root
+# that also holds its /proc/meminfo and /proc/stat. A process found there becomes the node's kubelet: its --config wins
+# over kubelet_config_path, its binary is asked its version. Such processes run on this host beside these tests (make
+# test runs ansible-test units while test_facts_real_cgroups_v1.py runs a `kubelet --config=...` in system.slice): with
+# a `python3 .../kubelet --config=...` and a `containerd` started by hand, ten of these tests failed. Pinned to names no
+# process can have (a program name is a file's base name, which never holds a '/'), they find none, whatever runs.
+NO_HOST_PROCESSES = {'kubelet_process_names': ['no/kubelet'], 'runtime_process_names': ['no/runtime']}
+
+
+@pytest.fixture
+def v2_node(tmp_path):
+    root = str(tmp_path / 'cgroup')
+    cgroup_v2.make_root(root)
+    cgroup_v2.make_group(root, 'kubepods.slice', anon_bytes=600 * MIB, active_file_bytes=50 * MIB,
+                         inactive_file_bytes=300 * MIB)
+    cgroup_v2.make_group(root, 'kubepods.slice/kubepods-burstable.slice', 600 * MIB, 50 * MIB, 300 * MIB)
+    cgroup_v2.make_group(root, 'system.slice', anon_bytes=200 * MIB, active_file_bytes=10 * MIB,
+                         inactive_file_bytes=90 * MIB)
+    return root
+
+
+class AdvancingClock:
+    """The clock the CPU sample reads, and a sleep that moves it while the kubepods group accrues CPU time at a
+    given rate, as a busy pod would. Not wall time: on a busy machine the reads around a real sleep take long
+    enough to move a rate measured over 0.3 s by more than any tolerance (CI saw 710 m for 750 m)."""
+
+    def __init__(self, root, usage_per_second_usec):
+        self.root, self.rate, self.now, self.usage_usec = root, usage_per_second_usec, 1000.0, 0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+        self.usage_usec += int(seconds * self.rate)
+        cgroup_v2.set_cpu_usage(self.root, 'kubepods.slice', self.usage_usec)
+
+
+def test_v2_node_measures_working_sets_and_cpu(v2_node, tmp_path, monkeypatch):
+    clock = AdvancingClock(v2_node, 750000)
+    monkeypatch.setattr(_measure, 'time', clock)
+    facts = _gather.gather({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0.3, 'history': False,
+                           'kubelet_config_path': str(tmp_path / 'none.yaml')},
+                          sleep=clock.sleep)
+    assert facts['cgroup']['version'] == 'v2'
+    assert facts['cgroup']['mode'] == 'unified'
+    assert facts['cgroup']['driver'] == 'systemd'
+    assert facts['cgroup']['kubepods_limit_file'] == v2_node + '/kubepods.slice/memory.max'
+    assert facts['memory']['kubepods_working_set_bytes'] == 650 * MIB
+    assert facts['memory']['system_slice']['working_set_bytes'] == 210 * MIB
+    # 0.3 s of 750 ms of CPU a second, read as cumulative cpu.stat usage_usec before and after.
+    assert facts['cpu']['kubepods_millicores'] == 750
+    assert facts['cpu']['sample_seconds'] == 0.3
+    assert facts['current'] is None
+
+
+def test_malformed_kubelet_config_is_an_error_naming_the_file(v2_node, tmp_path):
+    config = tmp_path / 'config.yaml'
+    config.write_text('apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nkubeReserved: [\n')
+    with pytest.raises(ConfigError, match=str(config)):
+        _gather.gather({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0, 'kubelet_config_path': str(config),
+                       'history': False})
+
+
+def test_config_found_by_option_is_read(v2_node, tmp_path):
+    config = tmp_path / 'config.json'
+    config.write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", '
+                      '"systemReserved": {"memory": "1Gi"}, "enforceNodeAllocatable": ["pods", "system-reserved"]}')
+    facts = _gather.gather({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0, 'kubelet_config_path': str(config),
+                           'history': False})
+    assert facts['kubelet']['config_found_by'] == 'kubelet_config_path option'
+    assert facts['current']['system_reserved'] == {'memory': '1Gi'}
+    assert facts['current']['eviction_hard_source'] == 'default'
+    assert facts['current']['enforce_node_allocatable'] == ['pods', 'system-reserved']
+
+
+def _recommend_from(path, v2_node, tmp_path, measurement, now):
+    options = {'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'history_path': str(path), 'history_window': '7d',
+               'kubelet_config_path': str(tmp_path / 'none.yaml')}
+    history, samples = _gather.read_history(options, measurement, now)
+    reading = _gather.reading_from(measurement, 'module', now)
+    _gather.history_basis(options, history, samples, reading, now)
+    formulas, recommendation, decision = _gather.recommend(options, measurement, history)
+    return history, recommendation, decision
+
+
+def test_a_damaged_history_recommends_as_the_clean_one_it_came_from(v2_node, tmp_path):
+    import json
+    measurement = _gather.measure({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0,
+                                  'kubelet_config_path': str(tmp_path / 'none.yaml')}, sleep=lambda _s: None)
+    mem_total = measurement['memory']['mem_total_bytes']
+    now = time.time()
+    clean = [json.dumps({'t': now - 3600 + 60 * i, 'non_pod_bytes': (700 + (i * 37) % 400) * MIB,
+                         'non_pod_millicores': 100 + (i * 13) % 300, 'source': 'sampler'}) + '\n' for i in range(50)]
+    (tmp_path / 'clean.jsonl').write_text(''.join(clean))
+    damaged = list(clean)
+    damaged.insert(5, 'garbage that is not json\n')
+    damaged.insert(9, '{"t": %f, "non_pod_bytes": 1e300, "non_pod_millicores": 100}\n' % (now - 100))
+    damaged.insert(12, '{"t": %f, "non_pod_bytes": NaN, "non_pod_millicores": 100}\n' % (now - 100))
+    damaged.insert(20, '{"t": %f, "non_pod_bytes": -5, "non_pod_millicores": 100}\n' % (now - 100))
+    damaged.insert(30, '{"t": %f, "non_pod_bytes": %d, "non_pod_millicores": 100}\n' % (now - 100, mem_total + 1))
+    damaged.insert(31, '{"t": %f, "non_pod_bytes": 1, "non_pod_millicores": 10000000}\n' % (now - 100))
+    damaged.append('{"t": %f, "non_pod_bytes": 1, "non_pod_millicores": 100}\n' % (now + 86400))
+    damaged.append(clean[-1][:25])  # a torn last line
+    (tmp_path / 'damaged.jsonl').write_text(''.join(damaged))
+
+    clean_history, clean_rec, clean_decision = _recommend_from(tmp_path / 'clean.jsonl', v2_node, tmp_path,
+                                                               measurement, now)
+    history, rec, decision = _recommend_from(tmp_path / 'damaged.jsonl', v2_node, tmp_path, measurement, now)
+    assert clean_history['problems'] == [] and clean_history['samples'] == 51
+    assert history['rejected'] == 8 and len(history['problems']) == 8
+    assert history['samples'] == clean_history['samples']
+    assert rec['kube_reserved'] == clean_rec['kube_reserved'] and rec['system_reserved'] == clean_rec['system_reserved']
+    assert rec['explanation'] == clean_rec['explanation']
+    assert decision == clean_decision
+
+
+def test_recording_is_opt_in_and_never_in_check_mode(v2_node, tmp_path):
+    path = tmp_path / 'history.jsonl'
+    base = {'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0, 'history_path': str(path),
+            'kubelet_config_path': str(tmp_path / 'none.yaml')}
+    assert _gather.gather(base, sleep=lambda _s: None)['history']['recorded'] is False
+    assert _gather.gather(dict(base, record=True, _check_mode=True), sleep=lambda _s: None)['history']['recorded'] is False
+    assert not path.exists()
+    assert _gather.gather(dict(base, record=True), sleep=lambda _s: None)['history']['recorded'] is True
+    assert len(path.read_text().splitlines()) == 1
+
+
+@pytest.mark.parametrize('field,enforced', [(', "enforceNodeAllocatable": []', []), ('', ['pods'])])
+def test_an_explicit_empty_enforce_node_allocatable_means_no_enforcement(v2_node, tmp_path, field, enforced):
+    # v1beta1 SetDefaults_KubeletConfiguration defaults only a nil list to ["pods"]; [] enforces nothing, so the
+    # kubepods limit is the whole node. `or ['pods']` used to read [] as ["pods"].
+    config = tmp_path / 'config.json'
+    config.write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration"%s}' % field)
+    facts = _gather.gather({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0, 'kubelet_config_path': str(config),
+                           'history': False})
+    assert facts['current']['enforce_node_allocatable'] == enforced
+    limit = facts['recommendation']['kubepods_memory_limit_bytes']
+    if enforced:
+        assert limit < facts['memory']['mem_total_bytes']
+    else:
+        assert limit == facts['memory']['mem_total_bytes']
+
+
+@pytest.fixture
+def one_gib_node(v2_node, tmp_path, monkeypatch):
+    """Options for a node with 1 GiB in use outside the pods whatever this machine is doing: a busy host (make test's
+    2 GiB loop) would put every call at the max_reserved_fraction cap, where a class cannot raise anything."""
+    meminfo = _procfs.read_meminfo()
+    monkeypatch.setattr(_procfs, 'read_meminfo', lambda proc_root='/proc': dict(meminfo, MemAvailable=meminfo['MemTotal'] - GIB))
+    return {'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0, 'history': False, 'kubelet_config_path': str(tmp_path / 'none.yaml')}
+
+
+def test_class_peers_of_another_class_are_ignored_and_of_its_own_give_the_cold_start_prior(one_gib_node):
+    options = one_gib_node
+    alone = _gather.gather(options)
+    own = alone['class_record']
+    assert own['cold_start'] and alone['class_peers_used'] == 0
+    assert any("what the gke formula reserves" in line for line in alone['recommendation']['explanation'])
+    # A peer of this node's class with history, reserving more than the formula; and one of another class.
+    warm = dict(own, cold_start=False, reserved_memory_bytes=alone['recommendation']['reserved_memory_bytes'] + 512 * MIB,
+                reserved_millicores=alone['recommendation']['reserved_millicores'] + 100,
+                jumps=dict(own['jumps'], windows=3, memory_bytes=0, millicores=0))
+    other = dict(warm, node_class=[own['node_class'][0] + 64, own['node_class'][1]])
+    assert _gather.gather(dict(options, class_peers=[other]))['class_peers_used'] == 0
+    pooled = _gather.gather(dict(options, class_peers=[other, warm]))
+    assert pooled['class_peers_used'] == 1
+    assert any('the largest reservation recommended for the 1 node(s) of the same class' in line
+               for line in pooled['recommendation']['explanation'])
+    assert not any('what the gke formula reserves' in line for line in pooled['recommendation']['explanation'])
+    assert pooled['class_record']['cold_start']  # it still offers no reservation of its own to the class
+
+
+def test_the_class_decision_decides_again_from_the_first_calls_basis_without_measuring(one_gib_node, monkeypatch):
+    options = one_gib_node
+    alone = _gather.gather(options)
+    own = alone['class_record']
+    warm = dict(own, cold_start=False, reserved_memory_bytes=alone['recommendation']['reserved_memory_bytes'] + 512 * MIB,
+                reserved_millicores=alone['recommendation']['reserved_millicores'] + 100,
+                jumps=dict(own['jumps'], windows=3, memory_bytes=0, millicores=0))
+
+    def not_again(*_args, **_kwargs):
+        raise AssertionError('the node was measured again')
+    for name in ('measure', 'read_history', 'record'):
+        monkeypatch.setattr(_gather, name, not_again)
+    pooled = _gather.gather(dict(options, class_peers=[warm], basis=alone['basis']))
+    assert pooled['class_peers_used'] == 1
+    assert any('the largest reservation recommended for the 1 node(s) of the same class' in line
+               for line in pooled['recommendation']['explanation'])
+    # The first call's figures (a second sample of a busy machine's CPU would differ), decided again with the class.
+    assert pooled['memory'] == alone['memory'] and pooled['cpu'] == alone['cpu']
+    assert pooled['recommendation']['reserved_memory_bytes'] > alone['recommendation']['reserved_memory_bytes']
+    assert pooled['plan']['apply']['kube_reserved'] == pooled['decision']['kube_reserved']
+    # The basis handed back is this node's own, before pooling: a third call pools it the same way.
+    assert pooled['basis'] == alone['basis']
+
+
+STANDIN = os.path.join(os.path.dirname(__file__), "..", "..", "..", "standin", "kubelet.py")
+
+
+@pytest.mark.parametrize('installed,cgroup_version,config,refused', [
+    ('v1.35.0', 'v1', {}, True),
+    ('v1.35.0', 'v1', {'failCgroupV1': False}, False),
+    ('v1.35.0', 'v2', {}, False),
+    ('v1.34.2', 'v1', {}, False),
+])
+def test_the_kubelet_binary_is_asked_its_version_and_a_1_35_kubelet_on_v1_is_refused(
+        tmp_path, monkeypatch, installed, cgroup_version, config, refused):
+    # The stand-in kubelet answers --version from its node's version file, as an upgraded package would.
+    version_file = tmp_path / 'version'
+    version_file.write_text(installed + '\n')
+    monkeypatch.setenv('STANDIN_VERSION', str(version_file))
+    kubelet = {'pid': None, 'argv': [sys.executable, STANDIN, '--config=/var/lib/kubelet/config.yaml'],
+               'config_dir': None}
+    not_found = []
+    result = _gather.kubelet_version(kubelet, config, cgroup_version, not_found)
+    assert not_found == []
+    assert result['text'] == 'Kubernetes ' + installed
+    assert result['git_version'] == installed
+    assert bool(result['refusals']) == refused
+    if refused:
+        assert 'failCgroupV1' in result['refusals'][0]
+
+
+def test_no_kubelet_binary_is_said_and_refuses_nothing(monkeypatch):
+    monkeypatch.setattr(_gather.shutil, 'which', lambda name: None)
+    not_found = []
+    result = _gather.kubelet_version({'pid': None, 'argv': None, 'config_dir': None}, {}, 'v2', not_found)
+    assert result['version'] is None and result['refusals'] == []
+    assert not_found and 'no kubelet binary' in not_found[0]
+
+
+def test_memory_min_on_the_reserved_group_is_costed_and_the_starved_daemons_get_a_validated_proposal(v2_node, tmp_path):
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _quantity
+    from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.guest_v2_protection import CAPTURE
+    # What the kubelet leaves with MemoryQoS on and system-reserved enforced: memory.min on systemReservedCgroup.
+    cgroup_v2.write(os.path.join(v2_node, 'system.slice', 'memory.min'), '%d\n' % (384 * MIB))
+    cgroup_v2.write(os.path.join(v2_node, 'system.slice', 'memory.low'), '0\n')
+    # The guest's system.slice starved for CPU (tests/unit/fixtures/guest_v2_protection.py).
+    cgroup_v2.write(os.path.join(v2_node, 'system.slice', 'cpu.pressure'), CAPTURE['starved']['system.slice']['cpu.pressure'])
+    config = tmp_path / 'config.json'
+    config.write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", '
+                      '"cgroupDriver": "systemd", "systemReservedCgroup": "/system.slice", '
+                      '"featureGates": {"MemoryQoS": true}, "memoryReservationPolicy": "TieredReservation", '
+                      '"systemReserved": {"memory": "1Gi"}, "enforceNodeAllocatable": ["pods", "system-reserved"]}')
+    facts = _gather.gather({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0, 'kubelet_config_path': str(config),
+                           'history': False})
+    protection = facts['memory_protection']
+    assert protection['memory_qos_enabled'] is True and protection['memory_reservation_policy'] == 'TieredReservation'
+    # system.slice's working set is 210 MiB (the tree's anon + active file): 174 MiB protected beyond use.
+    assert protection['cost']['protected_beyond_use_bytes'] == 384 * MIB - 210 * MIB
+    recommended = _quantity.quantity_value(_quantity.parse_quantity(facts['recommendation']['system_reserved']['memory']))
+    assert protection['cost']['after_apply']['groups'][0]['memory_min_bytes'] == recommended
+    assert any(line.startswith('memory.min beyond use of /system.slice') for line in facts['recommendation']['explanation'])
+    # system-reserved is enforced already (its CPU weight written): nothing to propose, said so.
+    assert facts['enforcement_proposal']['proposed'] is False
+    assert any('already enforced' in reason for reason in facts['enforcement_proposal']['reasons'])
+
+    # The same node enforcing pods only, with system.slice's weight set to 1 and its daemons starved: proposed.
+    cgroup_v2.write(os.path.join(v2_node, 'system.slice', 'cpu.weight'), '1\n')
+    config.write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", '
+                      '"cgroupDriver": "systemd", "systemReserved": {"memory": "1Gi", "cpu": "1"}}')
+    facts = _gather.gather({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0, 'kubelet_config_path': str(config),
+                           'history': False})
+    proposal = facts['enforcement_proposal']
+    assert proposal['proposed'] is True, proposal['reasons']
+    assert proposal['changes'] == {'enforceNodeAllocatable': ['pods', 'system-reserved-compressible'],
+                                   'systemReservedCgroup': '/system.slice'}
+    assert proposal['validation']['refusal'] is None
+    assert proposal['starved'][0]['cgroup'] == '/system.slice'
