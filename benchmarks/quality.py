@@ -330,7 +330,7 @@ def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=No
     stabilization = _duration.parse_window(settings['stabilization_window'])
     reaction = _duration.parse_window(settings['reaction_time'])
     formulas = _vendor_formulas.all_formulas(trace['mem_total_bytes'], trace['cpus'], trace['max_pods'],
-                                      settings['openshift_sizing_version'])
+                                             settings['openshift_sizing_version'])
     history = collections.deque()
     current = {'kube_reserved': {}, 'system_reserved': {}}
     reserved, series, restarts, run_times = 0, [], [], []
@@ -355,7 +355,7 @@ def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=No
             near_since = None
             samples = list(history)
             basis = _headroom.basis(samples, now, float(settings['percentile']), stabilization, reaction,
-                                           window)
+                                    window)
             if scheduled:
                 next_apply += apply_every
                 run_times.append(now)
@@ -691,7 +691,7 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, op
     for trace in traces:
         floor = _headroom.cold_start_floor(
             _vendor_formulas.all_formulas(trace['mem_total_bytes'], trace['cpus'], trace['max_pods'],
-                                   settings['openshift_sizing_version']), settings['cold_start_prior'])
+                                          settings['openshift_sizing_version']), settings['cold_start_prior'])
         priors.append(floor[0] if floor else 0)
     candidate_series = {name: replay_candidates(traces, spec, sampler_every, apply_every, priors)
                         for name, spec in by_candidate.items()}
@@ -703,7 +703,7 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, op
         readings = sampler_readings(trace, sampler_every) if sweep else None
         prior = _headroom.cold_start_floor(
             _vendor_formulas.all_formulas(trace['mem_total_bytes'], trace['cpus'], trace['max_pods'],
-                                   settings['openshift_sizing_version']), settings['cold_start_prior'])
+                                          settings['openshift_sizing_version']), settings['cold_start_prior'])
         simple_rules = {simple_name(fraction, days): (fraction, days) for fraction, days in sweep}
         for name in names:
             extra, changes = [], []

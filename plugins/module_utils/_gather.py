@@ -67,7 +67,7 @@ def kubelet_version(kubelet, config, cgroup_version, not_found, proc_root='/proc
     environment = _kubelet_process.environment_names(kubelet['pid'], proc_root) if kubelet['pid'] else None
     config_dir_in_use = bool(kubelet['argv'] and _kubelet_process.config_paths(kubelet['argv'])[1])
     verdict = _version_rules.check(parsed, cgroup_version, config, config_dir_in_use,
-                                     dict.fromkeys(environment or ()))
+                                   dict.fromkeys(environment or ()))
     result.update(features=_version_rules.features(parsed),
                   fail_cgroup_v1=_version_rules.fail_cgroup_v1(parsed, config),
                   refusals=verdict['refusals'], warnings=verdict['warnings'])
@@ -252,7 +252,7 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
     kubelet, current, config = _kubelet_settings(options, proc_root, not_found, found)
     kubelet['ownership'] = _kubelet_ownership.detect(kubelet['argv'], kubelet['unit'])
     node = _probe.read_node(options.get('cgroup_root'), options.get('kubepods_cgroup'),
-                                 (current or {}).get('cgroup_driver'), proc_root)
+                            (current or {}).get('cgroup_driver'), proc_root)
     meminfo, capacity_millicores, layout, driver, kubepods = node[:5]
     kubelet['version'] = kubelet_version(kubelet, config, layout.version, not_found, proc_root)
     kubelet['reservation_files'] = reservation_files(kubelet, options)
@@ -321,7 +321,7 @@ def recommend(options, measurement, history):
     }
     max_pods = options.get('max_pods') or (current or {}).get('max_pods') or _defaults.MAX_PODS
     formulas = _vendor_formulas.all_formulas(memory['mem_total_bytes'], cpu['capacity_millicores'] // 1000, max_pods,
-                                      options['openshift_sizing_version'])
+                                             options['openshift_sizing_version'])
     recommendation = _recommend.recommend(measured, options, current, history['basis'], formulas)
     decision = _decision.decide(current, recommendation, options, history['basis'])
     return formulas, recommendation, decision

@@ -25,7 +25,7 @@ def node_history(tmp_path, lines):
     history = tmp_path / 'history.jsonl'
     for minute in range(lines):
         _history_store.append(str(history), {'t': 1700000000 + 60 * minute, 'non_pod_bytes': 700 * MIB + minute * MIB,
-                                       'non_pod_millicores': 120, 'kubepods_bytes': 2 * GIB, 'source': 'sampler'})
+                                             'non_pod_millicores': 120, 'kubepods_bytes': 2 * GIB, 'source': 'sampler'})
     return history.read_text(encoding='utf-8')
 
 

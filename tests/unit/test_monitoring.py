@@ -85,7 +85,7 @@ def both_textfiles(tmp_path):
     config.write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", '
                       '"kubeReserved": {"memory": "1Gi", "cpu": "100m"}}')
     facts = _gather.gather({'cgroup_root': node, 'sample_seconds': 0, 'history': False, 'kubelet_config_path': str(config)},
-                          proc_root=str(tmp_path / 'proc'), sleep=lambda _s: None)
+                           proc_root=str(tmp_path / 'proc'), sleep=lambda _s: None)
     facts['decision'] = {'action': 'keep'}
     return (tmp_path / 'nodealloc.prom').read_text(), _metrics.render(facts, 1700000000)
 

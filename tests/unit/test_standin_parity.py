@@ -389,7 +389,7 @@ def test_version_rows_standin(git_version, cgroup_v1, change, refused):
 @pytest.mark.parametrize('git_version,cgroup_v1,change,refused', VERSION_ROWS)
 def test_version_rows_collection(git_version, cgroup_v1, change, refused):
     verdict = _version_rules.check(_version_rules.parse('Kubernetes ' + git_version), 'v1' if cgroup_v1 else 'v2',
-                                     dict(BASE, **change))
+                                   dict(BASE, **change))
     assert bool(verdict['refusals']) == refused, verdict
 
 

@@ -173,7 +173,7 @@ def _cold_start_prior(basis, formulas, settings, lines):
 def _measured_reservation(peak_bytes, peak_millicores, prior, options, lines):
     """(memory bytes, millicores, memory headroom, CPU headroom): P + headroom, each at least the prior."""
     mem_headroom, rule = _headroom.headroom(peak_bytes, options['memory_headroom_percent'],
-                                                   options['memory_headroom_min_bytes'])
+                                            options['memory_headroom_min_bytes'])
     lines.append('memory headroom = %s' % rule)
     memory = ceil_to(peak_bytes + mem_headroom, MIB)
     lines.append('reserved memory = ceil_MiB(%d + %d) = %s' % (peak_bytes, mem_headroom, describe_bytes(memory)))
@@ -181,7 +181,7 @@ def _measured_reservation(peak_bytes, peak_millicores, prior, options, lines):
         memory = ceil_to(prior[0], MIB)
         lines.append('reserved memory raised to the cold-start prior: %s' % describe_bytes(memory))
     cpu_headroom, rule = _headroom.headroom(peak_millicores, options['cpu_headroom_percent'],
-                                                   options['cpu_headroom_min_millicores'])
+                                            options['cpu_headroom_min_millicores'])
     cpu = peak_millicores + cpu_headroom
     lines.append('reserved CPU = %dm + headroom %s = %dm' % (peak_millicores, rule, cpu))
     if prior is not None and cpu < prior[1]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _state_dir
 

@@ -283,7 +283,7 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
     # The driver the kubelet's config names (the role passes it) picks kubepods where both layouts' groups exist,
     # as the facts module picks it.
     node = _probe.read_node(options['cgroup_root'], options['kubepods_cgroup'], options['cgroup_driver'],
-                                 proc_root)
+                            proc_root)
     meminfo, capacity_millicores, layout, kubepods = node.meminfo, node.capacity_millicores, node.layout, node.kubepods
     cmdlines = _procfs.read_cmdlines(proc_root)  # one pass for the kubelet search and _tool_processes
     found = _kubelet_process.find_processes(_kubelet_process.DEFAULT_KUBELET_NAMES

@@ -59,7 +59,7 @@ def test_v2_node_measures_working_sets_and_cpu(v2_node, tmp_path, monkeypatch):
     monkeypatch.setattr(_measure, 'time', clock)
     facts = _gather.gather({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0.3, 'history': False,
                            'kubelet_config_path': str(tmp_path / 'none.yaml')},
-                          sleep=clock.sleep)
+                           sleep=clock.sleep)
     assert facts['cgroup']['version'] == 'v2'
     assert facts['cgroup']['mode'] == 'unified'
     assert facts['cgroup']['driver'] == 'systemd'

@@ -64,7 +64,7 @@ def gather(tmp_path, name, state):
     cgroup_root, proc_root = v1_node(str(tmp_path / name), state)
     return _gather.gather({'cgroup_root': cgroup_root, 'sample_seconds': 0, 'history': False,
                           'kubelet_config_path': str(tmp_path / 'none.yaml')},
-                         proc_root=proc_root, sleep=lambda seconds: None)
+                          proc_root=proc_root, sleep=lambda seconds: None)
 
 
 def test_a_pods_hot_page_cache_does_not_lower_non_pod_memory(tmp_path):

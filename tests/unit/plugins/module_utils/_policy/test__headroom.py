@@ -131,7 +131,7 @@ def _record(history, measured):
     recommendation = _recommend.recommend(measured, None, None, basis)
     jumps = (basis or {}).get('jumps') or {}
     return _headroom.class_record(measured['mem_total_bytes'], measured['capacity_millicores'] // 1000,
-                                         jumps, recommendation), recommendation
+                                  jumps, recommendation), recommendation
 
 
 def test_a_node_offers_its_class_a_reservation_once_its_history_spans_a_reaction_time():

@@ -163,7 +163,7 @@ def test_a_kubespray_node_is_stopped_with_what_to_set_in_its_inventory():
 
 def test_a_node_kubeadm_does_not_manage_is_stopped():
     planned = _node_plan.plan(facts(ownership={'managers': [], 'evidence': []}),
-                         {'enable_config_dir': True, 'config_dir_path': '/etc/c.d'})
+                              {'enable_config_dir': True, 'config_dir_path': '/etc/c.d'})
     assert planned['refusals'] == [
         "no kubeadm files found (/var/lib/kubelet/kubeadm-flags.env or a 10-kubeadm.conf drop-in); add "
         "--config-dir=/etc/c.d to the kubelet's command line the way its installer supports."]

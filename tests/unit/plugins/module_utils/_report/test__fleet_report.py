@@ -71,7 +71,7 @@ def test_unmeasured_nodes_first_then_closest_to_oom():
 def test_any_status_with_a_reason_is_a_row_of_its_own():
     # A playbook may hand over a row for a host it could not measure, with a status word of its own.
     report = _fleet_report.build_report({'node': result(GI, current_memory='1Gi', kubelet_pid=1),
-                                   'odd': {'status': 'unmeasured', 'status_reason': 'no python3 on the node'}})
+                                         'odd': {'status': 'unmeasured', 'status_reason': 'no python3 on the node'}})
     assert [(n['host'], n['status'], n['status_reason']) for n in report['nodes']][0] == (
         'odd', 'unmeasured', 'no python3 on the node')
     assert '  UNMEASURED: no python3 on the node' in _fleet_report.render_text_lines(report)
@@ -309,8 +309,8 @@ def test_the_requests_fit_reaches_the_text_and_markdown_checked_refused_or_skipp
     refused = _requests_fit.check(pods, {'allocatable_memory_bytes': 4 * GI, 'allocatable_millicores': 1900})
     fits = _requests_fit.check(pods, {'allocatable_memory_bytes': 8 * GI, 'allocatable_millicores': 1900})
     report = _fleet_report.build_report({'refused': dict(result(GI), requests_fit=refused),
-                                   'fits': dict(result(GI), requests_fit=fits),
-                                   'skipped': dict(result(GI), requests_fit=_requests_fit.check(None, None))})
+                                         'fits': dict(result(GI), requests_fit=fits),
+                                         'skipped': dict(result(GI), requests_fit=_requests_fit.check(None, None))})
     text, markdown = _fleet_report.render_text(report), _fleet_report.render_markdown(report)
     assert 'requests fit: apply refuses: the 2 pods bound to the node request 7.12 GiB of memory' in text
     assert 'largest: data/cache-0 6.00 GiB, web/api-0 1.12 GiB' in text

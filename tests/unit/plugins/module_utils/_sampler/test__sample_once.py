@@ -369,7 +369,7 @@ def may_swap_metrics(node, tmp_path):
     config = tmp_path / 'config.json'
     config.write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration"}')
     facts = _gather.gather({'cgroup_root': node, 'sample_seconds': 0, 'history': False, 'kubelet_config_path': str(config)},
-                          proc_root=str(tmp_path / 'proc'), sleep=lambda _s: None)
+                           proc_root=str(tmp_path / 'proc'), sleep=lambda _s: None)
     module = dict(line.rsplit(' ', 1) for line in _metrics.render(facts, 1700000000).splitlines()
                   if not line.startswith('#')).get('nodealloc_swap_system_slice_may_swap')
     return sampler, module
@@ -388,7 +388,7 @@ def test_the_sampler_says_whether_system_slice_may_swap_as_the_facts_do(tmp_path
     # The swapped-out non-pod memory beside it, the same figure as the facts' (_swap.measure through _measure.memory).
     facts = _gather.gather({'cgroup_root': node, 'sample_seconds': 0, 'history': False,
                            'kubelet_config_path': str(tmp_path / 'config.json')},
-                          proc_root=str(tmp_path / 'proc'), sleep=lambda _s: None)
+                           proc_root=str(tmp_path / 'proc'), sleep=lambda _s: None)
     assert int(metrics_of(tmp_path)['nodealloc_memory_non_pod_swap_bytes']) == facts['memory']['non_pod_swap_bytes'] > 0
 
 
