@@ -9,7 +9,7 @@ import time
 import pytest
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _measure, _procfs
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _kubelet_version, _measure, _procfs
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ConfigError
 from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
 
@@ -231,7 +231,7 @@ def test_the_kubelet_binary_is_asked_its_version_and_a_1_35_kubelet_on_v1_is_ref
     kubelet = {'pid': None, 'argv': [sys.executable, STANDIN, '--config=/var/lib/kubelet/config.yaml'],
                'config_dir': None}
     not_found = []
-    result = _gather.kubelet_version(kubelet, config, cgroup_version, not_found)
+    result = _kubelet_version.kubelet_version(kubelet, config, cgroup_version, not_found)
     assert not_found == []
     assert result['text'] == 'Kubernetes ' + installed
     assert result['git_version'] == installed
@@ -241,9 +241,9 @@ def test_the_kubelet_binary_is_asked_its_version_and_a_1_35_kubelet_on_v1_is_ref
 
 
 def test_no_kubelet_binary_is_said_and_refuses_nothing(monkeypatch):
-    monkeypatch.setattr(_gather.shutil, 'which', lambda name: None)
+    monkeypatch.setattr(_kubelet_version.shutil, 'which', lambda name: None)
     not_found = []
-    result = _gather.kubelet_version({'pid': None, 'argv': None, 'config_dir': None}, {}, 'v2', not_found)
+    result = _kubelet_version.kubelet_version({'pid': None, 'argv': None, 'config_dir': None}, {}, 'v2', not_found)
     assert result['version'] is None and result['refusals'] == []
     assert not_found and 'no kubelet binary' in not_found[0]
 
