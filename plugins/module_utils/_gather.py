@@ -18,9 +18,9 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import N
 _DEFAULT = {name: option['default'] for name, option in _option_specs.OPTIONS.items()}
 
 
-def _with_defaults(options):
-    """The module's parameters with every documented default filled in once (_option_specs.with_defaults); the
-    functions below are also called on their own (tests, benchmarks), so each entry point applies it."""
+def with_defaults(options):
+    """The module's parameters with every documented default filled in (_option_specs.with_defaults): done once, by
+    ``gather``, the entry; the functions below take options so filled."""
     return dict(options, **_option_specs.with_defaults(options, _DEFAULT))
 
 
@@ -35,8 +35,7 @@ def record(options, reading):
     Returns (recorded, problems). Recording is opt-in (option ``record``): the module changes the
     node only when asked to, and says so with ``changed``.
     """
-    options = _with_defaults(options)
-    if not options.get('record') or options.get('_check_mode') or not options.get('history', True):
+    if not options['record'] or options.get('_check_mode') or not options['history']:
         return False, []
     path = options['history_path']
     try:
@@ -51,8 +50,7 @@ def record(options, reading):
 
 def read_history(options, measurement, now):
     """Valid samples of the window (each checked against this node's capacity) and the problems found."""
-    options = _with_defaults(options)
-    result = {'enabled': bool(options.get('history', True)), 'path': None, 'recorded': False, 'problems': [],
+    result = {'enabled': bool(options['history']), 'path': None, 'recorded': False, 'problems': [],
               'samples': 1, 'span_seconds': 0}
     samples = []
     if result['enabled']:
@@ -68,7 +66,6 @@ def read_history(options, measurement, now):
 
 def history_basis(options, history, samples, reading, now):
     """Summarise the window with this reading in it: percentile, stabilization, a chart series."""
-    options = _with_defaults(options)
     samples = sorted(samples + [reading], key=lambda s: s['t'])
     percent = float(options['percentile'])
     stabilization = _duration.parse_window(options['stabilization_window'])
@@ -85,7 +82,7 @@ def pool_with_class(options, node_class, history):
 
     Returns the peers of this node's class that were used ([] without ``class_peers``: the node alone).
     """
-    peers = _headroom.same_class(node_class, options.get('class_peers'))
+    peers = _headroom.same_class(node_class, options['class_peers'])
     if peers:
         basis = history['basis']
         basis['jumps'] = _headroom.pool_jumps(basis['jumps'], [peer['jumps'] for peer in peers])
@@ -109,12 +106,11 @@ def _downsample(samples, points):
 def measure(options, proc_root='/proc', sleep=time.sleep):
     """Raw readings of the node: memory, CPU, cgroups, the kubelet and its settings; nothing derived
     (_facts_measure.measure)."""
-    return _facts_measure.measure(_with_defaults(options), proc_root, sleep)
+    return _facts_measure.measure(options, proc_root, sleep)
 
 
 def recommend(options, measurement, history):
     """The policy: vendor formulas, the recommendation from the history's basis, and the decision."""
-    options = _with_defaults(options)
     memory, cpu, current = measurement['memory'], measurement['cpu'], measurement['current']
     measured = {
         'mem_total_bytes': memory['mem_total_bytes'],
@@ -130,7 +126,7 @@ def recommend(options, measurement, history):
         'non_pod_memory': memory['non_pod_accounting'],
         'cpu_weights': measurement['cpu_weights'],
     }
-    max_pods = options.get('max_pods') or (current or {}).get('max_pods') or _defaults.MAX_PODS
+    max_pods = options['max_pods'] or (current or {}).get('max_pods') or _defaults.MAX_PODS
     formulas = _vendor_formulas.all_formulas(memory['mem_total_bytes'], cpu['capacity_millicores'] // 1000, max_pods,
                                       options['openshift_sizing_version'])
     recommendation = _recommend.recommend(measured, options, current, history['basis'], formulas)
@@ -174,8 +170,8 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
     With ``basis`` (what an earlier call returned as ``basis``) nothing is measured, read or recorded: the class
     decision re-decides from the same measurement and history with ``class_peers``.
     """
-    options = _with_defaults(options)
-    if options.get('basis'):
+    options = with_defaults(options)
+    if options['basis']:
         measurement = copy.deepcopy(options['basis']['measurement'])
         history = copy.deepcopy(options['basis']['history'])
     else:
@@ -202,6 +198,6 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
                   class_record=_headroom.class_record(mem_total, cpus, own_jumps, recommendation),
                   class_peers_used=len(pooled_with), basis=basis)
     # Issue 30 item 4: the pods bound to the node (read from the API server by the role) against the new allocatable.
-    result['requests_fit'] = _requests_fit.for_change(options.get('pod_requests'), measurement, decision)
+    result['requests_fit'] = _requests_fit.for_change(options['pod_requests'], measurement, decision)
     result['plan'] = _node_plan.plan(result, options)
     return result

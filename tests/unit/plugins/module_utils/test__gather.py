@@ -93,8 +93,8 @@ def test_config_found_by_option_is_read(v2_node, tmp_path):
 
 
 def _recommend_from(path, v2_node, tmp_path, measurement, now):
-    options = {'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'history_path': str(path), 'history_window': '7d',
-               'kubelet_config_path': str(tmp_path / 'none.yaml')}
+    options = _gather.with_defaults({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'history_path': str(path),
+                                     'history_window': '7d', 'kubelet_config_path': str(tmp_path / 'none.yaml')})
     history, samples = _gather.read_history(options, measurement, now)
     reading = _gather.reading_from(measurement, 'module', now)
     _gather.history_basis(options, history, samples, reading, now)
@@ -104,8 +104,9 @@ def _recommend_from(path, v2_node, tmp_path, measurement, now):
 
 def test_a_damaged_history_recommends_as_the_clean_one_it_came_from(v2_node, tmp_path):
     import json
-    measurement = _gather.measure({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0,
-                                  'kubelet_config_path': str(tmp_path / 'none.yaml')}, sleep=lambda _s: None)
+    measurement = _gather.measure(_gather.with_defaults({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0,
+                                                         'kubelet_config_path': str(tmp_path / 'none.yaml')}),
+                                  sleep=lambda _s: None)
     mem_total = measurement['memory']['mem_total_bytes']
     now = time.time()
     clean = [json.dumps({'t': now - 3600 + 60 * i, 'non_pod_bytes': (700 + (i * 37) % 400) * MIB,
