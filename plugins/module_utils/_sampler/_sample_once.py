@@ -38,22 +38,10 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import N
 
 STATE_VERSION = 2  # 2: hours packed in strings
 MIB = 1 << 20
-# The sampler's options when neither the role (sampler.json) nor a flag gives one: the role's own defaults
-# (_option_specs: reservations_sampler_*, history_window, percentile), the paths from _state_dir. The script's flags
-# and run() both read this table. An option given as None counts as not given.
-DEFAULTS = {
-    'history_path': _state_dir.HISTORY_PATH,
-    'state_path': _state_dir.SAMPLER_STATE_PATH,
-    'decision_path': _state_dir.DECISION_PATH,
-    'textfile_path': _option_specs.OPTIONS['sampler_textfile_path']['default'],
-    'percentile': _option_specs.OPTIONS['percentile']['default'],
-    'history_window': _option_specs.OPTIONS['history_window']['default'],
-    'sample_seconds': _option_specs.OPTIONS['sampler_sample_seconds']['default'],
-    'step_dir': _state_dir.NODE_LOCK_DIR,
-    'cgroup_root': None,
-    'kubepods_cgroup': None,
-    'cgroup_driver': None,
-}
+# The sampler's options when neither the role (sampler.json) nor a flag gives one: _option_specs.SAMPLER_OPTIONS, their
+# one home (the role's own defaults, the paths from _state_dir). The script's flags and run() both read this table.
+# An option given as None counts as not given.
+DEFAULTS = _option_specs.sampler_defaults()
 # Beside the decision (_state_dir.APPLIED_FILE).
 RESERVATION_FILE = _state_dir.APPLIED_FILE
 _PRESSURE_FILES = (('cpu', 'cpu.pressure'), ('memory', 'memory.pressure'), ('io', 'io.pressure'))
