@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import difflib
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _option_forms, _state_dir
+# A leaf on purpose: the controller-side option check (the role's check_options.yml, the option_problems filter) and
+# every module load this file, so it imports only the kubelet's own model and the state paths, never node code
+# (tests/unit/plugins/module_utils/test__option_specs.py lists what importing it loads).
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_forms, _state_dir
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import (
     _defaults, _duration, _quantity, _vendor_formulas)
 
@@ -206,7 +209,7 @@ STEP_OPTIONS = {
                                  'seconds', modules=(STEP,)),
     'config_lock_timeout': _option('float', OPTIONS['lock_timeout']['default'], "wait for the config directory's lock",
                                    'seconds', modules=(STEP,)),
-    'state_dir': _option('path', _file_io.DEFAULT_NODE_LOCK_DIR, 'node lock, holder and journal', modules=(STEP,)),
+    'state_dir': _option('path', _state_dir.NODE_LOCK_DIR, 'node lock, holder and journal', modules=(STEP,)),
     'controller': _option('str', None, 'how a waiting step names this run', modules=(STEP,)),
     'backup_file': _option('path', None, 'the backup a restore puts back', modules=(STEP,)),
     'only_if_sha256': _option('str', None, 'restore only over this content', modules=(STEP,)),
@@ -217,6 +220,68 @@ STEP_OPTIONS = {
     'extra_args_file': _option('path', None, "kubeadm's extra-args environment file", modules=(STEP,)),
     'status': _option('dict', None, 'status files to write after the outcome', modules=(STEP,)),
 }
+
+
+# The sampler's settings: one table for the script's flags (roles/reservations/files/nodealloc-sampler.py), its options
+# file (sampler.json, _systemd_units), sampler_code's ``settings`` and the run's defaults (_sample_once.DEFAULTS).
+# Each default is the role's option it stands for, or a state path (_state_dir). ``key``: its name in sampler.json
+# and the script's flag (``--`` + key with '-' for '_'); None: the run's alone (given by no flag). ``settings``:
+# sampler_code takes it in ``settings`` (required there unless it has choices); ``run``: _sample_once.run takes it.
+SAMPLER = 'sampler'
+
+
+def _sampler_setting(type_, default, key=None, description=None, settings=True, run=True, choices=None):
+    return {'type': type_, 'default': default, 'key': key, 'description': description, 'settings': settings,
+            'run': run, 'choices': choices}
+
+
+SAMPLER_OPTIONS = {
+    'history_path': _sampler_setting('path', OPTIONS['history_path']['default'], 'history'),
+    'state_path': _sampler_setting('path', _state_dir.SAMPLER_STATE_PATH, 'state'),
+    'textfile_path': _sampler_setting('str', OPTIONS['sampler_textfile_path']['default'], 'textfile',
+                                      "'' to write no metrics"),
+    'decision_path': _sampler_setting('path', _state_dir.DECISION_PATH, 'decision'),
+    'percentile': _sampler_setting('float', OPTIONS['percentile']['default'], 'percentile'),
+    'history_window': _sampler_setting('str', OPTIONS['history_window']['default'], 'window'),
+    'sample_seconds': _sampler_setting('float', OPTIONS['sampler_sample_seconds']['default'], 'sample_seconds',
+                                       'CPU sample when no previous run is known'),
+    'step_dir': _sampler_setting('path', _state_dir.NODE_LOCK_DIR, 'step_dir', "the apply step's node lock: no "
+                                 'reading is recorded while a step holds it', settings=False),
+    'cgroup_driver': _sampler_setting('str', None, 'cgroup_driver', "the kubelet's cgroupDriver: picks kubepods where "
+                                      "both drivers' groups exist", choices=['systemd', 'cgroupfs']),
+    'cgroup_root': _sampler_setting('path', None, settings=False),
+    'kubepods_cgroup': _sampler_setting('str', None, settings=False),
+    # The unit's, not the run's (_systemd_units renders them into the service and the timer).
+    'nice': _sampler_setting('int', OPTIONS['sampler_nice']['default'], run=False),
+    'memory_max': _sampler_setting('str', OPTIONS['sampler_memory_max']['default'], run=False),
+    'cpu_quota': _sampler_setting('str', OPTIONS['sampler_cpu_quota']['default'], run=False),
+    'interval': _sampler_setting('str', OPTIONS['sampler_interval']['default'], run=False),
+}
+
+
+def sampler_defaults():
+    """What _sample_once.run takes and its defaults: name -> default."""
+    return {name: setting['default'] for name, setting in SAMPLER_OPTIONS.items() if setting['run']}
+
+
+def sampler_settings_spec():
+    """sampler_code's ``settings`` suboptions: every setting the role hands it, required unless it has choices."""
+    spec = {}
+    for name, setting in SAMPLER_OPTIONS.items():
+        if setting['settings']:
+            spec[name] = {'type': setting['type']}
+            if setting['choices']:
+                spec[name]['choices'] = list(setting['choices'])
+            else:
+                spec[name]['required'] = True
+    return spec
+
+
+def sampler_option_keys(settings_only=False):
+    """((setting name, its key in sampler.json and the script's flag)) of the settings the script takes (with
+    ``settings_only``, of those sampler_code writes into sampler.json)."""
+    return tuple((name, setting['key']) for name, setting in SAMPLER_OPTIONS.items()
+                 if setting['key'] and (setting['settings'] or not settings_only))
 
 
 def role_option_names():

@@ -203,6 +203,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _installer, _systemd_units
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 # Imported so that Ansible packs the sampler's code into this module's payload; _installer reads it back.
@@ -220,13 +221,8 @@ def _text(path):
         return ''
 
 
-SETTINGS_SPEC = dict(
-    history_path=dict(type='path', required=True), state_path=dict(type='path', required=True),
-    decision_path=dict(type='path', required=True), textfile_path=dict(type='str', required=True),
-    percentile=dict(type='float', required=True), history_window=dict(type='str', required=True),
-    sample_seconds=dict(type='float', required=True), nice=dict(type='int', required=True),
-    memory_max=dict(type='str', required=True), cpu_quota=dict(type='str', required=True),
-    interval=dict(type='str', required=True), cgroup_driver=dict(type='str', choices=['systemd', 'cgroupfs']))
+# The sampler's settings, as the script and its run take them (_option_specs.SAMPLER_OPTIONS, their one home).
+SETTINGS_SPEC = _option_specs.sampler_settings_spec()
 
 
 def main():

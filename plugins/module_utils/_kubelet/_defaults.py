@@ -64,6 +64,12 @@ def effective_enforce_node_allocatable(value):
     return list(ENFORCE_NODE_ALLOCATABLE) if value is None else list(value)
 
 
+def drop_in_path(drop_in_dir):
+    """Our drop-in's path in ``drop_in_dir``: kubelet_reservations_apply's drop_in_name default (the role never passes
+    another), where the plan writes and the facts read it."""
+    return drop_in_dir.rstrip('/') + '/' + DROP_IN_NAME
+
+
 def drop_in_name_problem(name):
     """Why ``name`` cannot be our drop-in's file name (None when it can): a plain name the kubelet reads."""
     if '/' in name or not name.endswith(DROP_IN_SUFFIX):

@@ -219,10 +219,16 @@ def cpu_controller_dir(layout, relative):
     """
     if layout.version == 'v2':
         return os.path.join(layout.cpu_root, relative)
-    for root in (layout.cpu_root, os.path.join(os.path.dirname(layout.cpu_root.rstrip('/')), 'cpu')):
+    for root in cpu_controller_roots(layout):
         if os.path.isfile(os.path.join(root, relative, 'cpu.shares')):
             return os.path.join(root, relative)
     return None
+
+
+def cpu_controller_roots(layout):
+    """Where a v1 group's cpu.shares may be, in the order looked at: the cpuacct mount, co-mounted with cpu
+    (cpu,cpuacct), or its sibling ``cpu``."""
+    return (layout.cpu_root, os.path.join(os.path.dirname(layout.cpu_root.rstrip('/')), 'cpu'))
 
 
 def cgroup_exists(layout, relative):

@@ -27,7 +27,6 @@ import re
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cgroup
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._procfs import read_text
 
 UNLIMITED_AT_LEAST = 1 << 62  # v1 reports "no limit" as PAGE_COUNTER_MAX * PAGE_SIZE (9223372036854771712 with 4 KiB pages)
 MIN_SHARES = 2
@@ -50,24 +49,44 @@ def weight_to_shares(weight):
 
 def _read_limit(path):
     """Bytes, or None for no limit (``max`` on v2, the page-counter maximum on v1)."""
-    text = read_text(path).strip()
-    if text == 'max':
+    text = _read_bytes(path).strip()
+    if text == b'max':
         return None
     value = int(text)
     return None if value >= UNLIMITED_AT_LEAST else value
 
 
-def group_cpu_millicores(layout, relative):
-    """A group's CPU weight read back as millicores (a pod's request; for kubepods, allocatable CPU)."""
-    directory = _cgroup.cpu_controller_dir(layout, relative)
-    if directory is None:
-        return None
+def _read_bytes(path):
+    # Read as bytes: int() takes them, and a text wrapper per file was a tenth of the audit on a dense node.
+    with open(path, 'rb') as handle:
+        return handle.read()
+
+
+def group_cpu_millicores(layout, relative, roots=None):
+    """A group's CPU weight read back as millicores (a pod's request; for kubepods, allocatable CPU).
+
+    ``roots``: on v1, where to look for cpu.shares (``cpu_shares_roots``), found once for all the pods."""
     try:
         if layout.version == 'v2':
-            return shares_to_millicores(weight_to_shares(int(read_text(os.path.join(directory, 'cpu.weight')).strip())))
-        return shares_to_millicores(int(read_text(os.path.join(directory, 'cpu.shares')).strip()))
+            directory = _cgroup.cpu_controller_dir(layout, relative)
+            return shares_to_millicores(weight_to_shares(int(_read_bytes(os.path.join(directory, 'cpu.weight')).strip())))
+        for root in roots or _cgroup.cpu_controller_roots(layout):
+            # Opened where cpu_controller_dir would test for it first: one system call per pod instead of two.
+            try:
+                return shares_to_millicores(int(_read_bytes(os.path.join(root, relative, 'cpu.shares')).strip()))
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                continue
+        return None
     except (OSError, ValueError, NodeallocError):
         return None
+
+
+def cpu_shares_roots(layout, kubepods):
+    """_cgroup.cpu_controller_roots with the one holding kubepods' cpu.shares first: its pods are below it, in the
+    same hierarchy, so the other cannot hold theirs (the answer is the one each pod's own search would give)."""
+    roots = _cgroup.cpu_controller_roots(layout)
+    found = _cgroup.cpu_controller_dir(layout, kubepods) if layout.version == 'v1' else None
+    return tuple(sorted(roots, key=lambda root: found != os.path.join(root, kubepods)))
 
 
 def _pods(layout, kubepods):
@@ -81,11 +100,12 @@ def _pods(layout, kubepods):
     pods = []
     for qos, relative in places:
         try:
-            entries = sorted(os.listdir(os.path.join(layout.memory_root, relative)))
+            # scandir's is_dir answers from the directory entry's type: no stat per pod.
+            with os.scandir(os.path.join(layout.memory_root, relative)) as listing:
+                entries = sorted(e.name for e in listing if _POD.match(e.name) and e.is_dir())
         except OSError:
             continue
-        pods.extend((qos, relative + '/' + e) for e in entries
-                    if _POD.match(e) and os.path.isdir(os.path.join(layout.memory_root, relative, e)))
+        pods.extend((qos, relative + '/' + e) for e in entries)
     return pods
 
 
@@ -101,6 +121,7 @@ def audit(layout, kubepods):
     except (OSError, ValueError, NodeallocError):
         kubepods_limit = None
     pods, by_qos = [], {'guaranteed': 0, 'burstable': 0, 'besteffort': 0}
+    roots = cpu_shares_roots(layout, kubepods)
     for qos, relative in _pods(layout, kubepods):
         try:
             limit = _read_limit(os.path.join(layout.memory_root, relative, limit_file))
@@ -108,7 +129,7 @@ def audit(layout, kubepods):
             continue  # a pod removed while we read
         by_qos[qos] += 1
         pods.append({'cgroup': '/' + relative, 'qos': qos, 'memory_limit_bytes': limit,
-                     'cpu_request_millicores': group_cpu_millicores(layout, relative)})
+                     'cpu_request_millicores': group_cpu_millicores(layout, relative, roots)})
     limited = [p['memory_limit_bytes'] for p in pods if p['memory_limit_bytes'] is not None]
     limits_sum = sum(limited)
     return {

@@ -248,8 +248,7 @@ def _reservation_fields(fields):
 
 
 def path_of_drop_in(where):
-    # kubelet_reservations_apply's drop_in_name default: the role never passes another.
-    return where['drop_in_dir'].rstrip('/') + '/' + _defaults.DROP_IN_NAME
+    return _defaults.drop_in_path(where['drop_in_dir'])
 
 
 def _diff(before, after, path, fmt):

@@ -31,29 +31,17 @@ import time
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _option_specs, _state_dir
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _duration
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import (
-    _cgroup, _cpu_guarantee, _kubelet_process, _measure, _overcommit, _probe, _procfs, _swap)
+    _cgroup, _cpu_guarantee, _kubelet_process, _measure, _overcommit, _pipeline, _probe, _procfs, _swap)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _headroom
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store, _metrics
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 
 STATE_VERSION = 2  # 2: hours packed in strings
 MIB = 1 << 20
-# The sampler's options when neither the role (sampler.json) nor a flag gives one: the role's own defaults
-# (_option_specs: reservations_sampler_*, history_window, percentile), the paths from _state_dir. The script's flags
-# and run() both read this table. An option given as None counts as not given.
-DEFAULTS = {
-    'history_path': _state_dir.HISTORY_PATH,
-    'state_path': _state_dir.SAMPLER_STATE_PATH,
-    'decision_path': _state_dir.DECISION_PATH,
-    'textfile_path': _option_specs.OPTIONS['sampler_textfile_path']['default'],
-    'percentile': _option_specs.OPTIONS['percentile']['default'],
-    'history_window': _option_specs.OPTIONS['history_window']['default'],
-    'sample_seconds': _option_specs.OPTIONS['sampler_sample_seconds']['default'],
-    'step_dir': _state_dir.NODE_LOCK_DIR,
-    'cgroup_root': None,
-    'kubepods_cgroup': None,
-    'cgroup_driver': None,
-}
+# The sampler's options when neither the role (sampler.json) nor a flag gives one: _option_specs.SAMPLER_OPTIONS, their
+# one home (the role's own defaults, the paths from _state_dir). The script's flags and run() both read this table.
+# An option given as None counts as not given.
+DEFAULTS = _option_specs.sampler_defaults()
 # Beside the decision (_state_dir.APPLIED_FILE).
 RESERVATION_FILE = _state_dir.APPLIED_FILE
 _PRESSURE_FILES = (('cpu', 'cpu.pressure'), ('memory', 'memory.pressure'), ('io', 'io.pressure'))
@@ -282,21 +270,18 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
     mid_change = bool(step_dir) and _file_io.held_exclusively(step_dir)
     # The driver the kubelet's config names (the role passes it) picks kubepods where both layouts' groups exist,
     # as the facts module picks it.
-    node = _probe.read_node(options['cgroup_root'], options['kubepods_cgroup'], options['cgroup_driver'],
-                            proc_root)
+    # The facts module's order and readers (_pipeline): the processes, the node, the memory, then CPU.
+    cmdlines, found = _pipeline.scan_processes(_kubelet_process.DEFAULT_KUBELET_NAMES
+                                               + _kubelet_process.DEFAULT_RUNTIME_NAMES, proc_root)
+    node = _probe.read_node(options['cgroup_root'], options['kubepods_cgroup'], options['cgroup_driver'], proc_root)
     meminfo, capacity_millicores, layout, kubepods = node.meminfo, node.capacity_millicores, node.layout, node.kubepods
-    cmdlines = _procfs.read_cmdlines(proc_root)  # one pass for the kubelet search and _tool_processes
-    found = _kubelet_process.find_processes(_kubelet_process.DEFAULT_KUBELET_NAMES
-                                            + _kubelet_process.DEFAULT_RUNTIME_NAMES, proc_root, cmdlines)
-    _seen, component_cgroups, component_pids = _measure.component_targets(layout, found, proc_root, kubepods)
     # The sampler is the measuring tool too: its own interpreter is left out with Ansible's (_tool_processes).
-    memory = _measure.memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root,
-                             own_pids=(os.getpid(),), cmdlines=cmdlines)
+    components, memory = _pipeline.read_memory(node, cmdlines, found, proc_root, own_pids=(os.getpid(),))
     mid_change = mid_change or (bool(step_dir) and _file_io.held_exclusively(step_dir))
 
-    snapshot = _measure.cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root)
+    snapshot = _pipeline.cpu_snapshot(node, components, proc_root)
     own_in_session = in_session_group(layout, snapshot['session_cgroups'], proc_root)
-    snapshot.update(components=sorted(component_cgroups) + sorted(component_pids), own_ns=process_cpu_ns(),
+    snapshot.update(components=sorted(components.cgroups) + sorted(components.pids), own_ns=process_cpu_ns(),
                     own_in_session=own_in_session)
     previous = state.get('cpu')
     cpu = None
@@ -310,9 +295,9 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
             cpu = None  # an unusable saved snapshot: sample instead
     if cpu is None:
         # The sampler sleeps through this sample: its own CPU in it is nil.
-        cpu = dict(_measure.sample_cpu(layout, kubepods, component_cgroups, component_pids, capacity_millicores,
-                                       float(options['sample_seconds']), proc_root, sleep), sampler_millicores=0)
-        snapshot = dict(_measure.cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root),
+        cpu = dict(_pipeline.sample_cpu(node, components, float(options['sample_seconds']), proc_root, sleep),
+                   sampler_millicores=0)
+        snapshot = dict(_pipeline.cpu_snapshot(node, components, proc_root),
                         components=snapshot['components'], own_ns=process_cpu_ns(), own_in_session=own_in_session)
     state['cpu'] = snapshot
     if mid_change:

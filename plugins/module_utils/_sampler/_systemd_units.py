@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_forms
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_forms, _option_specs
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 
 SERVICE_NAME = 'nodealloc-sampler.service'
@@ -45,10 +45,8 @@ PYTHON = '/usr/bin/python3'
 PYCACHE_NAME = 'nodealloc-sampler'
 PYCACHE_DIR = '/var/cache/' + PYCACHE_NAME
 
-# settings key -> (the script's option name in sampler.json)
-OPTION_KEYS = (('history_path', 'history'), ('state_path', 'state'), ('decision_path', 'decision'),
-               ('textfile_path', 'textfile'), ('percentile', 'percentile'), ('history_window', 'window'),
-               ('sample_seconds', 'sample_seconds'), ('cgroup_driver', 'cgroup_driver'))
+# settings key -> (the script's option name in sampler.json): _option_specs.SAMPLER_OPTIONS, their one home.
+OPTION_KEYS = _option_specs.sampler_option_keys(settings_only=True)
 
 
 def _checked(name, value, rule):

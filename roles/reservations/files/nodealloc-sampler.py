@@ -16,25 +16,19 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs  # noqa: E402
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _sample_once  # noqa: E402
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError  # noqa: E402
 
-# (flag, default, type, help): the defaults are the sampler's own (_sample_once.DEFAULTS, their one home).
-DEFAULTS = _sample_once.DEFAULTS
-OPTIONS = (
-    ('--config', '', str, "a JSON object of these options (keys: history, state, textfile, decision, percentile, window, "
-                          "sample_seconds, step_dir, cgroup_driver); the flags win"),
-    ('--history', DEFAULTS['history_path'], str, None),
-    ('--state', DEFAULTS['state_path'], str, None),
-    ('--textfile', DEFAULTS['textfile_path'], str, "'' to write no metrics"),
-    ('--decision', DEFAULTS['decision_path'], str, None),
-    ('--percentile', DEFAULTS['percentile'], float, None),
-    ('--window', DEFAULTS['history_window'], str, None),
-    ('--sample-seconds', DEFAULTS['sample_seconds'], float, 'CPU sample when no previous run is known'),
-    ('--step-dir', DEFAULTS['step_dir'], str, "the apply step's node lock: no reading is recorded while a step holds it"),
-    ('--cgroup-driver', DEFAULTS['cgroup_driver'], str, "the kubelet's cgroupDriver: picks kubepods where both drivers' groups exist"),
-)
-
+# (flag, default, type, help): derived from _option_specs.SAMPLER_OPTIONS, the one home of the sampler's settings
+# (their defaults are _sample_once.DEFAULTS); a flag is ``--`` and the setting's key in sampler.json.
+_SETTINGS = _option_specs.SAMPLER_OPTIONS
+_KEYS = _option_specs.sampler_option_keys()  # (setting name, key)
+_KINDS = {'float': float, 'int': int}
+OPTIONS = (('--config', '', str, "a JSON object of these options (keys: %s); the flags win"
+            % ', '.join(key for _name, key in _KEYS)),) + tuple(
+    ('--' + key.replace('_', '-'), _sample_once.DEFAULTS[name], _KINDS.get(_SETTINGS[name]['type'], str),
+     _SETTINGS[name]['description']) for name, key in _KEYS)
 
 def parse_args(argv, fast=True):
     """The options as a dict keyed like argparse's dest; argparse only for --help, a mistake, or ``fast=False``.
@@ -95,9 +89,7 @@ def main(argv):
     except (OSError, ValueError, TypeError) as exc:
         sys.stderr.write('nodealloc-sampler: --config: %s\n' % exc)
         return 1
-    options = {'history_path': args['history'], 'state_path': args['state'], 'textfile_path': args['textfile'],
-               'decision_path': args['decision'], 'percentile': args['percentile'], 'history_window': args['window'],
-               'sample_seconds': args['sample_seconds'], 'step_dir': args['step_dir'], 'cgroup_driver': args['cgroup_driver']}
+    options = {name: args[key] for name, key in _KEYS}
     try:
         figures, problems = _sample_once.run(options)
     except (NodeallocError, ValueError) as exc:

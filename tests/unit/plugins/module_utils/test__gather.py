@@ -9,7 +9,7 @@ import time
 import pytest
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _measure, _procfs
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _kubelet_version, _measure, _procfs
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ConfigError
 from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
 
@@ -93,8 +93,8 @@ def test_config_found_by_option_is_read(v2_node, tmp_path):
 
 
 def _recommend_from(path, v2_node, tmp_path, measurement, now):
-    options = {'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'history_path': str(path), 'history_window': '7d',
-               'kubelet_config_path': str(tmp_path / 'none.yaml')}
+    options = _gather.with_defaults({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'history_path': str(path),
+                                     'history_window': '7d', 'kubelet_config_path': str(tmp_path / 'none.yaml')})
     history, samples = _gather.read_history(options, measurement, now)
     reading = _gather.reading_from(measurement, 'module', now)
     _gather.history_basis(options, history, samples, reading, now)
@@ -104,8 +104,9 @@ def _recommend_from(path, v2_node, tmp_path, measurement, now):
 
 def test_a_damaged_history_recommends_as_the_clean_one_it_came_from(v2_node, tmp_path):
     import json
-    measurement = _gather.measure({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0,
-                                  'kubelet_config_path': str(tmp_path / 'none.yaml')}, sleep=lambda _s: None)
+    measurement = _gather.measure(_gather.with_defaults({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0,
+                                                         'kubelet_config_path': str(tmp_path / 'none.yaml')}),
+                                  sleep=lambda _s: None)
     mem_total = measurement['memory']['mem_total_bytes']
     now = time.time()
     clean = [json.dumps({'t': now - 3600 + 60 * i, 'non_pod_bytes': (700 + (i * 37) % 400) * MIB,
@@ -231,7 +232,7 @@ def test_the_kubelet_binary_is_asked_its_version_and_a_1_35_kubelet_on_v1_is_ref
     kubelet = {'pid': None, 'argv': [sys.executable, STANDIN, '--config=/var/lib/kubelet/config.yaml'],
                'config_dir': None}
     not_found = []
-    result = _gather.kubelet_version(kubelet, config, cgroup_version, not_found)
+    result = _kubelet_version.kubelet_version(kubelet, config, cgroup_version, not_found)
     assert not_found == []
     assert result['text'] == 'Kubernetes ' + installed
     assert result['git_version'] == installed
@@ -241,9 +242,9 @@ def test_the_kubelet_binary_is_asked_its_version_and_a_1_35_kubelet_on_v1_is_ref
 
 
 def test_no_kubelet_binary_is_said_and_refuses_nothing(monkeypatch):
-    monkeypatch.setattr(_gather.shutil, 'which', lambda name: None)
+    monkeypatch.setattr(_kubelet_version.shutil, 'which', lambda name: None)
     not_found = []
-    result = _gather.kubelet_version({'pid': None, 'argv': None, 'config_dir': None}, {}, 'v2', not_found)
+    result = _kubelet_version.kubelet_version({'pid': None, 'argv': None, 'config_dir': None}, {}, 'v2', not_found)
     assert result['version'] is None and result['refusals'] == []
     assert not_found and 'no kubelet binary' in not_found[0]
 

@@ -387,3 +387,72 @@ def test_with_defaults_keeps_a_given_zero_or_empty_and_drops_what_the_table_does
     assert _option_specs.with_defaults({'sample_seconds': 0, 'textfile_path': '', 'percentile': None, 'other': 1}, table) \
         == {'sample_seconds': 0, 'textfile_path': '', 'percentile': 100.0}
     assert _option_specs.with_defaults(None, table) == table
+
+
+# What _option_specs may load: the kubelet's own model and the state paths (issue 34). The controller-side option
+# check (check_options.yml's option_problems filter) imports it, and kubelet_config ships what it imports to the node.
+LEAF_IMPORTS = {'_option_specs', '_option_forms', '_state_dir', '_kubelet', '_kubelet._defaults', '_kubelet._duration',
+                '_kubelet._quantity', '_kubelet._vendor_formulas'}
+
+
+def test_importing_the_option_specs_loads_no_node_code():
+    import subprocess
+    import sys
+    prefix = 'ansible_collections.nodealloc.kubelet.plugins.module_utils.'
+    code = ('import sys\nfrom ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs\n'
+            'print("\\n".join(sorted(m for m in sys.modules if m.startswith(%r))))' % prefix)
+    done = subprocess.run([sys.executable, '-c', code], stdout=subprocess.PIPE, check=True,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)))
+    loaded = {name[len(prefix):] for name in done.stdout.decode().split()}
+    assert '_option_specs' in loaded  # the listing saw the import itself
+    assert loaded - LEAF_IMPORTS == set()
+
+
+def _sampler_code_settings():
+    module = importlib.import_module('ansible_collections.nodealloc.kubelet.plugins.modules.sampler_code')
+    return module, yaml.safe_load(module.DOCUMENTATION)['options']['settings']['suboptions']
+
+
+def test_sampler_codes_documented_settings_are_the_sampler_options():
+    module, documented = _sampler_code_settings()
+    spec = _option_specs.sampler_settings_spec()
+    assert module.SETTINGS_SPEC == spec
+    assert {name: (doc['type'], bool(doc.get('required')), doc.get('choices')) for name, doc in documented.items()} \
+        == {name: (s['type'], bool(s.get('required')), s.get('choices')) for name, s in spec.items()}
+
+
+def _sampler_script():
+    import runpy
+    return runpy.run_path(os.path.join(ROLE, 'files', 'nodealloc-sampler.py'), run_name='nodealloc_sampler')
+
+
+def test_the_sampler_scripts_flags_sampler_json_and_the_runs_defaults_are_the_sampler_options():
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _sample_once, _systemd_units
+    script = _sampler_script()
+    keys = dict(_option_specs.sampler_option_keys())
+    # Every setting the run takes, with the default the run applies when neither sampler.json nor a flag gives it.
+    run_settings = {name for name, s in _option_specs.SAMPLER_OPTIONS.items() if s['run']}
+    assert set(_sample_once.DEFAULTS) == run_settings
+    parsed = script['parse_args']([])
+    assert parsed == dict({key: _sample_once.DEFAULTS[name] for name, key in keys.items()}, config='')
+    assert [flag for flag, _default, _kind, _help in script['OPTIONS']] \
+        == ['--config'] + ['--' + key.replace('_', '-') for key in keys.values()]
+    # sampler.json carries what sampler_code is given, under the script's names; the script reads every one.
+    assert dict(_systemd_units.OPTION_KEYS) == {name: key for name, key in keys.items()
+                                                 if name in _option_specs.sampler_settings_spec()}
+
+
+def test_a_sampler_setting_given_in_sampler_json_reaches_the_run_under_its_own_name(tmp_path, monkeypatch):
+    script = _sampler_script()
+    config = tmp_path / 'sampler.json'
+    given = {key: 'x' if _option_specs.SAMPLER_OPTIONS[name]['type'] != 'float' else 7.0
+             for name, key in _option_specs.sampler_option_keys()}
+    config.write_text(__import__('json').dumps(given))
+    seen = {}
+
+    def run(options):
+        seen.update(options)
+        return {'recorded': True, 'mid_change': False}, []
+    monkeypatch.setattr(script['_sample_once'], 'run', run)
+    assert script['main'](['--config', str(config)]) == 0
+    assert seen == {name: given[key] for name, key in _option_specs.sampler_option_keys()}

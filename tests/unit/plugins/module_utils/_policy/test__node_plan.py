@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _kubelet_settings
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _decision, _node_plan
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _config_change
 
@@ -273,7 +273,8 @@ def test_the_report_diff_ends_in_the_text_the_on_node_step_writes(tmp_path, drop
     config_dir = tmp_path / 'conf.d'
     config_dir.mkdir()
     node = facts(config_path=str(main), config_dir=str(config_dir) if drop_in else None)
-    node['kubelet']['reservation_files'] = _gather.reservation_files(node['kubelet'], {})
+    node['kubelet']['reservation_files'] = _kubelet_settings.reservation_files(node['kubelet'], None,
+                                                                             _defaults.KUBEADM_CONFIG_DIR)
     planned = _node_plan.plan(node, {})
     written = _config_change.plan(dict(planned['apply'], state='present'))
     expected_target = str(config_dir / '50-nodealloc.conf') if drop_in else str(main)

@@ -1,0 +1,74 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""What node_reservation_facts reads of a node: the measurement pass (_pipeline) the sampler makes too, and beside it
+the kubelet (where it is, its settings, its version, the files a change would write), the cgroup layout's
+details, the overcommit audit, pressure, swap and memory protection. Raw readings, nothing derived: the policy is
+_gather's (the orchestrator), which calls ``measure``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _quantity, _version_rules
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import (
+    _cgroup, _cpu_guarantee, _kubelet_ownership, _kubelet_process, _kubelet_settings, _kubelet_version,
+    _memory_protection, _overcommit, _pipeline, _probe, _procfs, _swap)
+
+
+def measure(options, proc_root='/proc', sleep=time.sleep):
+    """Raw readings of the node for the facts module: memory, CPU, cgroups, the kubelet and its settings; nothing
+    derived. ``options``: the module's parameters with their defaults filled in (_gather)."""
+    not_found = []
+    # One pass over /proc finds the kubelet and the container runtime: it is most of the cost of a run.
+    names = tuple(options.get('kubelet_process_names') or _kubelet_process.DEFAULT_KUBELET_NAMES) \
+        + tuple(options.get('runtime_process_names') or _kubelet_process.DEFAULT_RUNTIME_NAMES)
+    cmdlines, found = _pipeline.scan_processes(names, proc_root)
+    kubelet, current, config = _kubelet_settings.read(options, proc_root, not_found, found)
+    kubelet['ownership'] = _kubelet_ownership.detect(kubelet['argv'], kubelet['unit'])
+    node = _probe.read_node(options['cgroup_root'], options['kubepods_cgroup'], (current or {}).get('cgroup_driver'),
+                            proc_root)
+    meminfo, capacity_millicores, layout, driver, kubepods = node[:5]
+    kubelet['version'] = _kubelet_version.kubelet_version(kubelet, config, layout.version, not_found, proc_root)
+    kubelet['reservation_files'] = _kubelet_settings.reservation_files(kubelet, options['drop_in_dir'],
+                                                                       options['config_dir_path'])
+    if kubepods is None:
+        not_found.append('no kubepods cgroup (looked for kubepods.slice and kubepods under %s); '
+                         'pods working set taken as 0' % layout.memory_root)
+    components, memory = _pipeline.read_memory(node, cmdlines, found, proc_root)
+    if not components.seen:
+        not_found.append('no kubelet or container runtime processes (%s): kubeReserved gets no '
+                         'measured share, all non-pod memory goes to systemReserved' % ', '.join(names))
+    cpu = _pipeline.sample_cpu(node, components, options['sample_seconds'], proc_root, sleep)
+    cpu['capacity_millicores'] = capacity_millicores
+    return {
+        'capacity': {'memory': _quantity.format_memory(meminfo['MemTotal']),
+                     'cpu': _quantity.format_cpu(capacity_millicores)},
+        'memory': memory,
+        'cpu': cpu,
+        'cgroup': {
+            'version': layout.version,
+            'mode': layout.mode,
+            'driver': driver,
+            'kubepods': ('/' + kubepods) if kubepods else None,
+            # The file the kubelet writes kubepods' memory limit to: where the rollout reads it back.
+            'kubepods_limit_file': _cgroup.memory_limit_path(layout, kubepods) if kubepods else None,
+            'memory_root': layout.memory_root,
+            'cpu_root': layout.cpu_root,
+            'end_of_life': _version_rules.END_OF_LIFE if layout.version == 'v1' else None,
+        },
+        'overcommit': _overcommit.audit(layout, kubepods) if kubepods else None,
+        'kubelet': kubelet,
+        'components': components.seen,
+        'current': current,
+        'hugepages_bytes': _procfs.read_hugepages_bytes(),
+        # Evidence of starvation (PSI) of the non-pod groups, and system.slice's CPU weight for the guarantee.
+        'pressure': _cpu_guarantee.pressure(layout, ['system.slice'] + components.cgroups, proc_root),
+        'cpu_weights': {'version': layout.version,
+                        'system_slice_weight': _cpu_guarantee.read_weight(layout, 'system.slice')[0]},
+        # May the daemons swap, what the kubelet says about swap, the drop-in that stops it (_swap).
+        'swap_control': _swap.control(layout, memory['swap']['groups'], _swap.read_swaps(proc_root), config),
+        # memory.min/memory.low of kubepods and of the reserved groups the config names (_memory_protection).
+        'memory_protection': _memory_protection.read(layout, kubepods, config, driver),
+        'kubelet_config': config,  # the effective config, for the protection's cost and the enforcement proposal
+        'not_found': not_found,
+    }
