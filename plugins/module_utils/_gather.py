@@ -39,7 +39,8 @@ def run_version_command(command):
     """What ``command`` (``[kubelet, '--version']``) prints, or raises OSError/ValueError."""
     try:
         done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False,
-                              timeout=VERSION_TIMEOUT_SECONDS)
+                              timeout=VERSION_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL, cwd='/',
+                              env=_kubelet_process.PROBE_ENVIRONMENT)
     except subprocess.TimeoutExpired:
         raise ValueError('no answer within %d s' % VERSION_TIMEOUT_SECONDS)
     if done.returncode != 0:
@@ -49,11 +50,12 @@ def run_version_command(command):
 
 def kubelet_version(kubelet, config, cgroup_version, not_found, proc_root='/proc'):
     """The kubelet binary's version, and what it refuses with this config on this node (_version_rules)."""
-    command = _kubelet_process.version_command(kubelet['argv'], kubelet['pid'], proc_root, shutil.which)
+    command = _kubelet_process.version_command(kubelet['argv'], kubelet['pid'], proc_root, shutil.which, not_found)
     result = {'command': command, 'text': None, 'version': None, 'git_version': None}
     parsed = None
     if command is None:
-        not_found.append('no kubelet binary to ask its version (no running kubelet, no kubelet on the PATH)')
+        if kubelet['pid'] is None:  # else version_command said why not
+            not_found.append('no kubelet binary to ask its version (no running kubelet, no kubelet on the PATH)')
     else:
         try:
             result['text'] = run_version_command(command).strip()
@@ -248,7 +250,8 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
     names = tuple(options.get('kubelet_process_names') or _kubelet_process.DEFAULT_KUBELET_NAMES) \
         + tuple(options.get('runtime_process_names') or _kubelet_process.DEFAULT_RUNTIME_NAMES)
     cmdlines = _procfs.read_cmdlines(proc_root)  # one pass for the kubelet search and _tool_processes
-    found = _kubelet_process.find_processes(names, proc_root, cmdlines)
+    found = _kubelet_process.find_processes(names, proc_root, cmdlines,
+                                            _kubelet_process.units_for(options.get('kubelet_unit')), not_found)
     kubelet, current, config = _kubelet_settings(options, proc_root, not_found, found)
     kubelet['ownership'] = _kubelet_ownership.detect(kubelet['argv'], kubelet['unit'])
     node = _probe.read_node(options.get('cgroup_root'), options.get('kubepods_cgroup'),
@@ -263,7 +266,8 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
     if not components:
         not_found.append('no kubelet or container runtime processes (%s): kubeReserved gets no '
                          'measured share, all non-pod memory goes to systemReserved' % ', '.join(names))
-    memory = _measure.memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root, cmdlines=cmdlines)
+    memory = _measure.memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root,
+                             own_pids=(os.getpid(),), cmdlines=cmdlines)
     cpu = _measure.sample_cpu(layout, kubepods, component_cgroups, component_pids, capacity_millicores,
                               options.get('sample_seconds', _DEFAULT['sample_seconds']), proc_root, sleep)
     cpu['capacity_millicores'] = capacity_millicores

@@ -287,7 +287,8 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
     meminfo, capacity_millicores, layout, kubepods = node.meminfo, node.capacity_millicores, node.layout, node.kubepods
     cmdlines = _procfs.read_cmdlines(proc_root)  # one pass for the kubelet search and _tool_processes
     found = _kubelet_process.find_processes(_kubelet_process.DEFAULT_KUBELET_NAMES
-                                            + _kubelet_process.DEFAULT_RUNTIME_NAMES, proc_root, cmdlines)
+                                            + _kubelet_process.DEFAULT_RUNTIME_NAMES, proc_root, cmdlines,
+                                            need_executable=False)  # it runs nothing, reads no config path
     _seen, component_cgroups, component_pids = _measure.component_targets(layout, found, proc_root, kubepods)
     # The sampler is the measuring tool too: its own interpreter is left out with Ansible's (_tool_processes).
     memory = _measure.memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_root,
