@@ -503,9 +503,9 @@ requests_fit:
 not_found:
   description:
     - Plain statements of what was looked for and not found on this node.
-    - Among them each process named like the kubelet or a runtime that was ignored because it is not root's alone
+    - "Among them each process named like the kubelet or a runtime that was ignored because it is not root's alone
       (C(ignored a process named kubelet: pid 50 (/home/u/kubelet ...), uid 1000); docs/security.md), and a
-      kubelet binary not asked its version for that reason.
+      kubelet binary not asked its version for that reason."
   returned: always
   type: list
   elements: str
