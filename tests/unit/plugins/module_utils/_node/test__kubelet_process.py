@@ -167,21 +167,21 @@ def test_a_roots_program_passes():
     assert kp.program_file_reason(ROOTS_PROGRAM) is None
 
 
-@pytest.mark.parametrize('cgroup,units,why', [
+@pytest.mark.parametrize('cgroup,kubelet_unit,why', [
     (b'0::/system.slice/kubelet.service\n', None, None),
     (b'1:name=systemd:/system.slice/kubelet.service\n0::/\n', None, None),  # v1 / hybrid
     (b'0::/runtime.slice/kubelet.service\n', None, None),  # EKS's AMI and others: a slice for kubeReservedCgroup
     (b'0::/system.slice/k3s.service\n', None, None),
-    (b'0::/system.slice/k3s.service\n', kp.units_for('kubelet.service'), 'not in the unit of kubelet.service'),
+    (b'0::/system.slice/k3s.service\n', 'kubelet.service', 'not in the unit of kubelet.service'),
     (b'0::/system.slice/cron.service\n', None, 'runs in cgroup /system.slice/cron.service'),
     # A user's delegated subtree may hold a group of any name: below user@.service, not a system unit.
     (b'0::/user.slice/user-1000.slice/user@1000.service/app.slice/kubelet.service\n', None, 'runs in cgroup'),
     (b'0::/user.slice/user-1000.slice/session-3.scope\n', None, 'runs in cgroup'),
 ])
-def test_where_systemd_runs_the_node_the_kubelet_runs_in_its_unit(tmp_path, cgroup, units, why):
+def test_where_systemd_runs_the_node_the_kubelet_runs_in_its_unit(tmp_path, cgroup, kubelet_unit, why):
     proc = _fake_proc(tmp_path / 'proc', {101: {'argv': KUBELET_ARGV, 'cgroup': cgroup}}, own_nspid=['999'],
                       systemd=True)
-    reason = kp.why_untrusted(101, KUBELET_ARGV, proc, units)
+    reason = kp.why_untrusted(101, KUBELET_ARGV, proc, kp.units_for(kubelet_unit))
     assert (reason is None) if why is None else (why in reason), reason
 
 
