@@ -148,6 +148,12 @@ def test_a_runtime_with_bytes_of_any_kind_in_its_name_and_command_line_changes_n
     processes.append(process)
     assert process.stdout.readline() == b'ready\n'
     assert b'\xff' in _procfs.read_process_file(process.pid, 'stat')
+    # The readings a runtime measured by its process (in a shared group: system.slice, '/') goes through: each
+    # raised UnicodeDecodeError, or kept other bytes than the process's.
+    assert os.fsencode(_procfs.read_process_status(process.pid)['Name']) == b'rt-\xff\xfe'
+    assert os.fsencode(_procfs.read_cmdline(process.pid)[-1]) == b'--root=/var/lib/\xff\xfe'
+    assert _procfs.read_process_rss_bytes(process.pid) > 0
+    assert _procfs.read_process_cpu_ticks(process.pid) is not None
     measured = _gather.measure(dict(OPTIONS, runtime_process_names=[name]))
     assert {'pid': process.pid, 'program': name} in measured['components']
     # Measured by its group here (this machine gives each job a memory cgroup of its own), or by its RSS.
