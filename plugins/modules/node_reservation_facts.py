@@ -100,6 +100,9 @@ options:
   kubelet_unit:
     description:
       - The kubelet's systemd unit for RV(plan). Empty means the unit the running kubelet belongs to, else C(kubelet.service).
+      - Where systemd runs the node, a process counts as the kubelet only in this unit's cgroup (or a container
+        runtime's unit); empty allows C(kubelet.service), C(k3s.service), C(k3s-agent.service), C(rke2-server.service)
+        and C(rke2-agent.service).
     type: str
     version_added: 0.1.0
   use_drop_in:
@@ -189,10 +192,12 @@ memory:
       description:
         - The measuring tool's own processes found at the reading and left out of RV(memory.non_pod_bytes) - Ansible's
           module interpreters (a Python interpreter under Ansible's C(<shell> -c '... && sleep 0') or become wrapper,
-          or a process running a file of Ansible's remote C(ansible-tmp-*) directory, outside kubepods) and, for the
-          sampler, its own process. C(bytes) (their C(Pss_Anon), else C(RssAnon)), C(left_out_bytes) (what was
-          subtracted, never more than the figure), C(processes) (pid, command, why, anonymous_bytes, source) and
-          C(note) (why nothing could be looked for, else null). What those modules start stays counted.
+          or a process running a file of Ansible's remote C(ansible-tmp-*) directory, outside kubepods, run as the
+          module's own user) and the module's (or the sampler's) own process. C(bytes) (their C(Pss_Anon), else
+          C(RssAnon), at most 256 MiB of one process and 512 MiB in all), C(left_out_bytes) (what was subtracted, never
+          more than the figure), C(processes) (pid, command, why, anonymous_bytes, left_out_bytes, source) and
+          C(note) (why nothing could be looked for, else null). What those modules start stays counted, and so does
+          every process of another user.
       type: dict
     non_pod_swap_bytes:
       description:
@@ -289,7 +294,10 @@ cgroup:
       type: str
       version_added: 0.1.0
 kubelet:
-  description: The running kubelet (pid, argv) and the config file and drop-in directory read.
+  description:
+    - The running kubelet (pid, argv) and the config file and drop-in directory read.
+    - Only a process running as root a program only root can change, in the kubelet's systemd unit where systemd runs
+      the node, is the kubelet (docs/security.md); others are named in RV(not_found).
   returned: always
   type: dict
   contains:
@@ -493,7 +501,11 @@ requests_fit:
   type: dict
   version_added: 0.1.0
 not_found:
-  description: Plain statements of what was looked for and not found on this node.
+  description:
+    - Plain statements of what was looked for and not found on this node.
+    - "Among them each process named like the kubelet or a runtime that was ignored because it is not root's alone
+      (C(ignored a process named kubelet: pid 50 (/home/u/kubelet ...), uid 1000); docs/security.md), and a
+      kubelet binary not asked its version for that reason."
   returned: always
   type: list
   elements: str

@@ -19,6 +19,7 @@ import posixpath
 from collections import namedtuple
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import LayoutError, MeasurementError
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _procfs
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._procfs import read_text
 
 KUBEPODS_BY_DRIVER = (('systemd', 'kubepods.slice'), ('cgroupfs', 'kubepods'))
@@ -111,7 +112,13 @@ def layout_from_root(cgroup_root):
 def discover_layout(cgroup_root=None, proc_root='/proc'):
     if cgroup_root:
         return layout_from_root(cgroup_root)
-    return layout_from_mountinfo(read_text(os.path.join(proc_root, 'self', 'mountinfo')))
+    # Bytes are bytes: a mount point is any path (a user's FUSE mount under their home shows here too); kept exact
+    # (_procfs.decode), so no byte stops the reading and a cgroup mount's path opens as it is.
+    path = os.path.join(proc_root, 'self', 'mountinfo')
+    raw = _procfs.read_process_file('self', 'mountinfo', proc_root)
+    if raw is None:
+        read_text(path)  # raises the MeasurementError naming why
+    return layout_from_mountinfo(_procfs.decode(raw))
 
 
 def normalise_cgroup_name(name):

@@ -7,6 +7,7 @@ _gather's (the orchestrator), which calls ``measure``.
 
 from __future__ import annotations
 
+import os
 import time
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _quantity, _version_rules
@@ -22,7 +23,8 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
     # One pass over /proc finds the kubelet and the container runtime: it is most of the cost of a run.
     names = tuple(options.get('kubelet_process_names') or _kubelet_process.DEFAULT_KUBELET_NAMES) \
         + tuple(options.get('runtime_process_names') or _kubelet_process.DEFAULT_RUNTIME_NAMES)
-    cmdlines, found = _pipeline.scan_processes(names, proc_root)
+    cmdlines, found = _pipeline.scan_processes(names, proc_root, _kubelet_process.units_for(options.get('kubelet_unit')),
+                                               not_found)
     kubelet, current, config = _kubelet_settings.read(options, proc_root, not_found, found)
     kubelet['ownership'] = _kubelet_ownership.detect(kubelet['argv'], kubelet['unit'])
     node = _probe.read_node(options['cgroup_root'], options['kubepods_cgroup'], (current or {}).get('cgroup_driver'),
@@ -34,7 +36,7 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
     if kubepods is None:
         not_found.append('no kubepods cgroup (looked for kubepods.slice and kubepods under %s); '
                          'pods working set taken as 0' % layout.memory_root)
-    components, memory = _pipeline.read_memory(node, cmdlines, found, proc_root)
+    components, memory = _pipeline.read_memory(node, cmdlines, found, proc_root, own_pids=(os.getpid(),))
     if not components.seen:
         not_found.append('no kubelet or container runtime processes (%s): kubeReserved gets no '
                          'measured share, all non-pod memory goes to systemReserved' % ', '.join(names))

@@ -19,7 +19,8 @@ def run_version_command(command):
     """What ``command`` (``[kubelet, '--version']``) prints, or raises OSError/ValueError."""
     try:
         done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False,
-                              timeout=VERSION_TIMEOUT_SECONDS)
+                              timeout=VERSION_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL, cwd='/',
+                              env=_kubelet_process.PROBE_ENVIRONMENT)
     except subprocess.TimeoutExpired:
         raise ValueError('no answer within %d s' % VERSION_TIMEOUT_SECONDS)
     if done.returncode != 0:
@@ -29,11 +30,12 @@ def run_version_command(command):
 
 def kubelet_version(kubelet, config, cgroup_version, not_found, proc_root='/proc'):
     """The kubelet binary's version, and what it refuses with this config on this node (_version_rules)."""
-    command = _kubelet_process.version_command(kubelet['argv'], kubelet['pid'], proc_root, shutil.which)
+    command = _kubelet_process.version_command(kubelet['argv'], kubelet['pid'], proc_root, shutil.which, not_found)
     result = {'command': command, 'text': None, 'version': None, 'git_version': None}
     parsed = None
     if command is None:
-        not_found.append('no kubelet binary to ask its version (no running kubelet, no kubelet on the PATH)')
+        if kubelet['pid'] is None:  # else version_command said why not
+            not_found.append('no kubelet binary to ask its version (no running kubelet, no kubelet on the PATH)')
     else:
         try:
             result['text'] = run_version_command(command).strip()

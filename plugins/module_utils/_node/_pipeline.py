@@ -22,13 +22,14 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _ku
 Components = namedtuple('Components', 'seen cgroups pids')
 
 
-def scan_processes(names, proc_root='/proc'):
+def scan_processes(names, proc_root='/proc', units=None, ignored=None, need_executable=True):
     """(cmdlines, found): one pass over /proc's command lines, and the processes among them named ``names``.
 
-    The command lines are handed on to _tool_processes (through ``read_memory``), which would otherwise read them all
-    again."""
+    Only root's processes running root's programs count (_kubelet_process.find_processes: ``units``, ``ignored``,
+    ``need_executable``). The command lines are handed on to _tool_processes (through ``read_memory``), which would
+    otherwise read them all again."""
     cmdlines = _procfs.read_cmdlines(proc_root)
-    return cmdlines, _kubelet_process.find_processes(names, proc_root, cmdlines)
+    return cmdlines, _kubelet_process.find_processes(names, proc_root, cmdlines, units, ignored, need_executable)
 
 
 def read_memory(node, cmdlines, found, proc_root='/proc', own_pids=()):

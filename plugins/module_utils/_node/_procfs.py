@@ -1,5 +1,12 @@
 # Private to nodealloc.kubelet: not a public API, may change without notice.
-"""Readers for /proc files: meminfo, stat, and per-process cmdline, cgroup, stat, status."""
+"""Readers for /proc files: meminfo, stat, and per-process cmdline, cgroup, stat, status.
+
+Bytes are bytes: a process's name (``comm``, in ``stat`` and ``status``), its command line and its cgroup's path are
+whatever bytes its owner chose (a user names a cgroup in their delegated ``user@.service`` subtree, or a program,
+with any byte but ``/`` and NUL). Per-process files are decoded with ``surrogateescape`` (PEP 383): no byte stops a
+reading, and a path read from them (a cgroup's, a ``--config``) names the same file when it is opened again. The
+kernel's own files (meminfo, stat's counters) are ASCII.
+"""
 
 from __future__ import annotations
 
@@ -111,13 +118,30 @@ def read_cmdlines(proc_root='/proc'):
     return found
 
 
+# Per-process files: any byte survives the decoding, and encodes back to itself (os.fsencode).
+PROCESS_TEXT_ERRORS = 'surrogateescape'
+
+
+def decode(raw):
+    """Text of bytes read from a per-process file or a cgroup name: any byte kept (``surrogateescape``)."""
+    return raw.decode('utf-8', PROCESS_TEXT_ERRORS)
+
+
+def shown(text):
+    """``text`` for a message or a result: a byte that is not UTF-8 (a lone surrogate from ``decode``) as ``\\xNN``,
+    so what is shown can be encoded and printed anywhere; the path itself stays exact where it is used."""
+    return text.encode('utf-8', PROCESS_TEXT_ERRORS).decode('utf-8', 'backslashreplace')
+
+
 def read_process_status(pid, proc_root='/proc'):
     """/proc/<pid>/status as {field: value text}, or {} when the process has gone."""
     raw = read_process_file(pid, 'status', proc_root)
     fields = {}
-    for line in (raw or b'').decode('utf-8', 'replace').splitlines():
+    # Lines end at '\n' only: str.splitlines would also end one at a \x1c or \x85 in the name (comm), which the
+    # kernel prints as it is (fs/proc/array.c escapes only whitespace and '\\'); a name's own line must not add one.
+    for line in decode(raw or b'').split('\n'):
         name, colon, value = line.partition(':')
-        if colon:
+        if colon and name not in fields:
             fields[name] = value.strip()
     return fields
 
@@ -127,13 +151,17 @@ def read_cmdline(pid, proc_root='/proc'):
     raw = read_process_file(pid, 'cmdline', proc_root)
     if not raw:
         return None
-    return [part.decode('utf-8', 'replace') for part in raw.rstrip(b'\0').split(b'\0')]
+    return [decode(part) for part in raw.rstrip(b'\0').split(b'\0')]
 
 
 def parse_process_cgroups(text):
-    """Parse /proc/<pid>/cgroup into {controller: path}; the v2 line is keyed ''."""
+    """Parse /proc/<pid>/cgroup into {controller: path}; the v2 line is keyed ''.
+
+    Lines end at '\n' only, which no cgroup's name may hold (kernel/cgroup/cgroup.c ``cgroup_mkdir``): other line
+    breaks str.splitlines knows (\x1c, \x85, ...) may be in a name, and must not start a line of its own.
+    """
     result = {}
-    for line in text.splitlines():
+    for line in text.split('\n'):
         parts = line.split(':', 2)
         if len(parts) != 3:
             continue
@@ -144,11 +172,18 @@ def parse_process_cgroups(text):
 
 
 def read_process_cgroups(pid, proc_root='/proc'):
-    try:
-        with open(os.path.join(proc_root, str(pid), 'cgroup'), 'r', encoding='utf-8') as handle:
-            return parse_process_cgroups(handle.read())
-    except OSError:
+    """{controller: path} of a process (parse_process_cgroups), or None when it has gone; any byte in a path kept."""
+    raw = read_process_file(pid, 'cgroup', proc_root)
+    return None if raw is None else parse_process_cgroups(decode(raw))
+
+
+def read_process_uids(pid, proc_root='/proc'):
+    """(real, effective, saved, filesystem) uid of a process from its ``Uid:`` status line (world-readable), or None
+    when it has gone or the line is not four numbers (fs/proc/array.c task_state)."""
+    fields = read_process_status(pid, proc_root).get('Uid', '').split()
+    if len(fields) != 4 or not all(field.isdigit() for field in fields):
         return None
+    return tuple(int(field) for field in fields)
 
 
 def parse_process_cpu_ticks(text):
@@ -159,21 +194,23 @@ def parse_process_cpu_ticks(text):
 
 
 def read_process_cpu_ticks(pid, proc_root='/proc'):
+    raw = read_process_file(pid, 'stat', proc_root)
     try:
-        with open(os.path.join(proc_root, str(pid), 'stat'), 'r', encoding='utf-8') as handle:
-            return parse_process_cpu_ticks(handle.read())
-    except (OSError, IndexError, ValueError):
+        return None if raw is None else parse_process_cpu_ticks(decode(raw))
+    except (IndexError, ValueError):
         return None
 
 
 def read_process_rss_bytes(pid, proc_root='/proc'):
     """Resident set size from /proc/<pid>/status (VmRSS, KiB), or None if gone."""
+    raw = read_process_file(pid, 'status', proc_root)
+    if raw is None:
+        return None
     try:
-        with open(os.path.join(proc_root, str(pid), 'status'), 'r', encoding='utf-8') as handle:
-            for line in handle:
-                if line.startswith('VmRSS:'):
-                    return int(line.split()[1]) * _MEMINFO_UNIT_BYTES
-    except (OSError, ValueError, IndexError):
+        for line in decode(raw).split('\n'):
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1]) * _MEMINFO_UNIT_BYTES
+    except (ValueError, IndexError):
         return None
     return 0
 

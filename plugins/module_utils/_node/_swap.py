@@ -76,7 +76,9 @@ def parse_swaps(text):
 def read_swaps(proc_root='/proc'):
     """The node's swap areas; None when /proc/swaps cannot be read (a kernel without CONFIG_SWAP has none)."""
     try:
-        with open(os.path.join(proc_root, 'swaps'), 'r', encoding='utf-8') as handle:
+        # A swap file's name is any bytes its path holds (the kernel escapes only whitespace and '\\'): shown, so
+        # replaced where not UTF-8, never a reason to stop.
+        with open(os.path.join(proc_root, 'swaps'), 'r', encoding='utf-8', errors='backslashreplace') as handle:
             return parse_swaps(handle.read())
     except OSError:
         return None
@@ -84,7 +86,7 @@ def read_swaps(proc_root='/proc'):
 
 def _read(path):
     try:
-        with open(path, 'r', encoding='utf-8') as handle:
+        with open(path, 'r', encoding='utf-8', errors='replace') as handle:
             return handle.read().strip()
     except OSError:
         return None

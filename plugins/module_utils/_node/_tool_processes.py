@@ -22,6 +22,17 @@ With ``become``, ``<cmd>`` is ``sudo ... <shell> -c 'echo BECOME-SUCCESS-<id> ; 
 ``apt`` run) is the workload the playbook puts on the node: it stays counted. Modules run another way (mitogen)
 are not recognised and stay counted, the safe side.
 
+Whose. A command line is what its owner says it is: any user can run ``python3 /home/u/ansible-tmp-1/hog.py``, or a
+Python under a shell whose script ends with ``&& sleep 0``, and a figure that left such a program out could be
+emptied by any user (4 GiB hidden took a node's non-pod figure from 6.00 to 2.00 GiB). So only this run's own
+processes are left out: the measuring process itself and its Python ancestors (the module's own pid and its Ansible
+parent chain; the sampler passes its own pid), and the processes of the shape above that run as the measuring
+process's own user (every uid on the ``Uid:`` status line: the become user, root, whose processes root trusts
+anyway; the sampler runs as root too). A process of another user is never left out. And at most PROCESS_CAP_BYTES of
+one process and TOTAL_CAP_BYTES of all: Ansible's interpreters hold 5 to 15 MiB each (the measurements above), so
+the caps leave every real one out whole and keep a mistake, or a root program that only looks like Ansible's, from
+hiding more than that.
+
 What is left out: each one's anonymous memory, ``Pss_Anon`` of ``/proc/<pid>/smaps_rollup`` (Linux 5.3+,
 Documentation/ABI/testing/procfs-smaps_rollup: a page shared by the forks of ``async_wrapper`` counts once in
 all), else ``RssAnon`` of ``/proc/<pid>/status``. Never a process in kubepods: a pod's processes are already out of
@@ -39,6 +50,10 @@ ANSIBLE_TMP_MARK = '/ansible-tmp-'
 PIPELINE_SUFFIX = '&& sleep 0'
 BECOME_MARK = 'BECOME-SUCCESS-'
 _KIB = 1024
+_MIB = 1024 * _KIB
+# Some twenty times the largest interpreter seen (15 MiB), and twice that for all of a run's (module docstring).
+PROCESS_CAP_BYTES = 256 * _MIB
+TOTAL_CAP_BYTES = 512 * _MIB
 
 
 def _is_python(argv):
@@ -80,12 +95,33 @@ def _in_kubepods(pid, kubepods, proc_root):
     return any(path == prefix or path.startswith(prefix + '/') for path in groups.values())
 
 
-def find(proc_root='/proc', kubepods=None, own_pids=(), cmdlines=None):
-    """The tool's processes outside kubepods: {'bytes': their anonymous memory, 'processes': [...]}.
+def _parent(pid, proc_root):
+    ppid = _procfs.read_process_status(pid, proc_root).get('PPid', '')
+    return int(ppid) if ppid.isdigit() else None
 
-    ``own_pids``: the caller's own process (the sampler measures itself too); ``cmdlines``: _procfs.read_cmdlines's
-    answer where the caller read it once for the kubelet search too. Each process: pid, the first 80
-    characters of its command line, why it counts, its anonymous bytes and where they were read.
+
+def _own_chain(own_pids, cmdlines, proc_root):
+    """{pid: why} of the measuring processes and their Python ancestors (async_wrapper's, a module's own chain)."""
+    chain = {}
+    for pid in own_pids:
+        chain[pid] = 'the measuring process itself'
+        parent, seen = _parent(pid, proc_root), {pid}
+        while parent and parent not in seen and parent != 1:
+            seen.add(parent)
+            argv = cmdlines.get(parent)
+            if _is_python(argv) or any(ANSIBLE_TMP_MARK in part for part in argv or ()):
+                chain.setdefault(parent, 'an ancestor of the measuring process (its interpreter chain)')
+            parent = _parent(parent, proc_root)
+    return chain
+
+
+def find(proc_root='/proc', kubepods=None, own_pids=(), cmdlines=None, tool_uid=None):
+    """The tool's processes outside kubepods: {'bytes': their anonymous memory, capped, 'processes': [...]}.
+
+    ``own_pids``: the caller's own process (the facts module's, the sampler's); ``cmdlines``: _procfs.read_cmdlines's
+    answer where the caller read it once for the kubelet search too; ``tool_uid``: the user the tool runs as (this
+    process's, unless given). Each process: pid, the first 80 characters of its command line, why it counts, its
+    anonymous bytes, where they were read and how many of them are left out (``left_out_bytes``, capped).
     """
     if cmdlines is None:
         try:
@@ -93,14 +129,19 @@ def find(proc_root='/proc', kubepods=None, own_pids=(), cmdlines=None):
         except MeasurementError as exc:
             # Nothing is left out then: the figure keeps everything, the safe side.
             return {'bytes': 0, 'processes': [], 'note': str(exc)}
+    tool_uid = os.geteuid() if tool_uid is None else tool_uid
+    own = _own_chain(own_pids, cmdlines, proc_root)
     processes = []
+    room = TOTAL_CAP_BYTES
     for pid, argv in sorted(cmdlines.items()):
-        if pid in own_pids:
-            why = 'the measuring process itself'
+        if pid in own:
+            why = own[pid]
         elif _is_python(argv) or any(ANSIBLE_TMP_MARK in part for part in argv):
             # Only these can match: the parent is read for them alone (a node runs thousands of processes).
-            ppid = _procfs.read_process_status(pid, proc_root).get('PPid', '')
-            why = why_ansible(argv, cmdlines.get(int(ppid)) if ppid.isdigit() else None)
+            ppid = _parent(pid, proc_root)
+            why = why_ansible(argv, cmdlines.get(ppid) if ppid else None)
+            if why and _procfs.read_process_uids(pid, proc_root) != (tool_uid,) * 4:
+                continue  # another user's program, whatever its command line says: counted
         else:
             continue
         if why is None or (kubepods and _in_kubepods(pid, kubepods, proc_root)):
@@ -108,6 +149,8 @@ def find(proc_root='/proc', kubepods=None, own_pids=(), cmdlines=None):
         amount, source = anonymous_bytes(pid, proc_root)
         if source is None:
             continue  # gone since it was listed
-        processes.append({'pid': pid, 'command': ' '.join(argv)[:80], 'why': why, 'anonymous_bytes': amount,
-                          'source': source})
-    return {'bytes': sum(p['anonymous_bytes'] for p in processes), 'processes': processes, 'note': None}
+        left_out = min(amount, PROCESS_CAP_BYTES, room)
+        room -= left_out
+        processes.append({'pid': pid, 'command': _procfs.shown(' '.join(argv))[:80], 'why': why,
+                          'anonymous_bytes': amount, 'left_out_bytes': left_out, 'source': source})
+    return {'bytes': sum(p['left_out_bytes'] for p in processes), 'processes': processes, 'note': None}

@@ -272,7 +272,8 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
     # as the facts module picks it.
     # The facts module's order and readers (_pipeline): the processes, the node, the memory, then CPU.
     cmdlines, found = _pipeline.scan_processes(_kubelet_process.DEFAULT_KUBELET_NAMES
-                                               + _kubelet_process.DEFAULT_RUNTIME_NAMES, proc_root)
+                                               + _kubelet_process.DEFAULT_RUNTIME_NAMES, proc_root,
+                                               need_executable=False)  # it runs nothing, reads no config path
     node = _probe.read_node(options['cgroup_root'], options['kubepods_cgroup'], options['cgroup_driver'], proc_root)
     meminfo, capacity_millicores, layout, kubepods = node.meminfo, node.capacity_millicores, node.layout, node.kubepods
     # The sampler is the measuring tool too: its own interpreter is left out with Ansible's (_tool_processes).

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _kubelet_version, _measure, _procfs
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import (
+    _kubelet_process, _kubelet_version, _measure, _procfs)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ConfigError
 from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
 
@@ -228,11 +229,16 @@ def test_the_kubelet_binary_is_asked_its_version_and_a_1_35_kubelet_on_v1_is_ref
     # The stand-in kubelet answers --version from its node's version file, as an upgraded package would.
     version_file = tmp_path / 'version'
     version_file.write_text(installed + '\n')
-    monkeypatch.setenv('STANDIN_VERSION', str(version_file))
-    kubelet = {'pid': None, 'argv': [sys.executable, STANDIN, '--config=/var/lib/kubelet/config.yaml'],
-               'config_dir': None}
+    # The probe runs with a minimal environment of its own: the stand-in's variable is put there.
+    monkeypatch.setitem(_kubelet_process.PROBE_ENVIRONMENT, 'STANDIN_VERSION', str(version_file))
+    # Run as a kubelet is (pid 101 of a /proc): its interpreter is what /proc/101/exe names, its script verified.
+    argv = [sys.executable, os.path.realpath(STANDIN), '--config=/var/lib/kubelet/config.yaml']
+    proc = tmp_path / 'proc'
+    (proc / '101').mkdir(parents=True)
+    os.symlink(os.path.realpath(sys.executable), str(proc / '101' / 'exe'))
+    kubelet = {'pid': 101, 'argv': argv, 'config_dir': None}
     not_found = []
-    result = _kubelet_version.kubelet_version(kubelet, config, cgroup_version, not_found)
+    result = _kubelet_version.kubelet_version(kubelet, config, cgroup_version, not_found, str(proc))
     assert not_found == []
     assert result['text'] == 'Kubernetes ' + installed
     assert result['git_version'] == installed
@@ -287,3 +293,11 @@ def test_memory_min_on_the_reserved_group_is_costed_and_the_starved_daemons_get_
                                    'systemReservedCgroup': '/system.slice'}
     assert proposal['validation']['refusal'] is None
     assert proposal['starved'][0]['cgroup'] == '/system.slice'
+
+
+def test_the_version_probe_passes_none_of_our_environment_and_no_shell(monkeypatch):
+    """A variable of the module's (LD_PRELOAD, PYTHONPATH, the become user's PATH) must not reach what root runs."""
+    monkeypatch.setenv('LD_PRELOAD', '/home/u/evil.so')
+    printed = _kubelet_version.run_version_command([sys.executable, '-c', 'import os, sys; print(sorted(os.environ)); '
+                                                                  'print(sys.stdin.read())'])
+    assert printed.splitlines() == [repr(sorted(_kubelet_process.PROBE_ENVIRONMENT)), '']

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+
 import pytest
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _kubelet_process as kp
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _procfs
 
 # kubeadm's systemd drop-in (10-kubeadm.conf) expands to this command line.
 KUBEADM_ARGV = ['/usr/bin/kubelet', '--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf',
@@ -47,18 +52,37 @@ def test_malformed_map_flag_is_refused():
         kp.config_from_flags(['kubelet', '--kube-reserved=cpu'])
 
 
-def _fake_proc(tmp_path, processes, own_nspid):
-    """A /proc with ``self`` and ``processes`` ({pid: (argv, NSpid ids)}); no ns/mnt link is readable, as for the
-    sandboxed sampler (no CAP_SYS_PTRACE): only ``status`` tells a container's process apart."""
-    def write(name, argv, nspid):
+# A program only root can have put there, whoever runs these tests: root's, in root's directories, on every machine.
+ROOTS_PROGRAM = os.path.realpath(shutil.which('true'))
+KUBELET_ARGV = ['/usr/bin/kubelet', '--config=/var/lib/kubelet/config.yaml']
+
+
+def _fake_proc(tmp_path, processes, own_nspid, systemd=False):
+    """A /proc with ``self`` and ``processes`` ({pid: (argv, NSpid ids)} or {pid: dict(argv=, nspid=, uid=, exe=,
+    cgroup=)}); no ns/mnt link is readable, as for the sandboxed sampler (no CAP_SYS_PTRACE): only ``status`` tells a
+    container's process apart. ``exe`` (a program file, ROOTS_PROGRAM unless given) is the target of the ``exe``
+    link; ``uid`` fills the ``Uid:`` line (root's unless given). ``systemd``: pid 1 is systemd (its ``comm``)."""
+    def write(name, argv, nspid, uid=0, exe=ROOTS_PROGRAM, cgroup=b'0::/system.slice/kubelet.service\n'):
         directory = tmp_path / str(name)
         directory.mkdir()
-        (directory / 'cmdline').write_bytes(b'\0'.join(arg.encode() for arg in argv) + b'\0')
+        (directory / 'cmdline').write_bytes(b'\0'.join(arg if isinstance(arg, bytes) else arg.encode()
+                                                       for arg in argv) + b'\0')
         # Lines as Linux 5.10+ prints them (fs/proc/array.c task_state), trimmed.
-        (directory / 'status').write_text('Name:\t%s\nPid:\t%s\nNSpid:\t%s\n' % (argv[0], nspid[0], '\t'.join(nspid)))
+        (directory / 'status').write_text('Name:\t%s\nUid:\t%d\t%d\t%d\t%d\nPid:\t%s\nNSpid:\t%s\n'
+                                          % (os.path.basename(str(argv[0])), uid, uid, uid, uid, nspid[0],
+                                             '\t'.join(nspid)))
+        (directory / 'cgroup').write_bytes(cgroup)
+        os.symlink(exe, str(directory / 'exe'))
+    tmp_path.mkdir(parents=True, exist_ok=True)
     write('self', ['python3'], own_nspid)
-    for pid, (argv, nspid) in processes.items():
-        write(pid, argv, nspid)
+    if systemd:
+        (tmp_path / '1').mkdir()
+        (tmp_path / '1' / 'comm').write_text('systemd\n')
+    for pid, spec in processes.items():
+        if isinstance(spec, tuple):
+            spec = {'argv': spec[0], 'nspid': spec[1]}
+        spec.setdefault('nspid', [str(pid)])
+        write(pid, **spec)
     return str(tmp_path)
 
 
@@ -76,3 +100,152 @@ def test_inside_a_container_its_own_kubelet_counts(tmp_path):
     """The sampler on an nspawn node: it and the node's kubelet are one pid namespace deep, seen from the host's."""
     proc = _fake_proc(tmp_path, {101: (['/usr/bin/kubelet'], ['4101', '101'])}, own_nspid=['4999', '999'])
     assert [process.pid for process in kp.find_processes(kp.DEFAULT_KUBELET_NAMES, proc)] == [101]
+
+
+def _users_program(tmp_path, mode=0o755, uid=1000, directory_mode=0o755):
+    """A program file a user could have made, or changed: owned by ``uid``, or writable by others (``mode``)."""
+    directory = tmp_path / 'home-u-bin'
+    directory.mkdir(exist_ok=True)
+    program = directory / 'kubelet'
+    program.write_text('#!/bin/sh\n')
+    os.chmod(str(program), mode)
+    os.chmod(str(directory), directory_mode)
+    if os.geteuid() == 0:
+        os.chown(str(program), uid, uid)
+    return str(program)
+
+
+def test_a_users_process_named_kubelet_is_ignored_and_said_so_even_with_the_lower_pid(tmp_path):
+    """The finding: any user's ``exec -a /home/u/kubelet`` was the kubelet (lowest pid first), its binary run as root."""
+    proc = _fake_proc(tmp_path / 'proc', {
+        50: {'argv': ['/home/u/kubelet', '--config=/home/u/config.yaml'], 'uid': 1000},
+        101: {'argv': KUBELET_ARGV},
+    }, own_nspid=['999'])
+    ignored = []
+    found = kp.find_processes(kp.DEFAULT_KUBELET_NAMES, proc, ignored=ignored)
+    assert [process.pid for process in found] == [101]
+    assert ignored == ['ignored a process named kubelet: pid 50 (/home/u/kubelet --config=/home/u/config.yaml), '
+                       'uid 1000']
+
+
+def test_alone_it_is_still_ignored(tmp_path):
+    proc = _fake_proc(tmp_path / 'proc', {50: {'argv': ['/home/u/kubelet'], 'uid': 1000}}, own_nspid=['999'])
+    assert kp.find_processes(kp.DEFAULT_KUBELET_NAMES, proc) == []
+
+
+def test_a_set_uid_program_a_user_started_is_not_root_s(tmp_path):
+    proc = tmp_path / 'proc'
+    _fake_proc(proc, {50: {'argv': ['kubelet']}}, own_nspid=['999'])
+    (proc / '50' / 'status').write_text('Name:\tkubelet\nUid:\t1000\t0\t0\t0\nNSpid:\t50\n')
+    assert 'uid 1000' in kp.why_untrusted(50, ['kubelet'], str(proc))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='makes a file of uid 1000')
+def test_a_root_process_running_a_users_program_is_ignored(tmp_path):
+    """Root started /home/u/kubelet by mistake, or after the user swapped it: what root would run is the user's."""
+    proc = _fake_proc(tmp_path / 'proc', {50: {'argv': ['kubelet'], 'exe': _users_program(tmp_path)}},
+                      own_nspid=['999'])
+    ignored = []
+    assert kp.find_processes(kp.DEFAULT_KUBELET_NAMES, proc, ignored=ignored) == []
+    assert ignored[0].endswith('the program %s is owned by uid 1000' % (tmp_path / 'home-u-bin' / 'kubelet'))
+
+
+@pytest.mark.parametrize('mode,directory_mode,why', [
+    (0o775, 0o755, 'the program .* is writable by group or others \\(mode 775\\)'),
+    (0o757, 0o755, 'the program .* is writable by group or others'),
+    (0o755, 0o777, 'its directory .* is writable by group or others \\(mode 777\\)'),
+    (0o755, 0o1777, 'its directory .* is writable by group or others \\(mode 1777\\)'),  # sticky: not for its own
+])
+def test_a_program_others_may_change_is_not_roots_alone(tmp_path, mode, directory_mode, why):
+    program = _users_program(tmp_path, mode=mode, uid=0, directory_mode=directory_mode)
+    if os.geteuid() != 0:
+        pytest.skip('needs a root-owned file')
+    assert re.search(why, kp.program_file_reason(program))
+
+
+def test_a_roots_program_passes():
+    assert kp.program_file_reason(ROOTS_PROGRAM) is None
+
+
+@pytest.mark.parametrize('cgroup,kubelet_unit,why', [
+    (b'0::/system.slice/kubelet.service\n', None, None),
+    (b'1:name=systemd:/system.slice/kubelet.service\n0::/\n', None, None),  # v1 / hybrid
+    (b'0::/runtime.slice/kubelet.service\n', None, None),  # EKS's AMI and others: a slice for kubeReservedCgroup
+    (b'0::/system.slice/k3s.service\n', None, None),
+    (b'0::/system.slice/k3s.service\n', 'kubelet.service', 'not in the unit of kubelet.service'),
+    (b'0::/system.slice/cron.service\n', None, 'runs in cgroup /system.slice/cron.service'),
+    # A user's delegated subtree may hold a group of any name: below user@.service, not a system unit.
+    (b'0::/user.slice/user-1000.slice/user@1000.service/app.slice/kubelet.service\n', None, 'runs in cgroup'),
+    (b'0::/user.slice/user-1000.slice/session-3.scope\n', None, 'runs in cgroup'),
+])
+def test_where_systemd_runs_the_node_the_kubelet_runs_in_its_unit(tmp_path, cgroup, kubelet_unit, why):
+    proc = _fake_proc(tmp_path / 'proc', {101: {'argv': KUBELET_ARGV, 'cgroup': cgroup}}, own_nspid=['999'],
+                      systemd=True)
+    reason = kp.why_untrusted(101, KUBELET_ARGV, proc, kp.units_for(kubelet_unit))
+    assert (reason is None) if why is None else (why in reason), reason
+
+
+def test_without_systemd_the_unit_is_not_asked(tmp_path):
+    proc = _fake_proc(tmp_path / 'proc', {101: {'argv': KUBELET_ARGV, 'cgroup': b'0::/\n'}}, own_nspid=['999'])
+    assert kp.why_untrusted(101, KUBELET_ARGV, proc) is None
+
+
+def test_version_probing_runs_the_verified_executable_never_argv0(tmp_path):
+    proc = _fake_proc(tmp_path / 'proc', {101: {'argv': ['/home/u/kubelet', '--config=/c.yaml']}}, own_nspid=['9'])
+    assert kp.version_command(['/home/u/kubelet'], 101, proc) == [ROOTS_PROGRAM, '--version']
+    # A stand-in run by an interpreter: the interpreter /proc/<pid>/exe names, and its script, verified too.
+    argv = ['python3', ROOTS_PROGRAM, '--config=/c.yaml']
+    proc = _fake_proc(tmp_path / 'proc2', {101: {'argv': argv}}, own_nspid=['9'])
+    assert kp.version_command(argv, 101, proc) == [ROOTS_PROGRAM, ROOTS_PROGRAM, '--version']
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='makes a file of uid 1000')
+def test_a_stand_ins_script_of_a_user_is_not_run_and_said_so(tmp_path):
+    argv = ['python3', _users_program(tmp_path)]
+    proc = _fake_proc(tmp_path / 'proc', {101: {'argv': argv}}, own_nspid=['9'])
+    problems = []
+    assert kp.version_command(argv, 101, proc, problems=problems) is None
+    assert problems == ['not asking pid 101 its version: the program %s is owned by uid 1000'
+                        % (tmp_path / 'home-u-bin' / 'kubelet')]
+
+
+def test_the_kubelet_on_the_path_is_verified_too(tmp_path):
+    assert kp.version_command(None, None, which=lambda name: ROOTS_PROGRAM) == [ROOTS_PROGRAM, '--version']
+    if os.geteuid() == 0:
+        problems = []
+        assert kp.version_command(None, None, which=lambda name: _users_program(tmp_path), problems=problems) is None
+        assert 'owned by uid 1000' in problems[0]
+
+
+def test_the_sampler_without_ptrace_access_measures_a_roots_process_it_cannot_verify(tmp_path, monkeypatch):
+    """``/proc/<pid>/exe`` of a root process with capabilities is not readable to the sandboxed sampler."""
+    proc = _fake_proc(tmp_path / 'proc', {101: {'argv': KUBELET_ARGV}, 102: {'argv': ['kubelet'], 'uid': 1000}},
+                      own_nspid=['9'])
+    real_readlink = os.readlink
+
+    def readlink(path):
+        if path.endswith('/exe'):
+            raise PermissionError(13, 'Permission denied')
+        return real_readlink(path)
+    monkeypatch.setattr(os, 'readlink', readlink)
+    assert [p.pid for p in kp.find_processes(['kubelet'], proc, need_executable=False)] == [101]
+    ignored = []
+    assert kp.find_processes(['kubelet'], proc, ignored=ignored) == []
+    assert ignored[0].endswith('its executable cannot be read (Permission denied)')
+
+
+def test_a_cgroup_name_of_any_bytes_changes_nothing_but_the_reading(tmp_path):
+    """A user may name a group in their delegated subtree with any byte; a runtime's line must still be read."""
+    cgroup = b'0::/system.slice/containerd.service/\xff\xfe\x1c0::/user.slice\n'
+    proc = _fake_proc(tmp_path / 'proc', {202: {'argv': ['/usr/bin/containerd'], 'cgroup': cgroup}},
+                      own_nspid=['9'], systemd=True)
+    assert [p.pid for p in kp.find_processes(kp.DEFAULT_RUNTIME_NAMES, proc)] == [202]
+    groups = _procfs.read_process_cgroups(202, proc)
+    # The same bytes back (the group is read again by its path), and the \x1c in a name starts no line of its own.
+    assert os.fsencode(groups['']) == b'/system.slice/containerd.service/\xff\xfe\x1c0::/user.slice'
+    assert _procfs.shown(groups['']) == '/system.slice/containerd.service/\\xff\\xfe\x1c0::/user.slice'
+    # Nor does a user's own group in their subtree, named so, make a process of theirs one of the units.
+    cgroup = b'0::/user.slice/user-1000.slice/user@1000.service/x\x1c0::/system.slice/kubelet.service\n'
+    proc = _fake_proc(tmp_path / 'proc2', {101: {'argv': KUBELET_ARGV, 'cgroup': cgroup}}, own_nspid=['9'],
+                      systemd=True)
+    assert 'runs in cgroup /user.slice/' in kp.why_untrusted(101, KUBELET_ARGV, proc)

@@ -16,11 +16,12 @@ MIB = 1024 * 1024
 TMP = '/root/.ansible/tmp/ansible-tmp-1795689751.0442383-38116-149528170330001'
 
 
-def _process(proc, pid, argv, ppid, cgroup='0::/system.slice/ssh.service\n', pss_anon_kib=None, rss_anon_kib=0):
+def _process(proc, pid, argv, ppid, cgroup='0::/system.slice/ssh.service\n', pss_anon_kib=None, rss_anon_kib=0, uid=0):
     base = proc / str(pid)
     base.mkdir(parents=True)
     (base / 'cmdline').write_bytes(b'\0'.join(a.encode() for a in argv) + b'\0')
-    (base / 'status').write_text('Name:\tx\nPPid:\t%d\nRssAnon:\t%d kB\n' % (ppid, rss_anon_kib))
+    (base / 'status').write_text('Name:\tx\nPPid:\t%d\nUid:\t%d\t%d\t%d\t%d\nRssAnon:\t%d kB\n'
+                                 % (ppid, uid, uid, uid, uid, rss_anon_kib))
     (base / 'cgroup').write_text(cgroup)
     if pss_anon_kib is not None:
         (base / 'smaps_rollup').write_text('Rss:  99999 kB\nPss:  88888 kB\nPss_Anon:  %d kB\nPss_File:  1 kB\n'
@@ -52,7 +53,7 @@ def _node(tmp_path):
 
 
 def test_ansibles_module_interpreters_and_the_sampler_are_found_and_the_workload_is_not(tmp_path):
-    found = _tool_processes.find(_node(tmp_path), 'kubepods.slice', own_pids=(520,))
+    found = _tool_processes.find(_node(tmp_path), 'kubepods.slice', own_pids=(520,), tool_uid=0)
     assert [p['pid'] for p in found['processes']] == [517, 518, 519, 520, 526]
     by_pid = {p['pid']: p for p in found['processes']}
     assert by_pid[526]['why'].startswith('the interpreter of an Ansible module')
@@ -67,7 +68,7 @@ def test_rss_anon_where_the_kernel_has_no_pss_anon(tmp_path):
     proc = tmp_path / 'proc'
     _process(proc, 525, ['/bin/sh', '-c', '/usr/bin/python3 && sleep 0'], 1)
     _process(proc, 526, ['/usr/bin/python3'], 525, rss_anon_kib=11500)
-    found = _tool_processes.find(str(proc))
+    found = _tool_processes.find(str(proc), tool_uid=0)
     assert [(p['pid'], p['anonymous_bytes'], p['source']) for p in found['processes']] == [
         (526, 11500 * 1024, 'status RssAnon')]
 
@@ -87,13 +88,13 @@ def test_ansible_running_inside_a_pod_is_not_left_out_twice(tmp_path):
     pod = '0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice/cri-containerd-2.scope\n'
     _process(proc, 525, ['/bin/sh', '-c', '/usr/bin/python3 && sleep 0'], 1, cgroup=pod)
     _process(proc, 526, ['/usr/bin/python3'], 525, cgroup=pod, pss_anon_kib=11000)
-    assert _tool_processes.find(str(proc), 'kubepods.slice')['processes'] == []
+    assert _tool_processes.find(str(proc), 'kubepods.slice', tool_uid=0)['processes'] == []
     # v1: the memory controller's line names kubepods (cgroupfs driver).
     proc = tmp_path / 'proc1'
     _process(proc, 525, ['/bin/sh', '-c', '/usr/bin/python3 && sleep 0'], 1, cgroup='4:memory:/kubepods/burstable/pod1/c\n')
     _process(proc, 526, ['/usr/bin/python3'], 525, cgroup='4:memory:/kubepods/burstable/pod1/c\n', pss_anon_kib=11000)
-    assert _tool_processes.find(str(proc), 'kubepods')['processes'] == []
-    assert [p['pid'] for p in _tool_processes.find(str(proc), 'kubepods.slice')['processes']] == [526]
+    assert _tool_processes.find(str(proc), 'kubepods', tool_uid=0)['processes'] == []
+    assert [p['pid'] for p in _tool_processes.find(str(proc), 'kubepods.slice', tool_uid=0)['processes']] == [526]
 
 
 def test_an_unreadable_process_list_leaves_nothing_out(tmp_path):
@@ -114,3 +115,37 @@ def test_the_non_pod_figure_leaves_the_tool_out_and_says_so():
     # Never below 0, and what was left out says how much was.
     capped = _memory_accounting.non_pod_memory(meminfo, kubepods, 0, tool_bytes=900 * MIB)
     assert capped['bytes'] == 0 and capped['measurement_tool_bytes'] == 246 * MIB
+
+
+def test_a_users_program_under_an_ansible_tmp_path_stays_counted(tmp_path):
+    """The finding: a user's ``python3 /home/u/ansible-tmp-1/hog.py`` holding 4 GiB was left out as the tool."""
+    proc = tmp_path / 'proc'
+    _process(proc, 700, ['python3', '/home/u/ansible-tmp-1/hog.py'], 1, pss_anon_kib=4 * 1024 * 1024, uid=1000)
+    # And one that dresses its parent as Ansible's command wrapper.
+    _process(proc, 710, ['/bin/sh', '-c', 'python3 && sleep 0'], 1, uid=1000)
+    _process(proc, 711, ['python3'], 710, pss_anon_kib=1024 * 1024, uid=1000)
+    found = _tool_processes.find(str(proc), 'kubepods.slice', tool_uid=0)
+    assert found['processes'] == [] and found['bytes'] == 0
+    # Root's own (the become user's) of the same shape are the tool.
+    assert [p['pid'] for p in _tool_processes.find(str(proc), 'kubepods.slice', tool_uid=1000)['processes']] == [
+        700, 711]
+
+
+def test_what_is_left_out_is_capped(tmp_path):
+    proc = tmp_path / 'proc'
+    for pid in (700, 701, 702):
+        _process(proc, pid, ['python3', TMP + '/AnsiballZ_x.py'], 1, pss_anon_kib=300 * 1024)
+    found = _tool_processes.find(str(proc), tool_uid=0)
+    assert [p['left_out_bytes'] for p in found['processes']] == [256 * MIB, 256 * MIB, 0]
+    assert found['bytes'] == _tool_processes.TOTAL_CAP_BYTES == 512 * MIB
+
+
+def test_the_measuring_process_and_its_interpreter_chain_are_the_tool(tmp_path):
+    """The facts module run by ``async``: its pid, and async_wrapper's interpreters above it; not the shell."""
+    proc = tmp_path / 'proc'
+    _process(proc, 517, ['/usr/bin/python3', '/opt/wrapper.py'], 1, pss_anon_kib=100)
+    _process(proc, 518, ['/bin/sh', '-c', 'x'], 517, pss_anon_kib=100)
+    _process(proc, 519, ['/usr/bin/python3'], 518, pss_anon_kib=200)
+    found = _tool_processes.find(str(proc), own_pids=(519,), tool_uid=0)
+    assert [(p['pid'], p['why']) for p in found['processes']] == [
+        (517, 'an ancestor of the measuring process (its interpreter chain)'), (519, 'the measuring process itself')]
