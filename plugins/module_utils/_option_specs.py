@@ -192,8 +192,8 @@ STEP = 'kubelet_reservations_apply'
 STEP_SHARED = ('path', 'drop_in_dir', 'drop_in_name', 'kube_reserved', 'system_reserved', 'kubepods_margin',
                'kubepods_cgroup', 'cgroup_root', 'healthz_url')
 STEP_OPTIONS = {
-    'state': _option('str', 'applied', 'write and verify, or put a backup back', modules=(STEP,),
-                     choices=['applied', 'restored']),
+    'state': _option('str', 'applied', 'write and verify, put a backup back, or only write the status of a keep',
+                     modules=(STEP,), choices=['applied', 'restored', 'kept']),
     'unit': _option('str', 'kubelet.service', "the kubelet's systemd unit", modules=(STEP,)),
     'kubepods_limit_file': _option('path', None, "the kubepods cgroup's memory limit file", modules=(STEP,)),
     'health_timeout': _option('float', OPTIONS['health_timeout_seconds']['default'], 'wait for the first healthy answer',
