@@ -164,7 +164,7 @@ options:
         in force (verified); C(on_failure) after a step that failed (once the node is restored) or changed nothing
         because it waited for another step or the config moved since it was measured.
       - An entry C({path, content}) writes the file atomically with mode C(0644), its directory created if missing,
-        as C(content | to_nice_json) and a newline (4-space indent, sorted keys); C({path, state: absent}) removes
+        as C(content | to_nice_json) and a newline (4-space indent, sorted keys); an entry of C(path) and C(state=absent) removes
         it. A file that already holds that content, or is already absent, is left alone. Nothing is written or
         removed in check mode.
     type: dict
