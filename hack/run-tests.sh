@@ -50,6 +50,7 @@ ansible_doc_renders() {
   ansible-doc -t filter nodealloc.kubelet.reservation_handover >/dev/null || return 1
   ansible-doc -t filter nodealloc.kubelet.class_peers >/dev/null || return 1
   ansible-doc -t filter nodealloc.kubelet.pod_requests >/dev/null || return 1
+  ansible-doc -t filter nodealloc.kubelet.node_api_healthy >/dev/null || return 1
   ansible-doc -t role nodealloc.kubelet.reservations >/dev/null
 }
 

@@ -32,10 +32,10 @@ def reading_from(measurement, source, now):
 def record(options, reading):
     """Append ``reading`` to the history when recording is on and this is not check mode.
 
-    Returns (recorded, problems). Recording is opt-in (option ``record``): the module changes the
-    node only when asked to, and says so with ``changed``.
+    Returns (recorded, problems). Recording is opt-in (option ``record``, else where no sampler records:
+    _node_plan.records): the module changes the node only when asked to, and says so with ``changed``.
     """
-    if not options['record'] or options.get('_check_mode') or not options['history']:
+    if not _node_plan.records(options) or options.get('_check_mode') or not options['history']:
         return False, []
     path = options['history_path']
     try:

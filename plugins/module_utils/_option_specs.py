@@ -74,7 +74,7 @@ OPTIONS = {
     'change_threshold_min_millicores': _option('int', 50, 'least CPU change worth a restart', 'millicores',
                                                rule=AT_LEAST_0),
     'history': _option('bool', True, 'keep and use a history of readings'),
-    # In the sampler's ExecStart=, and its directory holds the files the role and the sampler keep (vars/main.yml).
+    # In the sampler's ExecStart=, and its directory holds the files the role and the sampler keep (_node_plan.state_paths).
     'history_path': _option('path', _state_dir.HISTORY_PATH, 'the history file on the node', rule='unit_path'),
     'history_window': _option('str', '3d', 'how far back the recommendation looks', 'duration', rule='duration'),
     'percentile': _option('float', 100.0, 'percentile of non-pod use over the window', 'percent',
@@ -111,7 +111,8 @@ OPTIONS = {
     'pod_requests': _option('list', None, "the requests of the pods bound to the node (the role reads them from the API "
                             'server); their sum must fit the allocatable a change gives', elements='dict'),
     # Recording and output.
-    'record': _option('bool', False, 'append this reading to the history'),
+    # Unset: recorded where the role installs no sampler (_node_plan.records); the sampler records every minute.
+    'record': _option('bool', None, 'append this reading to the history (unset: where install_sampler is false)'),
     'textfile_path': _option('path', None, 'Prometheus textfile to write', rule='node_path'),
     'basis': _option('dict', None, "an earlier call's basis: decide again from it, measuring nothing"),
     # kubelet_config.
@@ -148,13 +149,14 @@ OPTIONS = {
                                'gives the kubelet', rule='unit_path'),
     'healthz_url': _option('str', _defaults.HEALTHZ_URL, "the kubelet's health endpoint", modules=(),
                            rule='http_url'),
+    # The three timings the on-node step waits for: node_reservation_facts' plan sizes the step's async from them.
     'health_timeout_seconds': _option('int', 120, 'time a restarted kubelet has to become healthy', 'seconds',
-                                      modules=(), rule=AT_LEAST_1),
+                                      rule=AT_LEAST_1),
     'health_poll_seconds': _option('int', 2, 'time between health checks', 'seconds', modules=(), rule=AT_LEAST_1),
     'health_soak_seconds': _option('int', 30, 'how long a healthy kubelet must stay up (same PID, no restart, /healthz '
-                                   'answering) before the node counts as done', 'seconds', modules=(), rule=AT_LEAST_0),
+                                   'answering) before the node counts as done', 'seconds', rule=AT_LEAST_0),
     'node_lock_timeout_seconds': _option('int', 300, "how long a node's apply step waits for another run's step",
-                                         'seconds', modules=(), rule=AT_LEAST_0),
+                                         'seconds', rule=AT_LEAST_0),
     'measure_only': _option('bool', False, 'measure and decide only, write nothing', modules=()),
     'restart_throttle': _option('int', 0, 'most kubelet restarts at once in a batch (0: no limit)', 'restarts',
                                 modules=(), rule=AT_LEAST_0),
@@ -195,8 +197,8 @@ STEP = 'kubelet_reservations_apply'
 STEP_SHARED = ('path', 'drop_in_dir', 'drop_in_name', 'kube_reserved', 'system_reserved', 'kubepods_margin',
                'kubepods_cgroup', 'cgroup_root', 'healthz_url')
 STEP_OPTIONS = {
-    'state': _option('str', 'applied', 'write and verify, or put a backup back', modules=(STEP,),
-                     choices=['applied', 'restored']),
+    'state': _option('str', 'applied', 'write and verify, put a backup back, or only write the status of a keep',
+                     modules=(STEP,), choices=['applied', 'restored', 'kept']),
     'unit': _option('str', 'kubelet.service', "the kubelet's systemd unit", modules=(STEP,)),
     'kubepods_limit_file': _option('path', None, "the kubepods cgroup's memory limit file", modules=(STEP,)),
     'health_timeout': _option('float', OPTIONS['health_timeout_seconds']['default'], 'wait for the first healthy answer',

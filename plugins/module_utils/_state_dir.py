@@ -11,7 +11,7 @@ Two kinds, on purpose:
   with different history files must still take the same lock, and a journal left by a killed step must be found
   by the next step whatever history the next run uses.
 
-The role mirrors these names in roles/reservations/vars/main.yml (tests/unit compares them).
+The role builds no path: node_reservation_facts' plan returns them (_node_plan.state_paths, ``plan.paths``).
 """
 
 from __future__ import annotations

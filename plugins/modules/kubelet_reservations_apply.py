@@ -40,8 +40,11 @@ options:
     description:
       - V(applied) writes O(kube_reserved) and O(system_reserved), restarts and verifies, restoring on failure.
       - V(restored) puts back a backup, restarts and verifies.
+      - V(kept) writes only the status files of O(status.on_success), for a node whose decision is to keep its
+        reservations. No lock is taken, no config is read or written, nothing restarts, and O(path) is not read.
+        C(changed) when a status file changed.
     type: str
-    choices: [applied, restored]
+    choices: [applied, restored, kept]
     default: applied
   path:
     description: The main KubeletConfiguration file (the kubelet's C(--config)).
@@ -157,11 +160,13 @@ options:
     description:
       - Status files to write on the node once the outcome is known, in the same call (the C(reservations) role
         passes what its plan says the sampler's metrics should read).
-      - C(on_success) is a list of C({path, content}) written after a step that leaves the asked-for configuration
+      - C(on_success) is a list of entries carried out after a step that leaves the asked-for configuration
         in force (verified); C(on_failure) after a step that failed (once the node is restored) or changed nothing
         because it waited for another step or the config moved since it was measured.
-      - Each file is written atomically with mode C(0644), its directory created if missing, as
-        C(content | to_nice_json) and a newline (4-space indent, sorted keys). Nothing is written in check mode.
+      - An entry C({path, content}) writes the file atomically with mode C(0644), its directory created if missing,
+        as C(content | to_nice_json) and a newline (4-space indent, sorted keys); an entry of C(path) and C(state=absent) removes
+        it. A file that already holds that content, or is already absent, is left alone. Nothing is written or
+        removed in check mode.
     type: dict
     version_added: 0.1.0
 attributes:
@@ -252,6 +257,13 @@ config_dir_edits:
   elements: str
 config_dir_left:
   description: Why parts of an enabled C(--config-dir) were left in place by a rollback (changed since, or not ours).
+  returned: when there were any
+  type: list
+  elements: str
+status_changed:
+  description:
+    - The status files (O(status)) written or removed because they held something else (in check mode, those that
+      would be). With O(state=kept) they are the step's only change; with the other states C(changed) is the config's.
   returned: when there were any
   type: list
   elements: str

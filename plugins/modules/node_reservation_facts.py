@@ -51,11 +51,12 @@ options:
     default: 5
   record:
     description:
-      - Append this reading to the history file (O(history_path)), so later runs recommend from it. Off by default;
-        the role's sampler (C(reservations_install_sampler)) records a reading every minute, and an ad-hoc run should
-        not change the node. The append is reported as C(changed).
+      - Append this reading to the history file (O(history_path)), so later runs recommend from it. The append is
+        reported as C(changed).
+      - Unset, a reading is appended only with O(install_sampler=false) (the reservations role's case without its
+        sampler); with the sampler installed (the default), the sampler records a reading every minute, and an ad-hoc
+        run does not change the node.
     type: bool
-    default: false
   class_peers:
     description:
       - What other nodes measured in the same run told their class, each one's RV(class_record) as returned by this
@@ -133,6 +134,24 @@ options:
     description: The node runs the role's sampler, so RV(plan) carries the status files its metrics read.
     type: bool
     default: true
+    version_added: 0.1.0
+  health_timeout_seconds:
+    description:
+      - Seconds a restarted kubelet has to become healthy; with O(health_soak_seconds) and O(node_lock_timeout_seconds),
+        what RV(plan) sizes the on-node step's time budget from (C(time_budget_seconds)). The reservations role passes
+        its C(reservations_health_timeout_seconds), which it also gives the step.
+    type: int
+    default: 120
+    version_added: 0.1.0
+  health_soak_seconds:
+    description: Seconds a healthy kubelet must stay up after a restart, for RV(plan)'s C(time_budget_seconds).
+    type: int
+    default: 30
+    version_added: 0.1.0
+  node_lock_timeout_seconds:
+    description: Seconds the on-node step waits for another step's node lock, for RV(plan)'s C(time_budget_seconds).
+    type: int
+    default: 300
     version_added: 0.1.0
 notes:
   - Reading a YAML kubelet configuration needs PyYAML on the node; a JSON configuration needs only Python 3.
@@ -476,9 +495,13 @@ plan:
     - Everything the reservations role does on this node, decided in module_utils (C(_node_plan)) - C(refusals) (why nothing
       may be written; the role stops on any), C(action), C(add_config_dir), C(rolls) (the rollout touches the node),
       C(target) (C(path), C(drop_in_dir), C(unit), C(kubepods_limit_file), each V('') where none), C(apply) and
-      C(restore) (the node-specific options of M(nodealloc.kubelet.kubelet_reservations_apply)), C(status)
-      (C(on_success), C(on_failure), C(keep) - lists of C(path) and C(content) documents the sampler's metrics read)
-      and C(report) (C(target) and C(config_diff), the diff the step would write, into our drop-in where it writes one).
+      C(restore) (the node-specific options of M(nodealloc.kubelet.kubelet_reservations_apply)), C(paths) (the files
+      kept beside O(history_path) - C(state_dir), C(history), C(sampler_state), C(decision), C(applied)), C(status)
+      (for each call of the step - C(apply), C(undo) after a failed API server check, C(keep), C(restore) for a
+      rollback - its C(status) option, C(on_success) and C(on_failure) lists of C(path) and C(content) documents the
+      sampler's metrics read, or of C(path) and C(state=absent) for a file it must forget), C(time_budget_seconds)
+      (C(apply) and C(restore), the step's C(async)) and C(report) (C(target) and C(config_diff), the diff the step
+      would write, into our drop-in where it writes one).
   returned: always
   type: dict
   version_added: 0.1.0

@@ -2,8 +2,9 @@
 """What to do on a node, decided in one place from what ``_gather`` measured and the options.
 
 The reservations role carries the plan out and decides nothing itself (the linux-system-roles storage pattern:
-the module decides, YAML carries it out): it fails on ``refusals``, hands ``apply`` to the on-node step
-(nodealloc.kubelet.kubelet_reservations_apply), writes ``status`` and shows ``report``. Pure: no file is read
+the module decides, YAML carries it out): it fails on ``refusals``, hands ``apply`` and ``status`` to the on-node
+step (nodealloc.kubelet.kubelet_reservations_apply), which writes and removes the status files itself, gives the
+sampler ``paths`` and shows ``report``. Pure: no file is read
 here; ``_gather`` reads the files the plan needs (``kubelet.reservation_files``).
 
 ``plan(facts, options)`` returns::
@@ -15,7 +16,10 @@ here; ``_gather`` reads the files the plan needs (``kubelet.reservation_files``)
      'target': {'path', 'drop_in_dir', 'unit', 'kubepods_limit_file'},   # '' where there is none
      'apply': {...},                # the node-specific options of kubelet_reservations_apply (absent: omitted)
      'restore': {...},              # the same for state=restored (playbooks/rollback.yml)
-     'status': {'on_success': [doc], 'on_failure': [doc], 'keep': [doc]},  # doc: {'path': str, 'content': dict}
+     'paths': {'state_dir', 'history', 'sampler_state', 'decision', 'applied'},   # the files kept on the node
+     'status': {'apply'|'undo'|'keep'|'restore': {'on_success': [doc], 'on_failure': [doc]}},  # each a step's status
+                                    # option; doc: {'path', 'content': dict} (write) or {'path', 'state': 'absent'}
+     'time_budget_seconds': {'apply': int, 'restore': int},   # the on-node step's async
      'report': {'target': str|None, 'config_diff': [str]},
      'summary': [str]}              # what the role prints: the action and where, then the decision's reasons
 """
@@ -205,42 +209,79 @@ def restore_options(facts, where):
     return options
 
 
-def _state_directory(options):
-    # As vars/main.yml's ``reservations_history_path | dirname`` (the node's paths are POSIX).
-    return posixpath.dirname(_option(options, 'history_path'))
+def state_paths(options):
+    """The files the role and its sampler keep on the node, all beside ``history_path`` (names: _state_dir).
+
+    The sampler finds the applied reservation beside its decision file. The node lock is not here: it stays at
+    _state_dir.NODE_LOCK_DIR whatever the history path (it guards the node's one kubelet).
+    """
+    history = _option(options, 'history_path')
+    state_dir = posixpath.dirname(history)  # the node's paths are POSIX, whatever the controller runs
+    return {'state_dir': state_dir,
+            'history': history,
+            'sampler_state': posixpath.join(state_dir, _state_dir.SAMPLER_STATE_FILE),
+            'decision': posixpath.join(state_dir, _state_dir.DECISION_FILE),
+            'applied': posixpath.join(state_dir, _state_dir.APPLIED_FILE)}
+
+
+def records(options):
+    """Whether the facts module appends its reading to the history: as ``record`` says where it is set; unset, where
+    no sampler of the role records one (``install_sampler`` false), since the sampler records a reading every minute."""
+    record = options.get('record')
+    return not _option(options, 'install_sampler') if record is None else bool(record)
 
 
 def status(facts, options):
-    """The files the sampler's metrics read, for each outcome of the step.
+    """What each call of the on-node step writes or removes for the sampler's metrics: its ``status`` option.
 
-    The decision file (nodealloc_decision, the pending-increase alert): keep once the step has applied the change or
-    when there is nothing to change; the decision itself when the step did not apply it. The applied file (the
-    near-reservation flag): what was written (a memory decision of keep writes back the memory reserved before)
-    and the headroom the recommendation was sized with; only after a change.
+    ``apply`` (the rollout's step): on success, the decision file says keep and the applied file (the near-reservation
+    flag) holds what was written (a memory decision of keep writes back the memory reserved before) and the headroom
+    the recommendation was sized with; on failure, or when the step applied nothing, the decision is still pending.
+    ``undo`` (the rollout's restore after the API server check failed): the decision is pending again, and once the
+    node is restored the applied reservation is no longer in force; a failed restore leaves the node on it.
+    ``keep`` (a node whose decision is keep): the decision file says keep. ``restore`` (playbooks/rollback.yml): the
+    applied reservation is forgotten once the rollback succeeded. Without the sampler nothing is kept for it, but a
+    rollback forgets the applied reservation all the same: a sampler an earlier run installed still reads it.
     """
-    empty = {'on_success': [], 'on_failure': [], 'keep': []}
+    paths = state_paths(options)
+    forget_applied = {'path': paths['applied'], 'state': 'absent'}
+    restore = {'on_success': [forget_applied], 'on_failure': []}
     if not _option(options, 'install_sampler'):
-        return empty
+        return {'apply': {'on_success': [], 'on_failure': []}, 'undo': {'on_success': [], 'on_failure': []},
+                'keep': {'on_success': [], 'on_failure': []}, 'restore': restore}
     recommendation, decision = facts.get('recommendation') or {}, _decision(facts)
-    # The file names' home is _state_dir; the directory follows history_path, as in vars/main.yml.
-    state_dir = _state_directory(options)
-    decision_path = state_dir + '/' + _state_dir.DECISION_FILE
-    applied_path = state_dir + '/' + _state_dir.APPLIED_FILE
 
     def decision_document(pending):
         content = {'action': pending, 'eviction_hard_memory_bytes': recommendation.get('eviction_hard_memory_bytes')}
         if pending != 'keep':
             content['recommended_kubepods_memory_limit_bytes'] = recommendation.get('kubepods_memory_limit_bytes')
-        return {'path': decision_path, 'content': content}
+        return {'path': paths['decision'], 'content': content}
 
     memory = decision.get('memory') or {}
     applied = {'reserved_memory_bytes': memory.get('now_bytes') if memory.get('action') == 'keep'
                else memory.get('recommended_bytes'),
                'memory_headroom_bytes': recommendation.get('memory_headroom_bytes')}
-    kept = decision_document('keep')
-    return {'on_success': [{'path': applied_path, 'content': applied}, kept],
-            'on_failure': [decision_document(decision.get('action') or 'keep')],
-            'keep': [kept]}
+    kept, pending = decision_document('keep'), decision_document(decision.get('action') or 'keep')
+    return {'apply': {'on_success': [{'path': paths['applied'], 'content': applied}, kept], 'on_failure': [pending]},
+            'undo': {'on_success': [pending, forget_applied], 'on_failure': [pending]},
+            'keep': {'on_success': [kept], 'on_failure': []},
+            'restore': restore}
+
+
+# What the step does not wait for by a timeout of its own: the module's start, the write, systemctl's answers.
+STEP_MARGIN_SECONDS = 120
+
+
+def time_budget(options):
+    """How long the controller lets the detached on-node step run (its ``async``), in seconds.
+
+    ``apply``: the node lock wait, a restart with its health wait and soak, and on failure a restore with its health
+    check. ``restore`` (playbooks/rollback.yml): the lock wait, the restart, health and the soak.
+    """
+    lock, health, soak = (int(_option(options, name)) for name in (
+        'node_lock_timeout_seconds', 'health_timeout_seconds', 'health_soak_seconds'))
+    return {'apply': lock + 2 * health + soak + STEP_MARGIN_SECONDS,
+            'restore': lock + health + soak + STEP_MARGIN_SECONDS}
 
 
 def _reservation_fields(fields):
@@ -330,7 +371,9 @@ def plan(facts, options, sources=REFUSAL_SOURCES):
         'target': where,
         'apply': apply,
         'restore': restore_options(facts, where),
+        'paths': state_paths(options),
         'status': status(facts, options),
+        'time_budget_seconds': time_budget(options),
         'report': report(facts, where, apply, rolls),
         'summary': summary(facts, action, where),
     }

@@ -3,8 +3,8 @@
 
 ``run`` takes the node lock, first undoes a change an earlier, killed step left unverified (its journal), then
 applies (``state=applied``: optionally give the kubelet a ``--config-dir``, write the reservations, restart, wait
-for health, soak, restore on failure) or rolls back (``state=restored``), and last writes the status files the
-caller asked for on success or on failure.
+for health, soak, restore on failure) or rolls back (``state=restored``), and last writes or removes the status
+files the caller asked for on success or on failure. ``state=kept`` (the decision is keep) only writes the status.
 
 It reuses the one home of each part: ``_config_change.plan``/``apply`` decide and write (the journal goes
 in through ``apply``'s hook, after the backup is durable and before the file is replaced), ``_step_primitives.restore``
@@ -37,6 +37,13 @@ def run(params, check_mode, diff, result):
     ``params`` are the module's, with the kubelet maps as strings (change.string_maps). The status files of
     ``params['status']`` are written after the outcome, failure included, in real runs only.
     """
+    if params['state'] == 'kept':
+        # The decision is to keep the reservations: no lock, no read of the kubelet, no restart; only the status.
+        written = write_status(params['status'], 'on_success', check_mode)
+        result['changed'] = bool(written)
+        if written:
+            result['status_changed'] = written
+        return
     applied = False
     try:
         with _null_lock() if check_mode else step.node_lock(params['state_dir'], params['node_lock_timeout'],
@@ -67,28 +74,69 @@ def run(params, check_mode, diff, result):
     if not check_mode:
         # A step that left the node as it was (it waited for another, or the config moved since it was measured)
         # did not put the asked-for config in force: the status says it is still pending, as after a failure.
-        write_status(params['status'], 'on_success' if applied else 'on_failure')
+        written = write_status(params['status'], 'on_success' if applied else 'on_failure')
+        if written:
+            # Beside changed, which stays the config's: a step that changed nothing there says "not changed".
+            result['status_changed'] = written
 
 
-def write_status(status, outcome):
-    """Write each ``{'path', 'content'}`` of ``status[outcome]`` atomically, as Ansible's ``to_nice_json`` renders it.
+def write_status(status, outcome, check_mode=False):
+    """Carry out each entry of ``status[outcome]``; returns the paths changed (or, in check mode, that would be).
+
+    ``{'path', 'content'}`` writes ``content`` atomically, as Ansible's ``to_nice_json`` renders it; ``{'path',
+    'state': 'absent'}`` removes the file (what the sampler must forget). A file that already holds that content, or
+    is already absent, is left alone, so a run that changes nothing reports no change.
 
     The role wrote these with ``ansible.builtin.copy`` of ``content | to_nice_json`` and a newline (indent 4, sorted
     keys, ``', '``/``': '`` separators, ASCII): the same bytes, so a file a role of an earlier release wrote is
     not rewritten.
     """
+    changed = []
     for entry in (status or {}).get(outcome) or []:
         path = entry['path']
+        if entry.get('state') == 'absent':
+            if os.path.lexists(path):
+                changed.append(path)
+                if not check_mode:
+                    _remove_status(path)
+            continue
+        text = json.dumps(entry['content'], indent=4, sort_keys=True, separators=(',', ': ')) + '\n'
+        if _status_text(path) == text:
+            continue
+        changed.append(path)
+        if check_mode:
+            continue
         try:
             os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
         except OSError as exc:
             raise _file_io.WriteError('%s: cannot make its directory: %s' % (path, exc.strerror or exc))
-        text = json.dumps(entry['content'], indent=4, sort_keys=True, separators=(',', ': ')) + '\n'
         _file_io.write_atomic(path, text, mode=STATUS_MODE)
+    return changed
+
+
+def _status_text(path):
+    try:
+        with open(path, encoding='utf-8') as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None  # absent, or unreadable: written anew
+
+
+def _remove_status(path):
+    try:
+        _file_io.remove_durably(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise _file_io.WriteError('%s: cannot remove it: %s' % (path, exc.strerror or exc))
 
 
 def check_status(status):
-    """Why ``status`` is not a status option (None when it is): {'on_success'|'on_failure': [{'path', 'content'}]}."""
+    """Why ``status`` is not a status option (None when it is).
+
+    ``{'on_success'|'on_failure': [entry]}``, each entry ``{'path', 'content' (a dict)}`` (write) or ``{'path',
+    'state': 'absent'}`` (remove).
+    """
     if not status:
         return None
     unknown = sorted(set(status) - {'on_success', 'on_failure'})
@@ -96,8 +144,11 @@ def check_status(status):
         return 'status takes on_success and on_failure, not %s' % ', '.join(unknown)
     for outcome, entries in status.items():
         for entry in entries or []:
-            if not isinstance(entry, dict) or set(entry) != {'path', 'content'} or not isinstance(entry['content'], dict):
-                return 'status.%s entries are {path, content (a dict)}, got %r' % (outcome, entry)
+            writes = isinstance(entry, dict) and set(entry) == {'path', 'content'} and isinstance(entry['content'], dict)
+            removes = isinstance(entry, dict) and entry == {'path': entry.get('path'), 'state': 'absent'}
+            if not (writes or removes):
+                return 'status.%s entries are {path, content (a dict)} or {path, state: absent}, got %r' % (
+                    outcome, entry)
             if not os.path.isabs(str(entry['path'])):
                 return 'status.%s path %r is not absolute' % (outcome, entry['path'])
     return None

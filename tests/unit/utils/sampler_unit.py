@@ -1,8 +1,9 @@
 """The sampler's units and options as the role installs them at its defaults, without Ansible.
 
 Used by the unit tests of the units and of the script's options, and by benchmarks/sampler_cost.py, so they run
-what the role installs: the role's defaults and vars/main.yml give the settings its sampler task passes to
-sampler_code, and module_utils/_sampler_unit renders them as that module does.
+what the role installs: the role's defaults and the plan's state paths (_node_plan.state_paths, what
+node_reservation_facts returns as plan.paths) give the settings its sampler task passes to sampler_code, and
+module_utils/_sampler/_systemd_units renders them as that module does.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import shlex
 import jinja2
 import yaml
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _node_plan
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _systemd_units
 
 OMIT = '__omit_place_holder__'
@@ -22,16 +24,12 @@ ROLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirn
 
 
 def role_context(**overrides):
-    """The role's defaults, then overrides, then its vars/main.yml rendered over them."""
+    """The role's defaults, then overrides, then the plan's paths for its history (tasks/measure.yml keeps the plan)."""
     with open(os.path.join(ROLE, 'defaults', 'main.yml')) as handle:
         context = yaml.safe_load(handle)
     context.update(overrides)
-    with open(os.path.join(ROLE, 'vars', 'main.yml')) as handle:
-        role_vars = yaml.safe_load(handle)
-    environment = jinja2.Environment()
-    environment.filters['dirname'] = os.path.dirname
-    for name, value in role_vars.items():  # each may use the defaults and the ones before it
-        context[name] = environment.from_string(value).render(context) if isinstance(value, str) else value
+    context['_reservations_plan'] = {
+        'paths': _node_plan.state_paths({'history_path': context['reservations_history_path']})}
     return context
 
 

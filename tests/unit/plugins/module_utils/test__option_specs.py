@@ -332,7 +332,7 @@ def test_an_unknown_name_far_from_every_option_says_where_the_options_are():
 
 
 def test_a_module_only_option_is_unknown_to_the_role():
-    # The role passes record and class_peers itself; a user's reservations_record would do nothing.
+    # The module decides record itself and the role passes class_peers; a user's reservations_record would do nothing.
     problems = _option_specs.check({'reservations_record': True}, 'reservations_', report_unknown=True)
     assert len(problems) == 1 and problems[0].startswith('reservations_record is not an option of the reservations role')
 

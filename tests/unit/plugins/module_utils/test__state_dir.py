@@ -1,4 +1,4 @@
-"""Every nodealloc path on a node derives from one place: _state_dir in Python, one variable in the role."""
+"""Every nodealloc path on a node derives from one place: _state_dir's names, beside the history (_node_plan.state_paths)."""
 
 from __future__ import annotations
 
@@ -10,29 +10,23 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io,
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store, _sample_once
 from ansible_collections.nodealloc.kubelet.tests.unit.utils import sampler_unit
 
-ROLE_FILES = {
-    '_reservations_sampler_state_file': _state_dir.SAMPLER_STATE_FILE,
-    '_reservations_decision_file': _state_dir.DECISION_FILE,
-    '_reservations_applied_file': _state_dir.APPLIED_FILE,
-}
-
-
 @pytest.mark.parametrize('history_path', [_state_dir.HISTORY_PATH, '/srv/nodealloc-b/history.jsonl'])
-def test_the_roles_state_files_follow_its_history_under_the_names_the_sampler_reads(history_path):
-    context = sampler_unit.role_context(reservations_history_path=history_path)
-    for variable, name in ROLE_FILES.items():
-        assert context[variable] == os.path.join(os.path.dirname(history_path), name), variable
+def test_the_sampler_task_passes_the_plans_state_paths(history_path):
+    # The role builds no path: tasks/sampler.yml gives the sampler the files the plan named beside the history.
+    paths = sampler_unit.role_context(reservations_history_path=history_path)['_reservations_plan']['paths']
     settings, _sampler_dir = sampler_unit.settings(reservations_history_path=history_path)
-    # The sampler finds the applied reservation beside the decision file the role gives it.
-    assert _state_dir.beside(settings['decision_path'], _sample_once.RESERVATION_FILE) == context['_reservations_applied_file']
-    assert settings['state_path'] == context['_reservations_sampler_state_file']
+    assert (settings['history_path'], settings['state_path'], settings['decision_path']) == (
+        history_path, paths['sampler_state'], paths['decision'])
+    assert os.path.dirname(settings['state_path']) == os.path.dirname(history_path)
+    # The sampler finds the applied reservation, which the step writes and removes, beside that decision file.
+    assert _state_dir.beside(settings['decision_path'], _sample_once.RESERVATION_FILE) == paths['applied']
 
 
 def test_the_defaults_are_the_roles_defaults():
-    context = sampler_unit.role_context()
-    assert context['reservations_history_path'] == _history_store.DEFAULT_PATH == _sample_once.DEFAULTS['history_path']
-    assert context['_reservations_decision_file'] == _sample_once.DEFAULTS['decision_path']
-    assert context['_reservations_sampler_state_file'] == _sample_once.DEFAULTS['state_path']
+    settings, _sampler_dir = sampler_unit.settings()
+    assert settings['history_path'] == _history_store.DEFAULT_PATH == _sample_once.DEFAULTS['history_path']
+    assert settings['decision_path'] == _sample_once.DEFAULTS['decision_path']
+    assert settings['state_path'] == _sample_once.DEFAULTS['state_path']
 
 
 def test_the_node_lock_stays_put_when_the_history_moves():

@@ -59,6 +59,18 @@ def test_a_recording_run_appends_one_reading_and_says_changed(run, node, tmp_pat
     assert (tmp_path / 'history.jsonl').read_text().count('\n') == 1
 
 
+@pytest.mark.parametrize('args,recorded', [
+    ({'install_sampler': False}, True),  # the reservations role without its sampler: its runs build the history
+    ({'install_sampler': True}, False),  # the sampler records every minute
+    ({'install_sampler': False, 'record': False}, False),
+])
+def test_left_unset_record_follows_whether_a_sampler_records(run, node, tmp_path, args, recorded):
+    result = run(dict(node, **args))
+    assert result.get('failed') is not True, result.get('msg')
+    assert result['changed'] is recorded and result['history']['recorded'] is recorded
+    assert (tmp_path / 'history.jsonl').exists() is recorded
+
+
 def test_the_openshift_version_option_reaches_the_formula(run, node):
     version_1 = run(dict(node, history=False, openshift_sizing_version=1))['formulas']['openshift']
     assert version_1['notes'][0] == 'sizing version 1'

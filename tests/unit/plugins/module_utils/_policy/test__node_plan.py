@@ -10,10 +10,12 @@ import json
 
 import pytest
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather, _state_dir
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _quantity
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _kubelet_settings
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _decision, _node_plan
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _config_change
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _config_change, _step_sequence
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _sample_once
 
 MIB = 1024 * 1024
 CONFIG = '/var/lib/kubelet/config.yaml'
@@ -193,25 +195,88 @@ def to_nice_json(document):
     return json.dumps(document, indent=4, sort_keys=True, separators=(',', ': '), ensure_ascii=False) + '\n'
 
 
-def test_status_documents_for_each_outcome_of_the_step():
+def test_status_documents_for_each_call_of_the_step():
     node = facts()
     status = _node_plan.plan(node, {'history_path': '/srv/na/history.jsonl'})['status']
     keep = {'path': '/srv/na/decision.json', 'content': {'action': 'keep', 'eviction_hard_memory_bytes': 100 * MIB}}
-    assert status['keep'] == [keep]
-    assert status['on_success'] == [
+    pending = {'path': '/srv/na/decision.json', 'content': {
+        'action': 'increase', 'eviction_hard_memory_bytes': 100 * MIB,
+        'recommended_kubepods_memory_limit_bytes': 6 * 1024 * MIB}}
+    forget = {'path': '/srv/na/reservation.json', 'state': 'absent'}
+    assert status['keep'] == {'on_success': [keep], 'on_failure': []}
+    assert status['apply'] == {'on_success': [
         {'path': '/srv/na/reservation.json',
          'content': {'reserved_memory_bytes': node['decision']['memory']['recommended_bytes'],
                      'memory_headroom_bytes': 200 * MIB}},
-        keep]
-    assert status['on_failure'] == [{'path': '/srv/na/decision.json', 'content': {
-        'action': 'increase', 'eviction_hard_memory_bytes': 100 * MIB,
-        'recommended_kubepods_memory_limit_bytes': 6 * 1024 * MIB}}]
+        keep], 'on_failure': [pending]}
+    # The API server check failed and the role restored the node: pending again, and the reservation the step's
+    # success recorded is no longer in force; a restore that failed leaves the node on it.
+    assert status['undo'] == {'on_success': [pending, forget], 'on_failure': [pending]}
+    assert status['restore'] == {'on_success': [forget], 'on_failure': []}
     # What the role's copy task wrote before the plan, byte for byte.
-    assert to_nice_json(status['on_failure'][0]['content']) == (
+    assert to_nice_json(status['apply']['on_failure'][0]['content']) == (
         '{\n    "action": "increase",\n    "eviction_hard_memory_bytes": 104857600,\n'
         '    "recommended_kubepods_memory_limit_bytes": 6442450944\n}\n')
-    assert _node_plan.plan(node, {'install_sampler': False})['status'] == {'on_success': [], 'on_failure': [], 'keep': []}
-    assert _node_plan.plan(node, {})['status']['keep'][0]['path'] == '/var/lib/nodealloc/decision.json'
+    assert _node_plan.plan(node, {})['status']['keep']['on_success'][0]['path'] == '/var/lib/nodealloc/decision.json'
+
+
+def test_without_the_sampler_nothing_is_kept_for_it_but_a_rollback_still_forgets_the_applied_reservation():
+    status = _node_plan.plan(facts(), {'install_sampler': False})['status']
+    nothing = {'on_success': [], 'on_failure': []}
+    assert (status['apply'], status['undo'], status['keep']) == (nothing, nothing, nothing)
+    # A sampler an earlier run installed still reads it (playbooks/rollback.yml forgot it whatever the option said).
+    assert status['restore'] == {'on_success': [{'path': '/var/lib/nodealloc/reservation.json', 'state': 'absent'}],
+                                 'on_failure': []}
+
+
+def test_every_status_document_is_one_the_step_accepts():
+    for install_sampler in (True, False):
+        for call in _node_plan.plan(facts(), {'install_sampler': install_sampler})['status'].values():
+            assert _step_sequence.check_status(call) is None, call
+
+
+@pytest.mark.parametrize('history_path,state_dir', [
+    ('/var/lib/nodealloc/history.jsonl', '/var/lib/nodealloc'),
+    ('/srv/nodealloc-b/history.jsonl', '/srv/nodealloc-b'),
+])
+def test_the_state_paths_follow_the_history_under_the_names_the_sampler_reads(history_path, state_dir):
+    paths = _node_plan.plan(facts(), {'history_path': history_path})['paths']
+    assert paths == {'state_dir': state_dir, 'history': history_path,
+                     'sampler_state': state_dir + '/sampler-state.json', 'decision': state_dir + '/decision.json',
+                     'applied': state_dir + '/reservation.json'}
+    # The sampler finds the applied reservation beside the decision file it is given.
+    assert _state_dir.beside(paths['decision'], _sample_once.RESERVATION_FILE) == paths['applied']
+
+
+def test_the_state_paths_at_the_defaults_are_the_samplers_defaults():
+    paths = _node_plan.plan(facts(), {})['paths']
+    assert paths['history'] == _sample_once.DEFAULTS['history_path']
+    assert paths['decision'] == _sample_once.DEFAULTS['decision_path']
+    assert paths['sampler_state'] == _sample_once.DEFAULTS['state_path']
+
+
+@pytest.mark.parametrize('options,apply_seconds,restore_seconds', [
+    # The role's defaults: a 300 s lock wait, 120 s for health, a 30 s soak.
+    ({}, 300 + 2 * 120 + 30 + 120, 300 + 120 + 30 + 120),
+    ({'node_lock_timeout_seconds': 0, 'health_timeout_seconds': 20, 'health_soak_seconds': 0}, 160, 140),
+    ({'node_lock_timeout_seconds': 10, 'health_timeout_seconds': 5, 'health_soak_seconds': 7}, 147, 142),
+])
+def test_the_steps_time_budget_covers_the_lock_wait_health_soak_and_a_restore(options, apply_seconds,
+                                                                                restore_seconds):
+    assert _node_plan.plan(facts(), options)['time_budget_seconds'] == {'apply': apply_seconds,
+                                                                         'restore': restore_seconds}
+
+
+@pytest.mark.parametrize('options,recorded', [
+    ({}, False),  # the sampler is installed by default: it records every minute
+    ({'install_sampler': True}, False),
+    ({'install_sampler': False}, True),  # no sampler: the role's own measurement builds the history
+    ({'install_sampler': False, 'record': False}, False),  # as asked
+    ({'install_sampler': True, 'record': True}, True),
+    ({'record': None, 'install_sampler': False}, True),  # None: AnsibleModule's value for an option left unset
+])
+def test_a_reading_is_recorded_as_asked_else_where_no_sampler_records(options, recorded):
+    assert _node_plan.records(options) is recorded
 
 
 def test_a_memory_decision_of_keep_writes_back_the_memory_reserved_before():
@@ -220,7 +285,7 @@ def test_a_memory_decision_of_keep_writes_back_the_memory_reserved_before():
     node['recommendation']['reserved_millicores'] = 1000
     node['decision'] = _decision.decide(node['current'], node['recommendation'], {})
     assert node['decision']['memory']['action'] == 'keep' and node['decision']['action'] == 'increase'
-    applied = _node_plan.plan(node, {})['status']['on_success'][0]['content']
+    applied = _node_plan.plan(node, {})['status']['apply']['on_success'][0]['content']
     assert node['decision']['memory']['now_bytes'] != node['decision']['memory']['recommended_bytes']
     assert applied['reserved_memory_bytes'] == node['decision']['memory']['now_bytes']
 

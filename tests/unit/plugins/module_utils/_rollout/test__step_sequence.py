@@ -25,7 +25,7 @@ cgroupDriver: systemd
 systemReserved:
   memory: 100Mi
 """
-# What roles/reservations/tasks/decision_file.yml and rollout.yml keep for the sampler (values as a node's facts).
+# What the plan's status documents keep for the sampler (_node_plan.status; values as a node's facts).
 DECISION = {'action': 'increase', 'eviction_hard_memory_bytes': 104857600,
             'recommended_kubepods_memory_limit_bytes': 3221225472}
 APPLIED = {'reserved_memory_bytes': 1073741824, 'memory_headroom_bytes': 134217728}
@@ -133,11 +133,49 @@ def test_a_status_file_that_cannot_be_written_fails_the_step_naming_it(node):
         'memory': '700Mi'}  # the verified change stays
 
 
+def test_a_restore_forgets_what_its_success_status_removes(node):
+    # What the sampler must forget once the change is no longer in force (the plan's status.undo and status.restore).
+    run(node)
+    assert (node['tmp'] / 'metrics' / 'applied.json').exists()
+    forget = {'on_success': [{'path': str(node['tmp'] / 'metrics' / 'applied.json'), 'state': 'absent'}],
+              'on_failure': []}
+    result = run(node, state='restored', status=forget)
+    assert result['changed'] and result['status_changed'] == [str(node['tmp'] / 'metrics' / 'applied.json')]
+    assert status_files(node) == {'decision.json': dict(DECISION, action='keep')}
+    # Already forgotten: nothing to remove, nothing said.
+    assert 'status_changed' not in run(node, state='restored', status=forget)
+
+
+def kept_status(node, content):
+    return {'on_success': [{'path': str(node['tmp'] / 'metrics' / 'decision.json'), 'content': content}]}
+
+
+def test_kept_writes_only_the_status_and_reports_a_change_only_when_a_file_changes(node):
+    (node['tmp'] / 'kubelet' / 'config.yaml').unlink()  # not read: nothing of the kubelet is looked at
+    kept = dict(DECISION, action='keep')
+    assert run(node, state='kept', status=kept_status(node, kept), check_mode=True)['changed']
+    assert status_files(node) == {}  # check mode writes nothing
+    first = run(node, state='kept', status=kept_status(node, kept))
+    assert first['changed'] and first['status_changed'] == [str(node['tmp'] / 'metrics' / 'decision.json')]
+    assert status_files(node) == {'decision.json': kept}
+    written = os.stat(node['tmp'] / 'metrics' / 'decision.json')
+    again = run(node, state='kept', status=kept_status(node, kept))
+    assert not again['changed'] and 'status_changed' not in again  # idempotent: a second run changes nothing
+    assert os.stat(node['tmp'] / 'metrics' / 'decision.json').st_ino == written.st_ino  # not even rewritten
+    assert not run(node, state='kept', status=kept_status(node, kept), check_mode=True)['changed']
+    assert run(node, state='kept', status=kept_status(node, DECISION))['changed']
+    assert status_files(node) == {'decision.json': DECISION}
+    assert FakeKubelet.restarts == 0 and not (node['tmp'] / 'step').exists()  # no restart, no node lock taken
+
+
 @pytest.mark.parametrize('status,problem', [
     ({'on_sucess': []}, 'not on_sucess'),
     ({'on_success': [{'path': '/x'}]}, 'entries are {path, content'),
     ({'on_success': [{'path': '/x', 'content': 'text'}]}, 'entries are {path, content'),
     ({'on_failure': [{'path': 'relative.json', 'content': {}}]}, 'is not absolute'),
+    ({'on_success': [{'path': '/x', 'state': 'present'}]}, 'or {path, state: absent}'),
+    ({'on_success': [{'path': '/x', 'state': 'absent', 'content': {}}]}, 'or {path, state: absent}'),
+    ({'on_success': [{'path': 'x', 'state': 'absent'}]}, 'is not absolute'),
 ])
 def test_a_malformed_status_is_refused(status, problem):
     assert problem in _step_sequence.check_status(status)
@@ -145,6 +183,7 @@ def test_a_malformed_status_is_refused(status, problem):
 
 def test_a_wellformed_status_passes():
     assert _step_sequence.check_status({'on_success': [{'path': '/a.json', 'content': {}}], 'on_failure': []}) is None
+    assert _step_sequence.check_status({'on_success': [{'path': '/a.json', 'state': 'absent'}]}) is None
     assert _step_sequence.check_status(None) is None
 
 
