@@ -17,7 +17,11 @@ description:
     values in unit-suffixed fields (C(*_bytes), C(*_millicores)).
   - Nodes that could not be measured (failed or unreachable) come first, then by risk, closest to a global OOM
     first, then nodes without a kubelet (status V(no_kubelet), nothing to apply).
-  - C(data.summary) counts the nodes by status, decision and risk.
+  - C(data.summary) counts the nodes by status, decision and risk, by history source (C(history_source) - V(node),
+    V(prometheus), V(none)) and how many rest on the cold-start floor (C(cold_start_floor)); C(history_sentence) says
+    the same in one sentence, the first line of the text and Markdown and the top of the HTML page. Each node's rows
+    name its history source and span and, on a cold start, the floor beside the measured figure and when the
+    measurement takes over.
 author:
   - nodealloc.kubelet developers (@nodealloc)
 options:
@@ -40,7 +44,7 @@ EXAMPLES = r'''
 
 RETURN = r'''
 _value:
-  description: The report as C(data), C(json), C(markdown), C(text), C(text_lines) and C(html).
+  description: The report as C(data), C(history_sentence), C(json), C(markdown), C(text), C(text_lines) and C(html).
   type: dict
 '''
 

@@ -64,16 +64,32 @@ def read_history(options, measurement, now):
     return result, samples
 
 
-def history_basis(options, history, samples, reading, now):
-    """Summarise the window with this reading in it: percentile, stabilization, a chart series."""
+# Where a history came from, in the basis, the facts' history and the report: the node's own history file (the
+# sampler's, or the module's record), Prometheus (read on the controller), or none (this run's one reading).
+HISTORY_SOURCES = ('node', 'prometheus', 'none')
+
+
+def history_source(samples, source='node'):
+    """``source`` when it gave any sample besides this run's reading, else 'none' (a cold start with no history)."""
+    return source if samples else 'none'
+
+
+def history_basis(options, history, samples, reading, now, source='node'):
+    """Summarise the window with this reading in it: percentile, stabilization, a chart series.
+
+    ``samples`` came from ``source`` (HISTORY_SOURCES); the basis and the history say so (``history_source``,
+    ``history_since``: the oldest sample's time, from which the span grows while the source keeps recording).
+    """
+    origin = history_source(samples, source)
     samples = sorted(samples + [reading], key=lambda s: s['t'])
     percent = float(options['percentile'])
     stabilization = _duration.parse_window(options['stabilization_window'])
     reaction = _duration.parse_window(options['reaction_time'])
     window = _duration.parse_window(options['history_window'])
     basis = _headroom.basis(samples, now, percent, stabilization, reaction, window)
+    basis.update(history_source=origin, history_since=samples[0]['t'] if origin != 'none' else None)
     history.update(samples=basis['samples'], span_seconds=basis['span_seconds'], basis=basis,
-                   series=_downsample(samples, 120))
+                   source=origin, since=basis['history_since'], series=_downsample(samples, 120))
     return history
 
 

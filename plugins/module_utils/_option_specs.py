@@ -157,7 +157,6 @@ OPTIONS = {
                                    'answering) before the node counts as done', 'seconds', rule=AT_LEAST_0),
     'node_lock_timeout_seconds': _option('int', 300, "how long a node's apply step waits for another run's step",
                                          'seconds', rule=AT_LEAST_0),
-    'measure_only': _option('bool', False, 'measure and decide only, write nothing', modules=()),
     'restart_throttle': _option('int', 0, 'most kubelet restarts at once in a batch (0: no limit)', 'restarts',
                                 modules=(), rule=AT_LEAST_0),
     'pause_seconds': _option('int', 0, 'wait after each batch', 'seconds', modules=(), rule=AT_LEAST_0),
@@ -408,6 +407,17 @@ def unknown(name, prefix=ROLE_PREFIX):
         else '; its options are listed in meta/argument_specs.yml')
 
 
+# Options the role no longer takes, with what to do instead: a run that still sets one fails the option check before any
+# node is touched, saying so, rather than running on without it.
+REMOVED = {
+    # apply.yml's third play never read it, so "-e reservations_measure_only=true" restarted every kubelet; and as an
+    # extra variable it beat apply.yml's own setting in its second play, where "false" rolled every node at once,
+    # outside the serial play (docs/rollout.md, "Observe first").
+    'measure_only': 'was removed: to install the sampler without touching any kubelet, run playbooks/observe.yml '
+                    '(nodealloc.kubelet.observe); apply.yml always applies',
+}
+
+
 def check(params, prefix='', report_unknown=False):
     """Every problem in ``params`` (names without ``prefix`` must be options), one sentence each.
 
@@ -419,6 +429,9 @@ def check(params, prefix='', report_unknown=False):
         if prefix and not key.startswith(prefix):
             continue
         name = key[len(prefix):]
+        if report_unknown and name in REMOVED:
+            problems.append('%s %s' % (key, REMOVED[name]))
+            continue
         if report_unknown and name not in role_option_names():
             problems.append(unknown(key, prefix))
             continue

@@ -381,6 +381,16 @@ recommendation:
           writes - C(now_millicores) with today's reservations, C(recommended_millicores) with the recommendation,
           C(needed_millicores), C(min_reserved_millicores), C(system_slice_weight); null with a vendor O(policy).
       type: dict
+    cold_start:
+      description:
+        - While the history spans less than the reaction time and a cold-start prior applies, where the figure came
+          from - C(floor) (the O(cold_start_prior) formula's name, or V(class) for a warm node of its class),
+          C(floor_memory_bytes) and C(floor_millicores) beside C(measured_memory_bytes) and C(measured_millicores)
+          (the history's P plus headroom, before the floor), C(raised) (the floor is the figure), C(history_source),
+          C(history_span_seconds), C(warm_span_seconds) and C(takes_over_at) (Unix time the history will span enough,
+          if its source keeps recording; null with no history, which nothing records). Null otherwise.
+      type: dict
+      version_added: 0.1.0
     explanation:
       description: Every input and every step of the arithmetic, one line each.
       type: list
@@ -448,6 +458,8 @@ history:
   description:
     - The history used (path, samples, span in seconds, whether this reading was recorded, problems found,
       C(rejected) the number of samples skipped as invalid).
+    - C(source) is where its samples came from - V(node) (the node's history file), V(prometheus), or V(none) (no
+      sample besides this run's reading, a cold start); C(since) the oldest sample's Unix time (null with V(none)).
     - C(not_recorded) says why a reading O(record=true) asked for was not appended (an unwritable or full history);
       it is also an Ansible warning. Null otherwise.
   returned: always

@@ -77,7 +77,7 @@ def test_recommend_runs_from_the_installed_tarball_in_an_empty_directory(tarball
     # The AWX project layout the README gives: a file per playbook importing the installed collection's.
     project = tmp_path / 'project'
     project.mkdir()
-    for name in ('recommend', 'apply', 'rollback', 'report_merge'):
+    for name in ('recommend', 'observe', 'apply', 'rollback', 'report_merge'):
         (project / (name + '.yml')).write_text('- ansible.builtin.import_playbook: nodealloc.kubelet.%s\n' % name)
         checked = subprocess.run([os.path.join(BIN, 'ansible-playbook'), '--syntax-check', '-i', 'localhost,', name + '.yml'],
                                  cwd=str(project), env=dict(env, PWD=str(project)), capture_output=True, text=True, check=False)

@@ -40,6 +40,36 @@ def test_recommend_playbook_writes_reports_and_changes_nothing(tmp_path):
     assert ('recommended systemReserved' if node['status'] == 'ok' else 'no kubelet found: nothing to apply') in result.stdout
 
 
+def _task_names(task_file):
+    """The names of the tasks a role task file holds (blocks' tasks too)."""
+    import yaml  # pylint: disable=import-outside-toplevel
+    with open(os.path.join(ROOT, 'roles', 'reservations', 'tasks', task_file), encoding='utf-8') as handle:
+        tasks = yaml.safe_load(handle) or []
+    names = []
+    while tasks:
+        task = tasks.pop()
+        names.append(task.get('name'))
+        tasks.extend(task.get('block') or [])
+    return {name for name in names if name}
+
+
+def test_observe_playbook_installs_the_sampler_and_runs_no_kubelet_task():
+    # playbooks/observe.yml, the first step on a fleet: the role's measuring tasks and the sampler's, and not one task
+    # that writes a kubelet config, restarts a kubelet or writes the decision files (which alerts read).
+    result = ansible_playbook('playbooks/observe.yml', '-e', 'reservations_sample_seconds=0.5', check=True)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    ran = set(re.findall(r'^TASK \[nodealloc\.kubelet\.reservations : (.*?)\] \**$', result.stdout, re.M))
+    assert _task_names('sampler.yml') & ran == {'Install the sampler, its code and its systemd units',
+                                                'Enable and start the sampler timer'}
+    assert 'Measure the node and decide' in ran
+    kubelet_tasks = set()
+    for task_file in ('rollout.yml', 'apply.yml', 'health.yml', 'restore.yml', 'decision_file.yml'):
+        kubelet_tasks |= _task_names(task_file)
+    kubelet_tasks -= _task_names('check_options.yml')  # restore.yml checks the options first too
+    assert kubelet_tasks and not kubelet_tasks & ran, sorted(kubelet_tasks & ran)
+    assert 'changed: [localhost]' in result.stdout  # check mode: the sampler would be installed (nothing was)
+
+
 def test_rollback_playbook_checks_the_roles_options_before_any_task(tmp_path):
     # The first play checks every host's options on the controller before the serial play restores any node.
     result = ansible_playbook('playbooks/rollback.yml', '-e', 'nodealloc_hosts=localhost',

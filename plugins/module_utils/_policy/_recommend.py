@@ -142,7 +142,7 @@ def _pooled_peaks(basis, lines):
 
 
 def _cold_start_prior(basis, formulas, settings, lines):
-    """(memory bytes, millicores) the reservation may not go below while the history is short, or None.
+    """(memory bytes, millicores, floor name) the reservation may not go below while the history is short, or None.
 
     Short: one reading, or a history not yet spanning (nearly) one reaction time (_headroom.WARM_SHARE).
     A warm node of its class measured in the same run knows more than any formula (``class_prior``).
@@ -153,11 +153,12 @@ def _cold_start_prior(basis, formulas, settings, lines):
         return None
     class_prior = basis.get('class_prior')
     if class_prior:
-        prior = tuple(class_prior[:2])
+        prior = tuple(class_prior[:2]) + ('class',)
         source = ('the largest reservation recommended for the %d node(s) of the same class (memory size and CPU '
                   'count) with a reaction time of history in this run' % class_prior[2])
     else:
         prior = _headroom.cold_start_floor(formulas, policy_settings['cold_start_prior'])
+        prior = None if prior is None else tuple(prior) + (policy_settings['cold_start_prior'],)
         source = 'what the %s formula reserves' % policy_settings['cold_start_prior']
     if prior is None:
         lines.append('the history spans %.1f h, less than the %.1f h reaction time, and no cold-start prior applies '
@@ -168,6 +169,29 @@ def _cold_start_prior(basis, formulas, settings, lines):
                  'is the floor' % (basis['span_seconds'] / 3600.0, reaction / 3600.0, source,
                                    describe_bytes(prior[0]), prior[1]))
     return prior
+
+
+def cold_start(basis, prior, measured_memory_bytes, measured_millicores, settings):
+    """Where the figure came from while the history is short, or None when no cold-start prior applies.
+
+    The floor (``floor``: the formula's name, or 'class' for the class prior) beside the measured recommendation
+    (P + headroom, before the floor), whether the floor raised it (``raised``), and when the measurement takes over:
+    ``takes_over_at`` (Unix time), once the history spans ``_headroom.WARM_SHARE`` of the reaction time counted
+    from its oldest sample, if its source keeps recording; None with no history at all (``history_source`` 'none':
+    nothing records, so the floor stays until something does: playbooks/observe.yml, or Prometheus).
+    """
+    if prior is None:
+        return None
+    reaction = _duration.parse_window(_option_specs.with_defaults(settings, _headroom.DEFAULTS)['reaction_time'])
+    source = basis.get('history_source') or ('node' if basis['samples'] > 1 else 'none')
+    since = basis.get('history_since')
+    floor_memory = ceil_to(prior[0], MIB)
+    return {'floor': prior[2], 'floor_memory_bytes': floor_memory, 'floor_millicores': prior[1],
+            'measured_memory_bytes': measured_memory_bytes, 'measured_millicores': measured_millicores,
+            'raised': measured_memory_bytes < floor_memory or measured_millicores < prior[1],
+            'history_source': source, 'history_span_seconds': basis['span_seconds'],
+            'warm_span_seconds': _headroom.WARM_SHARE * reaction,
+            'takes_over_at': None if source == 'none' or since is None else since + _headroom.WARM_SHARE * reaction}
 
 
 def _measured_reservation(peak_bytes, peak_millicores, prior, options, lines):
@@ -285,6 +309,7 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     prior = _cold_start_prior(basis, formulas, settings, lines) if measuring else None
     mem_needed, cpu_needed, mem_headroom, cpu_headroom = _measured_reservation(
         peak_bytes, peak_millicores, prior, options, lines)
+    cold = cold_start(basis, prior, ceil_to(peak_bytes + mem_headroom, MIB), peak_millicores + cpu_headroom, settings)
     capacity_m = measured['capacity_millicores']
     guarantee_input = measured.get('cpu_weights')
     guarantee = None
@@ -327,6 +352,7 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
         'settings': options,
         'basis': basis,
         'single_reading': single_reading,
+        'cold_start': cold,
         'cpu_guarantee': guarantee,
         'explanation': lines,
     }

@@ -167,7 +167,10 @@ def _node(host, result):
         'cpu_delta_millicores': None if no_kubelet else decision.get('cpu_delta_millicores'),
         # Evidence of starvation (PSI); the CPU guarantee and the PoC's memory figure are in the explanation.
         'pressure': _cpu_guarantee.describe_pressure(result.get('pressure') or {}),
-        'history': {k: (result.get('history') or {}).get(k) for k in ('samples', 'span_seconds', 'series')},
+        'history': {k: (result.get('history') or {}).get(k) for k in ('samples', 'span_seconds', 'series', 'source',
+                                                                       'since')},
+        # Where the figure came from while the history is short (_recommend.cold_start), None once it is not.
+        'cold_start': recommendation.get('cold_start'),
         'recommended_reserved_memory_bytes': recommendation['reserved_memory_bytes'],
         'memory_headroom_bytes': recommendation.get('memory_headroom_bytes'),
         # What this node tells its class, and how many of its class's nodes it decided with (0: alone).
@@ -255,13 +258,81 @@ def sort_key(node):
 
 
 def summary(nodes):
-    """Counts for the fleet: by status, by decision and by risk (what AWX's set_stats shows)."""
+    """Counts for the fleet: by status, by decision and by risk (what AWX's set_stats shows), and by history source."""
     counts = {'nodes': len(nodes), 'status': {}, 'decision': {}, 'risk': {}}
     for node in nodes:
         for key, value in (('status', node['status']), ('decision', node.get('decision') or 'none'),
                            ('risk', node['risk'])):
             counts[key][value] = counts[key].get(value, 0) + 1
+    counts.update(history_counts(nodes))
     return counts
+
+
+# Issue 36: where every figure came from. The source of each measured node's history (_gather.HISTORY_SOURCES), and
+# how many rest on the cold-start floor rather than on their measurement.
+SOURCE_WORDS = {'node': 'their own history file', 'prometheus': 'Prometheus', 'none': 'no history (one reading)'}
+
+
+def history_source_of(node):
+    """'node', 'prometheus' or 'none' for a measured node (a report from an older module: from its sample count)."""
+    history = node.get('history') or {}
+    return history.get('source') or ('node' if (history.get('samples') or 0) > 1 else 'none')
+
+
+def history_counts(nodes):
+    """{'history_source': {source: measured nodes}, 'cold_start_floor': nodes whose figure is the floor}."""
+    sources = dict.fromkeys(('node', 'prometheus', 'none'), 0)
+    floor = 0
+    for node in nodes:
+        if measured(node):
+            source = history_source_of(node)
+            sources[source] = sources.get(source, 0) + 1
+            floor += 1 if (node.get('cold_start') or {}).get('raised') else 0
+    return {'history_source': sources, 'cold_start_floor': floor}
+
+
+def history_sentence(counts):
+    """The report's first line and AWX's: how many nodes rest on each source, and on the floor."""
+    sources = counts.get('history_source') or {}
+    line = 'History: %s.' % ', '.join('%d node(s) on %s' % (sources.get(key, 0), SOURCE_WORDS[key])
+                                      for key in ('node', 'prometheus', 'none'))
+    if counts.get('cold_start_floor'):
+        line += (' %d node(s) are held at the cold-start floor, above what they measured, until their history spans '
+                 'the reaction time: run playbooks/observe.yml (the sampler) or read the history from Prometheus '
+                 '(docs/rollout.md, "Observe first").' % counts['cold_start_floor'])
+    return line
+
+
+def _when(seconds):
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
+
+
+def history_rows(node):
+    """Rows saying where a measured node's figure came from: its history's source and span, and on a cold start
+    the floor beside the measured figure, and when the measurement takes over (None: nothing records)."""
+    history, source = node.get('history') or {}, history_source_of(node)
+    span = (history.get('span_seconds') or 0) / 3600.0
+    what = {'node': 'the node\'s own history file, %d readings over %.1f h' % (history.get('samples') or 0, span),
+            'prometheus': 'Prometheus, %d samples over %.1f h' % (history.get('samples') or 0, span),
+            'none': 'none: this run\'s one reading; nothing records one (run playbooks/observe.yml, or read '
+                    'Prometheus)'}.get(source, source)
+    out = [('history source', '-', '-', what)]
+    cold = node.get('cold_start')
+    if cold:
+        takes_over = ('the measurement takes over from %s, when the history spans %.1f h, if it keeps recording'
+                      % (_when(cold['takes_over_at']), cold['warm_span_seconds'] / 3600.0)
+                      if cold.get('takes_over_at') else 'no history is recorded, so the floor stays until one is: '
+                      'run playbooks/observe.yml or read the history from Prometheus')
+        floor_name = ("the class's warm nodes" if cold['floor'] == 'class' else 'the %s formula' % cold['floor'])
+        out.append(('cold-start floor (%s)' % cold['floor'], units.memory(cold['floor_memory_bytes']),
+                    units.cpu(cold['floor_millicores']),
+                    '%s, the least reserved while the history spans %.1f h, less than the reaction time%s'
+                    % (floor_name, (cold.get('history_span_seconds') or 0) / 3600.0,
+                       ': the recommendation is raised to it' if cold['raised'] else '')))
+        out.append(('measured recommendation', units.memory(cold['measured_memory_bytes']),
+                    units.cpu(cold['measured_millicores']),
+                    'history percentile + headroom, before the floor; %s' % takes_over))
+    return out
 
 
 def merge_reports(reports, now=None):
@@ -370,6 +441,7 @@ def rows(node):
          units.cpu(node['allocatable_millicores']),
          'capacity - reserved - hard eviction: what pods may be given'),
     ]
+    out += history_rows(node)
     if node.get('memory_min_beyond_use_bytes'):
         # Waste the kernel enforces: reserved groups' memory.min beyond their use (_memory_protection.cost).
         out.append(('memory.min beyond use', units.memory(node['memory_min_beyond_use_bytes']), '-',
@@ -397,7 +469,7 @@ def render_text(report):
 
 def render_text_lines(report):
     """The text report as a list of lines: printed by ``debug`` one per line, with no escapes in AWX."""
-    out = []
+    out = [history_sentence(report.get('summary') or {}), '']
     for node in report['nodes']:
         out.append('== %s ==' % node['host'])
         if not measured(node):
@@ -442,7 +514,8 @@ def render_text_lines(report):
 def render_markdown(report):
     out = ['# Kubelet reservation report', '',
            'Generated %s. Nodes that could not be measured come first, then those closest to a global OOM, '
-           'then those without a kubelet. Memory in MiB/GiB, CPU in millicores (m).' % report['generated_at'], '']
+           'then those without a kubelet. Memory in MiB/GiB, CPU in millicores (m).' % report['generated_at'], '',
+           history_sentence(report.get('summary') or {}), '']
     for node in report['nodes']:
         out.append('## %s' % node['host'])
         out.append('')
@@ -482,12 +555,13 @@ def render_markdown(report):
 
 
 def render_html(report):
-    return _html_page.render_html(report, rows=rows, decision_line=decision_line, explanation=explanation)
+    return _html_page.render_html(report, rows=rows, decision_line=decision_line, explanation=explanation,
+                                  history_sentence=history_sentence(report.get('summary') or {}))
 
 
 def renderings(report):
     """Every rendering of one report, as the filters return them."""
-    return {'data': report, 'json': render_json(report), 'markdown': render_markdown(report),
+    return {'data': report, 'history_sentence': history_sentence(report.get('summary') or {}), 'json': render_json(report), 'markdown': render_markdown(report),
             'text': render_text(report), 'text_lines': render_text_lines(report), 'html': render_html(report)}
 
 

@@ -468,7 +468,12 @@ def _fleet_view(nodes):
     return ''.join(out)
 
 
-def render_html(report, rows, decision_line, explanation):
+def _history_sources(sentence):
+    """Where the fleet's figures came from (_fleet_report.history_sentence), at the top, above the fleet view."""
+    return '<p class="sources">%s</p>' % _t(sentence) if sentence else ''
+
+
+def render_html(report, rows, decision_line, explanation, history_sentence=''):
     """``rows``, ``decision_line`` and ``explanation`` give the figures shared with the text and Markdown."""
     summary = report.get('summary') or {}
     counts = ', '.join('%d %s' % (n, k) for k, n in sorted((summary.get('risk') or {}).items()))
@@ -477,6 +482,7 @@ def render_html(report, rows, decision_line, explanation):
            '<p class="muted">Generated %s; %d nodes (risk: %s). Memory in MiB and GiB, CPU in millicores '
            '(1000m = one CPU); the JSON report has the exact bytes.</p>'
            % (_e(report['generated_at']), len(report['nodes']), _e(counts or 'none')),
+           _history_sources(history_sentence),
            _fleet_view(report['nodes']),
            '<h2>Nodes</h2><p class="muted">Nodes that could not be measured first, then the smallest margin '
            'between memory reserved now and non-pod memory measured, then nodes without a kubelet. Click a header '

@@ -20,7 +20,7 @@ from ansible_collections.nodealloc.kubelet.tests.unit.utils.collection_paths imp
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 NODES = ('node6', 'node7', 'node8')
-PLAYBOOKS = ('apply', 'recommend', 'rollback')
+PLAYBOOKS = ('apply', 'recommend', 'rollback', 'observe')
 
 
 def run_playbook(tmp_path, playbook, *args):
@@ -92,6 +92,9 @@ def test_recommend_reports_every_node_when_none_can_be_reached(tmp_path, limit):
     assert rows['html'] == dict.fromkeys(nodes, 'unreachable'), rows['html']
     stats = json.loads(re.search(r'^\tRUN: (.*)$', output, re.M).group(1))
     assert stats['nodealloc_report_summary']['status'] == {'unreachable': len(nodes)}, stats
+    # Where the figures came from, for AWX too (issue 36): no node was measured, so none rests on any source.
+    assert stats['nodealloc_report_summary']['history_source'] == {'node': 0, 'prometheus': 0, 'none': 0}, stats
+    assert stats['nodealloc_report_history'].startswith('History: 0 node(s) on their own history file'), stats
     assert stats['nodealloc_report_json'] == str(tmp_path / 'reports' / 'reservations.json')
 
 
@@ -143,6 +146,17 @@ def test_a_typo_alone_fails_the_run(tmp_path, playbook):
     assert result.returncode == 2 and reached(output) == [], output[-3000:]
     assert 'reservations_helthz_url is not an option of the reservations role (did you mean reservations_healthz_url?)' \
         in output
+
+
+@pytest.mark.parametrize('value', ['true', 'false'])
+def test_measure_only_stops_apply_before_any_node_is_touched(tmp_path, value):
+    # docs/templates.md's step 1 said to install the sampler with apply.yml -e reservations_measure_only=true: the
+    # serial play never read it and restarted every kubelet. With "false" the extra variable beat apply.yml's own
+    # setting in its second play, which then rolled every node at once, outside the serial play. Both reached nodes.
+    result, output = run_playbook(tmp_path, 'apply', '-e', 'reservations_measure_only=%s' % value)
+    assert result.returncode == 2 and reached(output) == [], output[-3000:]
+    assert 'reservations_measure_only was removed: to install the sampler without touching any kubelet, run ' \
+        'playbooks/observe.yml (nodealloc.kubelet.observe); apply.yml always applies' in output
 
 
 def test_report_merge_runs_on_the_controller_under_a_limit(tmp_path):

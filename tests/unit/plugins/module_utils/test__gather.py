@@ -301,3 +301,26 @@ def test_the_version_probe_passes_none_of_our_environment_and_no_shell(monkeypat
     printed = _kubelet_version.run_version_command([sys.executable, '-c', 'import os, sys; print(sorted(os.environ)); '
                                                                   'print(sys.stdin.read())'])
     assert printed.splitlines() == [repr(sorted(_kubelet_process.PROBE_ENVIRONMENT)), '']
+
+
+def test_the_history_says_where_it_came_from_and_since_when(v2_node, tmp_path):
+    # Issue 36: every report says where a figure came from; the source is the facts' own field, which the
+    # Prometheus reader sets to 'prometheus' for the samples it hands over.
+    import json
+    measurement = _gather.measure(_gather.with_defaults({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0,
+                                  'kubelet_config_path': str(tmp_path / 'none.yaml')}), sleep=lambda _s: None)
+    now = time.time()
+    (tmp_path / 'history.jsonl').write_text(''.join(
+        json.dumps({'t': now - 7200 + 60 * i, 'non_pod_bytes': 700 * MIB, 'non_pod_millicores': 100,
+                    'source': 'sampler'}) + '\n' for i in range(10)))
+    history, recommendation, _decision = _recommend_from(tmp_path / 'history.jsonl', v2_node, tmp_path, measurement, now)
+    assert (history['source'], history['since']) == ('node', now - 7200)
+    assert recommendation['basis']['history_source'] == 'node'
+    empty, recommendation, _decision = _recommend_from(tmp_path / 'absent.jsonl', v2_node, tmp_path, measurement, now)
+    assert (empty['source'], empty['since'], empty['span_seconds']) == ('none', None, 0)
+    assert recommendation['cold_start']['takes_over_at'] is None  # nothing records: the floor would stay
+
+
+def test_history_source_is_none_without_a_sample():
+    assert _gather.history_source([], 'prometheus') == 'none'
+    assert _gather.history_source([{'t': 1}], 'prometheus') == 'prometheus'

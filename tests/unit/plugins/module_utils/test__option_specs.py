@@ -191,7 +191,7 @@ def test_every_task_file_a_playbook_includes_is_an_entry_point_with_the_roles_op
                     include = task.get('ansible.builtin.include_role') or {}
                     if include.get('name') == 'nodealloc.kubelet.reservations' and 'tasks_from' in include:
                         included.append(include['tasks_from'])
-    assert sorted(set(included)) == ['check_options', 'measure', 'restore', 'rollout']
+    assert sorted(set(included)) == ['check_options', 'measure', 'observe', 'restore', 'rollout']
     for entry_point in included:
         assert os.path.exists(os.path.join(ROLE, 'tasks', entry_point + '.yml'))
         # check_options checks every variable itself and names every problem at once (its spec has none, on purpose).
@@ -335,6 +335,15 @@ def test_a_module_only_option_is_unknown_to_the_role():
     # The module decides record itself and the role passes class_peers; a user's reservations_record would do nothing.
     problems = _option_specs.check({'reservations_record': True}, 'reservations_', report_unknown=True)
     assert len(problems) == 1 and problems[0].startswith('reservations_record is not an option of the reservations role')
+
+
+def test_measure_only_is_refused_naming_observe_yml():
+    # apply.yml -e reservations_measure_only=true, docs/templates.md's old step 1, restarted every kubelet (its serial
+    # play never read the variable); an extra variable of that name also beat apply.yml's own setting in its second
+    # play. Now it stops the run before any node is touched, and says what to run instead.
+    problems = _option_specs.check({'reservations_measure_only': True}, 'reservations_', report_unknown=True)
+    assert problems == ['reservations_measure_only was removed: to install the sampler without touching any kubelet, '
+                        'run playbooks/observe.yml (nodealloc.kubelet.observe); apply.yml always applies']
 
 
 def test_without_report_unknown_other_names_are_skipped():

@@ -111,3 +111,51 @@ def test_cpu_is_capped_too():
     busy = settled(measured(non_pod_millicores=3900, capacity_millicores=4000))
     assert busy['reserved_millicores'] == 2000
     assert any('reserved CPU capped' in line for line in busy['explanation'])
+
+
+# Issue 36: a report says where its figure came from. A cold start names its floor beside the measured figure and
+# says when the measurement takes over.
+HOUR = 3600
+
+
+def short_history(span_seconds, source, since=1000000.0, non_pod_bytes=300 * MI):
+    return {'samples': 20, 'span_seconds': span_seconds, 'percentile': 100.0, 'non_pod_bytes': non_pod_bytes,
+            'non_pod_millicores': 40, 'history_source': source, 'history_since': since}
+
+
+def test_a_cold_start_names_its_floor_beside_the_measured_figure_and_when_it_takes_over():
+    values = measured(mem_available_bytes=10 * GI - 7 * GI - 300 * MI)
+    rec = _recommend.recommend(values, {}, None, short_history(2 * HOUR, 'node'),
+                               formulas.all_formulas(values['mem_total_bytes'], 4))
+    cold = rec['cold_start']
+    gke = formulas.gke(10 * GI, 4)
+    assert (cold['floor'], cold['floor_memory_bytes'], cold['floor_millicores']) == (
+        'gke', -(-gke['reserved_memory_bytes'] // MI) * MI, gke['reserved_millicores'])
+    # P 300 MiB + 50 % headroom (docs/arithmetic.md), below GKE's figure: the floor is the figure.
+    assert (cold['measured_memory_bytes'], cold['raised']) == (450 * MI, True)
+    assert rec['reserved_memory_bytes'] == cold['floor_memory_bytes']
+    # 90 % of the 24 h reaction time after the oldest sample (_headroom.WARM_SHARE).
+    assert cold['takes_over_at'] == 1000000.0 + 0.9 * 24 * HOUR
+    assert (cold['history_source'], cold['history_span_seconds']) == ('node', 2 * HOUR)
+
+
+def test_a_cold_start_with_no_history_never_takes_over_by_itself():
+    values = measured()
+    rec = _recommend.recommend(values, {}, None, short_history(0, 'none', since=None),
+                               formulas.all_formulas(values['mem_total_bytes'], 4))
+    assert rec['cold_start']['takes_over_at'] is None and rec['cold_start']['history_source'] == 'none'
+
+
+def test_a_class_prior_is_named_as_the_class():
+    values = measured()
+    basis = dict(short_history(HOUR, 'node'), class_prior=(3 * GI, 500, 2))
+    cold = _recommend.recommend(values, {}, None, basis, formulas.all_formulas(10 * GI, 4))['cold_start']
+    assert (cold['floor'], cold['floor_memory_bytes'], cold['floor_millicores']) == ('class', 3 * GI, 500)
+
+
+def test_a_warm_history_or_a_vendor_policy_has_no_cold_start():
+    values = measured()
+    assert settled(values)['cold_start'] is None
+    vendor = _recommend.recommend(values, {'policy': 'eks'}, None, short_history(HOUR, 'node'),
+                                  formulas.all_formulas(10 * GI, 4))
+    assert vendor['cold_start'] is None

@@ -20,7 +20,7 @@ MI = 1 << 20
 RAW_BYTES = re.compile(r'\d+ B\b|(?<![\w.])\d{7,}(?![\w.])|\d+Ki\b')
 
 
-def result(non_pod_bytes, current_memory=None, kubelet_pid=None, config_path=None, mem_total_bytes=8 * GI):
+def result(non_pod_bytes, current_memory=None, kubelet_pid=None, config_path=None, mem_total_bytes=8 * GI, basis=None):
     """A node_reservation_facts result as the module builds it (its own recommend, decide, formulas, accounting)."""
     meminfo = {'MemTotal': mem_total_bytes, 'MemAvailable': mem_total_bytes - non_pod_bytes,
                'Active(file)': 300 * MI, 'Inactive(file)': 200 * MI, 'KReclaimable': 50 * MI}
@@ -34,8 +34,11 @@ def result(non_pod_bytes, current_memory=None, kubelet_pid=None, config_path=Non
         current = {'kube_reserved': {'memory': current_memory}, 'system_reserved': {},
                    'eviction_hard': {'memory.available': '100Mi'}, 'enforce_node_allocatable': ['pods']}
     formulas = _vendor_formulas.all_formulas(mem_total_bytes, 2)
-    recommendation = _recommend.recommend(measured, None, current, None, formulas)
+    recommendation = _recommend.recommend(measured, None, current, basis, formulas)
+    history = {} if basis is None else {'samples': basis['samples'], 'span_seconds': basis['span_seconds'],
+                                        'source': basis['history_source'], 'since': basis['history_since']}
     return {
+        'history': history,
         'decision': _decision.decide(current, recommendation),
         'capacity': {'memory': '%dKi' % (mem_total_bytes // 1024), 'cpu': '2'},
         'memory': {'non_pod_bytes': non_pod_bytes, 'kubepods_working_set_bytes': 0, 'mem_total_bytes': mem_total_bytes,
@@ -339,3 +342,73 @@ def test_a_markdown_paragraph_after_the_pressure_list_stands_apart_from_its_last
     assert lines[at - 2].startswith('- pressure'), lines[at - 3:at + 1]
     # CommonMark joins a paragraph that follows a list item without a blank line to that item.
     assert lines[at - 1] == ''
+
+
+# Issue 36: every report says where each figure came from.
+HOUR = 3600
+SINCE = 1767225600.0  # 2026-01-01 00:00 UTC
+
+
+def history_basis(source, span_seconds, non_pod_bytes=GI):
+    return {'samples': 200, 'span_seconds': span_seconds, 'percentile': 100.0, 'non_pod_bytes': non_pod_bytes,
+            'non_pod_millicores': 100, 'history_source': source, 'history_since': SINCE}
+
+
+def _sources_report():
+    return _fleet_report.build_report({
+        'fresh': result(GI, current_memory='1Gi'),  # check mode on a node without the sampler: one reading
+        'observed': result(GI, current_memory='1Gi', basis=history_basis('node', 2 * HOUR)),
+        'warm': result(GI, current_memory='1Gi', basis=history_basis('node', 3 * 24 * HOUR)),
+        'scraped': result(GI, current_memory='1Gi', basis=history_basis('prometheus', 14 * 24 * HOUR)),
+        'gone': {'unreachable': True, 'msg': 'no route'},
+    }, now=datetime.datetime(2026, 1, 2, tzinfo=datetime.timezone.utc))
+
+
+def test_the_summary_counts_the_nodes_on_each_history_source_and_on_the_floor():
+    summary = _sources_report()['summary']
+    assert summary['history_source'] == {'node': 2, 'prometheus': 1, 'none': 1}
+    # 1 GiB measured + 50 % is below GKE's figure for 8 GiB: the two short histories are raised to the floor.
+    assert summary['cold_start_floor'] == 2
+
+
+def test_every_rendering_opens_with_where_the_figures_came_from():
+    rendered = _fleet_report.renderings(_sources_report())
+    sentence = rendered['history_sentence']
+    assert sentence.startswith('History: 2 node(s) on their own history file, 1 node(s) on Prometheus, '
+                               '1 node(s) on no history (one reading). 2 node(s) are held at the cold-start floor')
+    assert 'playbooks/observe.yml' in sentence
+    assert rendered['text_lines'][0] == sentence
+    assert sentence in rendered['markdown'].split('## ')[0]
+    assert _fleet_report._html_page.html.escape(sentence, quote=False) in rendered['html'].split('<h2>')[0]
+
+
+def _rows(report, host):
+    (node,) = [n for n in report['nodes'] if n['host'] == host]
+    return {label: (memory, cpu, meaning) for label, memory, cpu, meaning in _fleet_report.rows(node)}, node
+
+
+def test_a_cold_start_shows_the_floor_beside_the_measured_figure_and_when_it_takes_over():
+    rows, node = _rows(_sources_report(), 'observed')
+    cold = node['cold_start']
+    floor = rows['cold-start floor (gke)']
+    assert floor[:2] == (_fleet_report.units.memory(cold['floor_memory_bytes']),
+                         _fleet_report.units.cpu(cold['floor_millicores']))
+    assert 'raised to it' in floor[2]
+    measured_row = rows['measured recommendation']
+    assert measured_row[0] == _fleet_report.units.memory(cold['measured_memory_bytes']) != floor[0]
+    # The oldest sample (2026-01-01 00:00) plus 90 % of the 24 h reaction time.
+    assert 'takes over from 2026-01-01 21:36 UTC' in measured_row[2]
+    assert rows['history source'][2] == "the node's own history file, 200 readings over 2.0 h"
+
+
+def test_a_node_with_no_history_says_nothing_records_and_how_to_leave_the_floor():
+    rows, _node = _rows(_sources_report(), 'fresh')
+    assert rows['history source'][2].startswith('none: ')
+    assert 'the floor stays until one is: run playbooks/observe.yml' in rows['measured recommendation'][2]
+
+
+def test_a_warm_or_prometheus_history_has_no_floor_row():
+    for host, words in (('warm', "the node's own history file"), ('scraped', 'Prometheus, 200 samples over 336.0 h')):
+        rows, node = _rows(_sources_report(), host)
+        assert node['cold_start'] is None and not any(label.startswith('cold-start') for label in rows)
+        assert rows['history source'][2].startswith(words)
