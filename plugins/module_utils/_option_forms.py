@@ -91,6 +91,24 @@ def systemd_timespan(text):
     return None
 
 
+_TIMESPAN_SECONDS = (('usec', 1e-6), ('us', 1e-6), ('\u00b5s', 1e-6), ('msec', 1e-3), ('ms', 1e-3),
+                     ('seconds', 1), ('second', 1), ('sec', 1), ('s', 1), ('minutes', 60), ('minute', 60),
+                     ('min', 60), ('months', 2629800), ('month', 2629800), ('M', 2629800), ('m', 60),
+                     ('hours', 3600), ('hour', 3600), ('hr', 3600), ('h', 3600), ('days', 86400), ('day', 86400),
+                     ('d', 86400), ('weeks', 604800), ('week', 604800), ('w', 604800), ('years', 31557600),
+                     ('year', 31557600), ('y', 31557600))
+_TIMESPAN_TERM = re.compile(r'(\d+(?:\.\d+)?)\s*(%s)?\s*' % '|'.join(unit for unit, _ in _TIMESPAN_SECONDS))
+
+
+def timespan_seconds(text):
+    """Seconds in a systemd time span (systemd.time(7): a bare number is seconds; a month is 30.44 days, a year
+    365.25), or raises ValueError; what the sampler's timer interval is, as a number."""
+    if systemd_timespan(str(text)):
+        raise ValueError('not a systemd time span: %r' % (text,))
+    factors = dict(_TIMESPAN_SECONDS)
+    return sum(float(number) * factors[unit or 's'] for number, unit in _TIMESPAN_TERM.findall(str(text).strip()))
+
+
 def unit_name(text):
     if not _UNIT_NAME.match(text):
         return 'must be a systemd unit name such as kubelet.service (letters, digits and :-_.\\@ only)'
