@@ -13,6 +13,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _fa
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import (
     _cpu_enforcement, _decision, _headroom, _node_plan, _recommend, _requests_fit)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _history_stats, _prometheus_history
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 
 _DEFAULT = {name: option['default'] for name, option in _option_specs.OPTIONS.items()}
@@ -74,6 +75,31 @@ def history_source(samples, source='node'):
     return source if samples else 'none'
 
 
+def choose_history(options, history, samples, reading, mem_total_bytes):
+    """The samples the recommendation rests on: the node's own (``samples``) or Prometheus' (option
+    ``prometheus_history``, read on the controller), whichever spans longer (_prometheus_history.choose).
+
+    Records in ``history`` which one (``source``) and, when Prometheus was asked, what it gave and why it was not
+    used (``history['prometheus']``); returns the chosen samples.
+    """
+    prometheus = options.get('prometheus_history')
+    if prometheus:
+        prometheus = _prometheus_history.not_above(prometheus, mem_total_bytes)
+    own_cpu = [s['non_pod_millicores'] for s in samples + [reading]]
+    chosen, history['source'] = _prometheus_history.choose(
+        samples, prometheus, _history_stats.percentile(own_cpu, float(options['percentile'])))
+    if prometheus:
+        history['prometheus'] = {key: prometheus.get(key) for key in (
+            'url', 'node', 'query', 'step_seconds', 'span_seconds', 'reason', 'problems')}
+        history['prometheus'].update(samples=len(prometheus.get('samples') or ()),
+                                     used=history['source'] == 'prometheus')
+        where = 'Prometheus %s, node %s' % (prometheus.get('url'), prometheus.get('node'))
+        history['problems'].extend('%s: %s' % (where, p) for p in prometheus.get('problems') or ())
+        if prometheus.get('reason'):
+            history['problems'].append('%s: its history is not used: %s' % (where, prometheus['reason']))
+    return chosen
+
+
 def history_basis(options, history, samples, reading, now, source='node'):
     """Summarise the window with this reading in it: percentile, stabilization, a chart series.
 
@@ -88,6 +114,9 @@ def history_basis(options, history, samples, reading, now, source='node'):
     window = _duration.parse_window(options['history_window'])
     basis = _headroom.basis(samples, now, percent, stabilization, reaction, window)
     basis.update(history_source=origin, history_since=samples[0]['t'] if origin != 'none' else None)
+    basis['history_span_seconds'] = basis['span_seconds']
+    if history.get('prometheus'):
+        basis['prometheus'] = {key: history['prometheus'][key] for key in ('url', 'node', 'reason', 'used')}
     history.update(samples=basis['samples'], span_seconds=basis['span_seconds'], basis=basis,
                    source=origin, since=basis['history_since'], series=_downsample(samples, 120))
     return history
@@ -200,7 +229,8 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
         # Asked to record and could not: the module turns this into an Ansible warning, so a run that meant to build
         # the history does not pass as ok with the reading silently lost.
         history['not_recorded'] = problems[0] if problems and not history['recorded'] else None
-        history_basis(options, history, samples, reading, now)
+        samples = choose_history(options, history, samples, reading, measurement['memory']['mem_total_bytes'])
+        history_basis(options, history, samples, reading, now, history['source'])
     # Before pooling, which changes the basis's jumps: a second call pools this node's own basis again.
     basis = {'measurement': _copied(measurement), 'history': _copied(history)}
     mem_total, cpus = measurement['memory']['mem_total_bytes'], measurement['cpu']['capacity_millicores'] // 1000

@@ -91,6 +91,24 @@ def systemd_timespan(text):
     return None
 
 
+_TIMESPAN_SECONDS = (('usec', 1e-6), ('us', 1e-6), ('\u00b5s', 1e-6), ('msec', 1e-3), ('ms', 1e-3),
+                     ('seconds', 1), ('second', 1), ('sec', 1), ('s', 1), ('minutes', 60), ('minute', 60),
+                     ('min', 60), ('months', 2629800), ('month', 2629800), ('M', 2629800), ('m', 60),
+                     ('hours', 3600), ('hour', 3600), ('hr', 3600), ('h', 3600), ('days', 86400), ('day', 86400),
+                     ('d', 86400), ('weeks', 604800), ('week', 604800), ('w', 604800), ('years', 31557600),
+                     ('year', 31557600), ('y', 31557600))
+_TIMESPAN_TERM = re.compile(r'(\d+(?:\.\d+)?)\s*(%s)?\s*' % '|'.join(unit for unit, _ in _TIMESPAN_SECONDS))
+
+
+def timespan_seconds(text):
+    """Seconds in a systemd time span (systemd.time(7): a bare number is seconds; a month is 30.44 days, a year
+    365.25), or raises ValueError; what the sampler's timer interval is, as a number."""
+    if systemd_timespan(str(text)):
+        raise ValueError('not a systemd time span: %r' % (text,))
+    factors = dict(_TIMESPAN_SECONDS)
+    return sum(float(number) * factors[unit or 's'] for number, unit in _TIMESPAN_TERM.findall(str(text).strip()))
+
+
 def unit_name(text):
     if not _UNIT_NAME.match(text):
         return 'must be a systemd unit name such as kubelet.service (letters, digits and :-_.\\@ only)'
@@ -106,3 +124,101 @@ RULES = {
     'systemd_timespan': systemd_timespan,
     'unit_name': unit_name,
 }
+
+
+# PromQL templates (reservations_prometheus_query: one node's non-pod memory in bytes, the node as $node).
+# Default query, for kube-prometheus-stack's metric and label names (charts/kube-prometheus-stack in
+# prometheus-community/helm-charts, read 2026-08: values.yaml, templates/prometheus/rules-1.14/node.rules.yaml and
+# k8s.rules.container_memory_working_set_bytes.yaml):
+#
+# * node_exporter's series carry no node name: its ServiceMonitor has no relabeling to one (``relabelings: []``, a
+#   ``nodename`` one only as a commented example) and its targets are pods, so they carry ``namespace`` and ``pod``.
+#   kube-prometheus' own rules name the node through the recording rule ``node_namespace_pod:kube_pod_info:`` (from
+#   kube-state-metrics' ``kube_pod_info``), joined ``on (namespace, pod)``; so does this query.
+# * cAdvisor's series (``job="kubelet", metrics_path="/metrics/cadvisor"``) carry ``node`` (the kubelet Service's
+#   endpoints are Nodes). But the chart's ``cAdvisorMetricRelabelings`` drop every series with an ``id`` and no
+#   ``pod`` ("Drop cgroup metrics with no pod", ``[id, pod]`` ``.+;``): the kubepods cgroup's own series
+#   (``id="/kubepods.slice"``, systemd driver, or ``"/kubepods"``, cgroupfs) is not stored. The query sums the
+#   containers' working sets instead (``image!=""``, as the chart's own container rules select them), which leaves out
+#   what is charged to the pod-level cgroups themselves: that small rest counts as non-pod, so the figure errs towards
+#   reserving more, never less. Where the kubepods series is kept, ``PREFERRED_KUBEPODS_QUERY`` is the exact one.
+_NODE_EXPORTER = ('%s{job="node-exporter"} * on (namespace, pod) group_left (node) '
+                  'node_namespace_pod:kube_pod_info:{node="$node"}')
+DEFAULT_QUERY = (
+    '(' + _NODE_EXPORTER % 'node_memory_MemTotal_bytes' + ')'
+    ' - on (node) (' + _NODE_EXPORTER % 'node_memory_MemAvailable_bytes' + ')'
+    ' - on (node) sum by (node) (container_memory_working_set_bytes{job="kubelet", '
+    'metrics_path="/metrics/cadvisor", node="$node", image!=""})')
+# Where the kubepods cgroup's own series is kept (no "drop cgroup metrics with no pod" relabeling): its working set,
+# the PoC's figure exactly. id="/kubepods.slice" with the systemd cgroup driver, "/kubepods" with cgroupfs.
+PREFERRED_KUBEPODS_QUERY = (
+    '(' + _NODE_EXPORTER % 'node_memory_MemTotal_bytes' + ')'
+    ' - on (node) (' + _NODE_EXPORTER % 'node_memory_MemAvailable_bytes' + ')'
+    ' - on (node) max by (node) (container_memory_working_set_bytes{job="kubelet", '
+    'metrics_path="/metrics/cadvisor", node="$node", id=~"/kubepods(.slice)?"})')
+# The collection's own sampler's figure (_sampler/_metrics: nodealloc_memory_non_pod_bytes), written to
+# node_exporter's textfile directory: the very number the node's history file holds. In kube-prometheus-stack the
+# textfile's series carry node_exporter's labels, so the node is named the same way.
+NODEALLOC_QUERY = 'nodealloc_memory_non_pod_bytes{job="node-exporter"} * on (namespace, pod) group_left (node) ' \
+                  'node_namespace_pod:kube_pod_info:{node="$node"}'
+
+NODE_PLACEHOLDER = '$node'
+_IDENTIFIER = re.compile(r'[A-Za-z_:][A-Za-z0-9_:]*')
+_PAIRS = {')': '(', ']': '[', '}': '{'}
+
+
+def _strings_and_code(template):
+    """(code outside string literals, [string literals]) of a PromQL text, or raises ValueError."""
+    code, strings, index = [], [], 0
+    while index < len(template):
+        char = template[index]
+        if char in '"\'`':
+            end = index + 1
+            while end < len(template) and template[end] != char:
+                end += 2 if template[end] == '\\' and char != '`' else 1
+            if end >= len(template):
+                raise ValueError('a %s string is not closed' % char)
+            strings.append(template[index + 1:end])
+            code.append(' ')
+            index = end + 1
+            continue
+        code.append(char)
+        index += 1
+    return ''.join(code), strings
+
+
+def query_problem(template):
+    """Why ``template`` is not a PromQL query of one node's non-pod memory with ``$node`` in a label value, or None.
+
+    Not a PromQL parser: it catches what a typo or a wrong variable gives (a URL, an unclosed bracket or string, no
+    metric name, ``$node`` missing or outside quotes, where the substitution would not name a node).
+    """
+    text = (template or '').strip()
+    if not text:
+        return 'must be a PromQL query'
+    if any(ord(c) < 32 and c not in '\t\n\r' for c in text):
+        return 'must not contain control characters'
+    if re.match(r'^[a-z][a-z0-9+.-]*://', text, re.IGNORECASE):
+        return 'must be a PromQL query, not a URL (the server goes in reservations_prometheus_url)'
+    try:
+        code, strings = _strings_and_code(text)
+    except ValueError as exc:
+        return 'is not PromQL: %s' % exc
+    stack = []
+    for char in code:
+        if char in '([{':
+            stack.append(char)
+        elif char in ')]}':
+            if not stack or stack.pop() != _PAIRS[char]:
+                return 'is not PromQL: %r without its opening bracket' % char
+    if stack:
+        return 'is not PromQL: %r is not closed' % stack[-1]
+    if not _IDENTIFIER.search(code.replace(NODE_PLACEHOLDER, ' ')):
+        return 'is not PromQL: it names no metric'
+    if not any(NODE_PLACEHOLDER in literal for literal in strings):
+        if NODE_PLACEHOLDER in code:
+            return 'must have $node inside a quoted label value, such as node="$node"'
+        return 'must name the node as $node in a label value, such as node="$node"'
+    if re.search(r'[;]|\bhttps?:', code):
+        return 'is not PromQL: it has %r outside a string' % re.search(r'[;]|\bhttps?:', code).group(0)
+    return None

@@ -175,6 +175,23 @@ OPTIONS = {
     'node_name': _option('str', None, "the Node's name in the API server", modules=()),
     # Computed in the role's defaults (a kubeconfig, or AWX's K8S_AUTH_* credential, is present): no fixed default.
     'api_check': _option('bool', None, 'also wait for the Node in the API server after a change', modules=()),
+    # Issue 36: the history from Prometheus, read on the controller (the action plugin prometheus_history) and handed
+    # to node_reservation_facts as prometheus_history.
+    'prometheus_url': _option('str', '', 'the Prometheus server to read history from (empty: none)', modules=(),
+                              rule='http_url'),
+    'prometheus_query': _option('str', _option_forms.DEFAULT_QUERY, "a PromQL query of one node's non-pod "
+                                'memory in bytes, the node named by $node', modules=(), rule='promql_template'),
+    'prometheus_node': _option('str', '', 'how Prometheus names this node (empty: the inventory hostname)',
+                               modules=()),
+    'prometheus_bearer_token': _option('str', '', 'a bearer token for Prometheus', modules=()),
+    'prometheus_username': _option('str', '', 'a user name for basic authentication to Prometheus', modules=()),
+    'prometheus_password': _option('str', '', 'a password for basic authentication to Prometheus', modules=()),
+    'prometheus_ca_file': _option('str', '', "a CA file on the controller for Prometheus' certificate", modules=()),
+    'prometheus_validate_certs': _option('bool', True, "check Prometheus' TLS certificate", modules=()),
+    'prometheus_timeout_seconds': _option('int', 30, 'time each Prometheus request has to answer', 'seconds',
+                                          modules=(), rule=AT_LEAST_1),
+    'prometheus_history': _option('dict', None, 'the history the controller read from Prometheus (the role reads it '
+                                  'with the prometheus_history action)'),
 }
 
 # Options only the modules take: the role works them out itself (class_peers, record, the kubelet_config ones) or
@@ -185,7 +202,7 @@ MODULE_ONLY = frozenset((
     'max_pods', 'class_peers', 'record', 'textfile_path', 'path', 'drop_in_name',
     'state', 'kube_reserved', 'system_reserved', 'eviction_hard', 'eviction_soft', 'eviction_soft_grace_period',
     'eviction_minimum_reclaim', 'enforce_node_allocatable', 'kube_reserved_cgroup', 'system_reserved_cgroup', 'backup',
-    'validate_against_node', 'lock_timeout', 'basis', 'pod_requests'))
+    'validate_against_node', 'lock_timeout', 'basis', 'pod_requests', 'prometheus_history'))
 
 
 # The on-node step (kubelet_reservations_apply). It takes the kubelet_config options named in STEP_SHARED as they are
@@ -391,6 +408,8 @@ def problem(name, value):
         return 'must not be negative' if amount < 0 else None
     if rule == 'drop_in_name':
         return _defaults.drop_in_name_problem(text)
+    if rule == 'promql_template':
+        return _option_forms.query_problem(str(value))
     raise AssertionError('unknown rule %r for %s' % (rule, name))
 
 

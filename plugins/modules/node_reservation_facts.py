@@ -91,6 +91,16 @@ options:
         node_exporter fails a scrape that finds one series in two files. For nodes without the sampler.
     type: path
     version_added: 0.1.0
+  prometheus_history:
+    description:
+      - This node's history of non-pod memory as the controller read it from Prometheus, the RV(nodealloc.kubelet.prometheus_history#module:history)
+        that M(nodealloc.kubelet.prometheus_history) returns (the reservations role reads it where
+        C(reservations_prometheus_url) is set).
+      - Used instead of the node's own history file when it spans longer, and has no C(reason) and no value above this
+        node's MemTotal; otherwise the node's own history is used, and the reason is in RV(history.problems). CPU rests
+        on the node's own readings either way (Prometheus gives memory).
+    type: dict
+    version_added: 0.1.0
   basis:
     description:
       - What an earlier call on this node returned as RV(basis). Nothing is measured, read or recorded; the
@@ -462,6 +472,9 @@ history:
       sample besides this run's reading, a cold start); C(since) the oldest sample's Unix time (null with V(none)).
     - C(not_recorded) says why a reading O(record=true) asked for was not appended (an unwritable or full history);
       it is also an Ansible warning. Null otherwise.
+    - C(source) is where the samples came from - V(node) (the history file), V(prometheus) (O(prometheus_history),
+      which spans longer) or V(none) (only this reading). With O(prometheus_history), C(prometheus) says what it gave
+      (C(samples), C(span_seconds), C(reason) why it was not usable, C(problems), C(used)).
   returned: always
   type: dict
 overcommit:

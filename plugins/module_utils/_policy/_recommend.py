@@ -118,7 +118,17 @@ def _non_pod_memory(measured, lines):
 
 
 def _describe_history(basis, lines):
-    """The history line: how many readings over how long, and P of memory and CPU."""
+    """The history line: how many readings over how long, and P of memory and CPU, and where they came from."""
+    prometheus = basis.get('prometheus') or {}
+    if basis.get('history_source') == 'prometheus':
+        lines.append('history read from Prometheus (%s, node %s; its non-pod memory, the node\'s own readings for CPU), '
+                     'which spans longer than the node\'s own' % (prometheus.get('url'), prometheus.get('node')))
+    elif prometheus.get('reason'):
+        lines.append('Prometheus (%s, node %s) gave no usable history: %s; the node\'s own history is used'
+                     % (prometheus.get('url'), prometheus.get('node'), prometheus['reason']))
+    elif prometheus:
+        lines.append('Prometheus (%s, node %s) spans no longer than the node\'s own history, which is used'
+                     % (prometheus.get('url'), prometheus.get('node')))
     if basis['samples'] <= 1:
         lines.append('this rests on one reading (no history yet)')
         return

@@ -324,3 +324,56 @@ def test_the_history_says_where_it_came_from_and_since_when(v2_node, tmp_path):
 def test_history_source_is_none_without_a_sample():
     assert _gather.history_source([], 'prometheus') == 'none'
     assert _gather.history_source([{'t': 1}], 'prometheus') == 'prometheus'
+
+
+def _prometheus(now, days, peak_bytes, reason=None):
+    """A history as the prometheus_history action hands it over: minute steps, ``peak_bytes`` an hour before now."""
+    start = int(now - days * 86400) // 60 * 60
+    samples = [[t, peak_bytes if abs(t - (now - 3600)) < 60 else peak_bytes // 2] for t in range(start, int(now), 60)]
+    return {'source': 'prometheus', 'url': 'http://prom:9090', 'node': 'n1', 'query': 'q', 'step_seconds': 60,
+            'samples': [] if reason else samples, 'span_seconds': 0 if reason else samples[-1][0] - samples[0][0],
+            'reason': reason, 'problems': []}
+
+
+def _decide_with(options, measurement, now):
+    options = _gather.with_defaults(options)
+    history, samples = _gather.read_history(options, measurement, now)
+    reading = _gather.reading_from(measurement, 'module', now)
+    samples = _gather.choose_history(options, history, samples, reading, measurement['memory']['mem_total_bytes'])
+    _gather.history_basis(options, history, samples, reading, now, history['source'])
+    return history, _gather.recommend(options, measurement, history)[1]
+
+
+def test_prometheus_history_is_used_where_it_spans_longer_and_never_when_unusable(v2_node, tmp_path):
+    measurement = _gather.measure(_gather.with_defaults({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0,
+                                                         'kubelet_config_path': str(tmp_path / 'none.yaml')}),
+                                  sleep=lambda _s: None)
+    mem_total = measurement['memory']['mem_total_bytes']
+    now = time.time()
+    options = {'history_path': str(tmp_path / 'none.jsonl')}  # no file: the node's own history is this reading alone
+    alone_history, alone = _decide_with(options, measurement, now)
+    assert alone_history['source'] == 'none' and alone_history['basis']['history_source'] == 'none'
+
+    peak = mem_total * 2 // 5  # above this machine's reading, below MemTotal
+    history, used = _decide_with(dict(options, prometheus_history=_prometheus(now, 3, peak)), measurement, now)
+    assert history['source'] == 'prometheus' and history['prometheus']['used'] is True
+    assert history['basis']['history_source'] == 'prometheus' and history['basis']['history_span_seconds'] > 2.9 * 86400
+    assert history['basis']['non_pod_bytes'] == max(peak, measurement['memory']['non_pod_bytes'])
+    assert any('history read from Prometheus' in line for line in used['explanation'])
+
+    for bad in (_prometheus(now, 3, peak, reason='cannot reach http://prom:9090/api/v1/query_range: refused'),
+                _prometheus(now, 3, mem_total + 1)):  # a value the node cannot hold: another node's, or not memory
+        history, fallback = _decide_with(dict(options, prometheus_history=bad), measurement, now)
+        assert history['source'] == 'none' and history['prometheus']['used'] is False
+        assert history['prometheus']['reason'] and any('its history is not used' in p for p in history['problems'])
+        assert fallback['reserved_memory_bytes'] == alone['reserved_memory_bytes']
+        assert any('gave no usable history' in line for line in fallback['explanation'])
+
+
+def test_gather_says_which_history_it_rests_on(v2_node, tmp_path):
+    now = time.time()
+    facts = _gather.gather({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0,
+                            'history_path': str(tmp_path / 'none.jsonl'), 'kubelet_config_path': str(tmp_path / 'n.yaml'),
+                            'prometheus_history': _prometheus(now, 2, 64 * MIB)}, sleep=lambda _s: None)
+    assert facts['history']['source'] == 'prometheus'
+    assert facts['basis']['history']['basis']['history_source'] == 'prometheus'

@@ -1,0 +1,62 @@
+# Copyright (c) nodealloc.kubelet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+import time
+
+from ansible.module_utils.urls import open_url
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_forms, _option_specs
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _duration
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _prometheus_history
+
+_ROLE = _option_specs.OPTIONS
+
+
+class ActionModule(ActionBase):
+    """Read one node's history of non-pod memory from Prometheus, on the controller (issue 36).
+
+    The controller reaches Prometheus where the nodes may not (AWX, an operator's workstation); the node is not
+    contacted. Returns ``history`` (_prometheus_history.fetch: samples, span, problems, and a ``reason`` when the
+    history cannot be used) for node_reservation_facts' ``prometheus_history``. Never fails on what Prometheus
+    answers or on not reaching it: each such case is the ``reason``, and the node rests on its own history.
+    """
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    _SPEC = {
+        'url': {'type': 'str', 'required': True},
+        'query': {'type': 'str', 'default': _ROLE['prometheus_query']['default']},
+        'node': {'type': 'str', 'required': True},
+        'window': {'type': 'str', 'default': _ROLE['history_window']['default']},
+        'step': {'type': 'str', 'default': _ROLE['sampler_interval']['default']},
+        'bearer_token': {'type': 'str', 'default': '', 'no_log': True},
+        'username': {'type': 'str', 'default': ''},
+        'password': {'type': 'str', 'default': '', 'no_log': True},
+        'ca_file': {'type': 'str', 'default': ''},
+        'validate_certs': {'type': 'bool', 'default': _ROLE['prometheus_validate_certs']['default']},
+        'timeout': {'type': 'int', 'default': _ROLE['prometheus_timeout_seconds']['default']},
+    }
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp  # tmp no longer has any effect
+        dummy, args = self.validate_argument_spec(argument_spec=self._SPEC)
+        problem = _option_forms.query_problem(args['query'])
+        if problem:
+            return dict(result, failed=True, msg='query %s' % problem)
+        try:
+            window = _duration.parse_window(args['window'])
+            step = int(_option_forms.timespan_seconds(args['step']))
+        except ValueError as exc:
+            return dict(result, failed=True, msg=str(exc))
+        settings = {'url': args['url'], 'query': args['query'], 'node': args['node'], 'window_seconds': window,
+                    'step_seconds': max(1, step), 'timeout_seconds': args['timeout'],
+                    'validate_certs': args['validate_certs'], 'ca_file': args['ca_file'],
+                    'bearer_token': args['bearer_token'], 'username': args['username'], 'password': args['password']}
+        history = _prometheus_history.fetch(open_url, settings, time.time())
+        result.update(changed=False, history=history)
+        return result

@@ -1,0 +1,257 @@
+# Private to nodealloc.kubelet: not a public API, may change without notice.
+"""A node's history of non-pod memory read from Prometheus, on the controller (issue 36).
+
+The same samples the node's history file holds (``{'t', 'non_pod_bytes', 'non_pod_millicores'}``), from where the
+fleet already keeps them, for nodes whose file is short or gone (check-mode runs record nothing; Karpenter, Cluster
+API and managed node groups replace nodes). They feed the same policy as the file (_headroom.basis through
+_gather.history_basis): one recommendation, two sources; ``choose`` takes the longer.
+
+Here: the ``query_range`` requests
+(``max_over_time`` over a subquery per step, so that a peak between two steps is kept; Prometheus answers at most
+11 000 points per series, so a long window is asked in chunks), the reading of the answers, and every reason a
+history from Prometheus is not used. The HTTP call itself is the action plugin's (``fetch`` takes the opener), so
+that nothing here needs the network to be tested.
+The query template, its default and its check are _option_forms' (the options check runs it on the controller
+before any node is touched, without loading this file).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from urllib.parse import urlencode
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_forms import NODE_PLACEHOLDER
+
+# Prometheus refuses a query_range of more than 11 000 points per series (web/api/v1: "exceeded maximum resolution
+# of 11,000 points per timeseries"); a chunk stays under it.
+MAX_POINTS_PER_REQUEST = 10000
+# A history with fewer of its steps present than this share is not used: too much of the window was never seen
+# (scrapes failed, the node was down, the exporter restarted), and a peak may be in what is missing.
+MIN_COVERAGE = 0.9
+# A gap of more than this many steps is named in the problems even when coverage is enough.
+GAP_STEPS_REPORTED = 5
+
+def render(template, node):
+    """The query for ``node``: ``$node`` replaced by the name as a PromQL double-quoted string's content."""
+    escaped = str(node).replace('\\', '\\\\').replace('"', '\\"')
+    return template.replace(NODE_PLACEHOLDER, escaped)
+
+
+def step_query(query, step_seconds):
+    """``query`` as the largest value within each step: a subquery at a quarter of the step (at least 1 s).
+
+    Without it each step would take the one value at its end and a peak between steps would be lost. A quarter of the
+    sampler's minute is 15 s, as often as kube-prometheus-stack scrapes the cAdvisor (10 s) and node_exporter (30 s)
+    endpoints usefully differ.
+    """
+    resolution = max(1, int(step_seconds) // 4)
+    return 'max_over_time((%s)[%ds:%ds])' % (query, int(step_seconds), resolution)
+
+
+def chunks(now, window_seconds, step_seconds):
+    """The (start, end) of each query_range request covering the window, on multiples of the step, none overlapping.
+
+    Times on multiples of the step give every run and every chunk the same grid; ``end`` is the last step at or
+    before ``now``.
+    """
+    step = int(step_seconds)
+    end = int(now) // step * step
+    start = -(-int(now - window_seconds) // step) * step
+    spans = []
+    while start <= end:
+        last = min(end, start + (MAX_POINTS_PER_REQUEST - 1) * step)
+        spans.append((start, last))
+        start = last + step
+    return spans
+
+
+def request_body(query, start, end, step_seconds, timeout_seconds):
+    """The form-encoded body of a POST to /api/v1/query_range (a long query does not fit every proxy's URL limit)."""
+    return urlencode({'query': query, 'start': start, 'end': end, 'step': '%ds' % int(step_seconds),
+                      'timeout': '%ds' % max(1, int(timeout_seconds))})
+
+
+def _series_name(metric):
+    return '{%s}' % ', '.join('%s="%s"' % item for item in sorted((metric or {}).items()))
+
+
+def parse(answers, step_seconds, window_seconds, node):
+    """The history in ``answers`` (each a decoded query_range answer, one per chunk, oldest first).
+
+    Returns {'samples': [[t, non_pod_bytes], ...], 'span_seconds', 'reason': why the history cannot be used (None when
+    it can), 'problems': what is worth knowing but does not stop it}. A reason is given for an error answer, no series,
+    more than one series for the node, a value that is not a number, infinite, NaN or negative (a query that does not
+    compute non-pod memory; dropping the point could drop the peak), and too few steps present (``MIN_COVERAGE``).
+    """
+    result = {'samples': [], 'span_seconds': 0, 'reason': None, 'problems': []}
+    series, points = set(), {}
+    for answer in answers:
+        if not isinstance(answer, dict):
+            result['reason'] = 'the answer is not a JSON object'
+            return result
+        if answer.get('status') != 'success':
+            result['reason'] = 'the query failed: %s: %s' % (answer.get('errorType', 'error'),
+                                                             answer.get('error', 'no error message'))
+            return result
+        data = answer.get('data') or {}
+        if data.get('resultType') != 'matrix':
+            result['reason'] = 'the answer is a %s, not a range of values (matrix)' % data.get('resultType')
+            return result
+        for entry in data.get('result') or []:
+            series.add(_series_name(entry.get('metric')))
+            for pair in entry.get('values') or []:
+                points.setdefault(float(pair[0]), []).append(pair[1])
+        for warning in answer.get('warnings') or []:
+            result['problems'].append('Prometheus warned: %s' % warning)
+    if not series:
+        result['reason'] = 'no series for node %s in the window (a node Prometheus never saw, or a query whose ' \
+                           'labels do not match this Prometheus)' % node
+        return result
+    if len(series) > 1:
+        result['reason'] = '%d series for node %s, the query must give one: %s' % (
+            len(series), node, '; '.join(sorted(series)[:3]) + ('; ...' if len(series) > 3 else ''))
+        return result
+    samples = []
+    for t in sorted(points):
+        text = points[t][0]
+        try:
+            value = float(text)
+        except (TypeError, ValueError):
+            result['reason'] = 'the value %r at %s is not a number' % (text, _when(t))
+            return result
+        if not math.isfinite(value) or value < 0:
+            bad = [u for u in sorted(points) if _not_a_size(points[u][0])]
+            result['reason'] = ('%d value(s) are NaN, infinite or negative, the first %r at %s: the query does not '
+                                'give non-pod memory in bytes' % (len(bad), points[bad[0]][0], _when(bad[0])))
+            return result
+        samples.append([t, int(round(value))])
+    first, last = samples[0][0], samples[-1][0]
+    expected = int(round((last - first) / step_seconds)) + 1
+    coverage = len(samples) / float(expected)
+    widest = max([b[0] - a[0] for a, b in zip(samples, samples[1:])] or [step_seconds])
+    if coverage < MIN_COVERAGE:
+        result['reason'] = ('only %d of the %d steps from %s to %s have a value (%.0f %%, less than %.0f %%; the '
+                            'widest gap %.1f h): too much of the history is missing'
+                            % (len(samples), expected, _when(first), _when(last), 100 * coverage,
+                               100 * MIN_COVERAGE, widest / 3600.0))
+        return result
+    if widest > GAP_STEPS_REPORTED * step_seconds:
+        result['problems'].append('gaps in the series (a restart, failed scrapes): %d of %d steps have a value, the '
+                                  'widest gap %.0f s' % (len(samples), expected, widest))
+    result['samples'] = samples
+    result['span_seconds'] = last - first
+    if result['span_seconds'] < window_seconds - step_seconds:
+        result['problems'].append('the series covers %.1f d of the %.1f d history window (retention, or a newer node)'
+                                  % (result['span_seconds'] / 86400.0, window_seconds / 86400.0))
+    return result
+
+
+def _not_a_size(text):
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return True
+    return not math.isfinite(value) or value < 0
+
+
+def _when(t):
+    return '%.0f' % t
+
+
+def http_reason(status, body):
+    """Why an HTTP error answer gave no history: an auth failure named as one, a query error with Prometheus' words."""
+    if status in (401, 403):
+        return 'Prometheus refused the credentials (HTTP %d): check reservations_prometheus_bearer_token or ' \
+               'reservations_prometheus_username / _password' % status
+    try:
+        answer = json.loads(body)
+    except (TypeError, ValueError):
+        answer = None
+    if isinstance(answer, dict) and answer.get('status') == 'error':
+        return 'the query failed (HTTP %d): %s: %s' % (status, answer.get('errorType'), answer.get('error'))
+    return 'Prometheus answered HTTP %d: %s' % (status, (body or b'')[:200].decode('utf-8', 'replace')
+                                                 if isinstance(body, bytes) else str(body)[:200])
+
+
+def fetch(open_url, settings, now):
+    """Ask Prometheus for ``settings['node']``'s history and read it: what ``parse`` returns, with the query and URL.
+
+    ``open_url`` is ansible.module_utils.urls.open_url's signature (the action plugin passes it). ``settings``:
+    url, query (the template), node, window_seconds, step_seconds, timeout_seconds, validate_certs, ca_file,
+    bearer_token, username, password. Every failure (unreachable, TLS, authentication, an error answer, JSON that is
+    not an answer) becomes the result's ``reason``: the node then rests on its own history, never on a guess.
+    """
+    query = render(settings['query'], settings['node'])
+    step = int(settings['step_seconds'])
+    base = {'source': 'prometheus', 'url': settings['url'], 'node': settings['node'], 'query': query,
+            'step_seconds': step, 'window_seconds': int(settings['window_seconds'])}
+    headers = {'Content-Type': 'application/x-www-form-urlencoded', 'Accept': 'application/json'}
+    if settings.get('bearer_token'):
+        headers['Authorization'] = 'Bearer %s' % settings['bearer_token']
+    endpoint = settings['url'].rstrip('/') + '/api/v1/query_range'
+    answers = []
+    for start, end in chunks(now, settings['window_seconds'], step):
+        body = request_body(step_query(query, step), start, end, step, settings['timeout_seconds'])
+        try:
+            response = open_url(endpoint, data=body, headers=headers, method='POST',
+                                timeout=settings['timeout_seconds'], validate_certs=settings['validate_certs'],
+                                ca_path=settings.get('ca_file') or None, url_username=settings.get('username') or None,
+                                url_password=settings.get('password') or None,
+                                force_basic_auth=bool(settings.get('username')), use_proxy=True)
+            text = response.read()
+        except Exception as exc:  # pylint: disable=broad-except  # every failure is a reason, none a crash
+            return dict(base, samples=[], span_seconds=0, problems=[], reason=_exception_reason(exc, endpoint))
+        try:
+            answers.append(json.loads(text))
+        except ValueError as exc:
+            return dict(base, samples=[], span_seconds=0, problems=[],
+                        reason='%s did not answer JSON (%s): is reservations_prometheus_url the Prometheus server?'
+                               % (endpoint, exc))
+    return dict(base, **parse(answers, step, settings['window_seconds'], settings['node']))
+
+
+def _exception_reason(exc, endpoint):
+    status = getattr(exc, 'code', None)
+    if isinstance(status, int):  # urllib's HTTPError: an answer, with a status and maybe Prometheus' error JSON
+        try:
+            body = exc.read()
+        except Exception:  # pylint: disable=broad-except
+            body = b''
+        return http_reason(status, body)
+    name = type(exc).__name__
+    text = str(getattr(exc, 'reason', None) or exc)
+    if 'certificate' in text.lower() or 'ssl' in name.lower() or 'ssl' in text.lower():
+        return 'TLS to %s failed: %s (reservations_prometheus_ca_file, reservations_prometheus_validate_certs)' \
+               % (endpoint, text)
+    if 'timed out' in text.lower() or name in ('timeout', 'TimeoutError'):
+        return 'no answer from %s within the timeout (reservations_prometheus_timeout_seconds): %s' % (endpoint, text)
+    return 'cannot reach %s: %s: %s' % (endpoint, name, text)
+
+
+def not_above(history, mem_total_bytes):
+    """``history`` unchanged, or with a reason when a value is more than the node has: a query of another node, or of
+    something else than non-pod memory (the node's own history refuses such a reading the same way)."""
+    above = [s for s in history.get('samples') or () if s[1] > mem_total_bytes]
+    if not above or history.get('reason'):
+        return history
+    return dict(history, samples=[], reason='%d value(s) are more than the node has (MemTotal %d), the first %d at %s: '
+                                            'the query names another node or measures something else'
+                                            % (len(above), mem_total_bytes, above[0][1], _when(above[0][0])))
+
+
+def choose(node_samples, prometheus, cpu_millicores):
+    """(samples, source) the recommendation rests on: the node's own history or Prometheus', whichever spans longer.
+
+    ``node_samples`` are the history file's (without this run's reading, which _gather.history_basis adds to either);
+    ``prometheus`` is what ``fetch`` returned (None: not asked). A Prometheus history with a ``reason`` is never used:
+    the node falls back to its own history, or the cold start. Prometheus gives memory only: each of its samples
+    carries ``cpu_millicores``, the node's own CPU figure (the percentile of its own readings), so CPU rests on what it
+    rested on before. ``source``: 'prometheus', 'node' or 'none' (no sample but this run's reading).
+    """
+    own_span = (node_samples[-1]['t'] - node_samples[0]['t']) if len(node_samples) > 1 else 0
+    usable = prometheus and not prometheus.get('reason') and prometheus.get('samples')
+    if usable and prometheus['span_seconds'] > own_span:
+        return [{'t': t, 'non_pod_bytes': value, 'non_pod_millicores': cpu_millicores}
+                for t, value in prometheus['samples']], 'prometheus'
+    return node_samples, 'node' if node_samples else 'none'

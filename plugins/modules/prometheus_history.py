@@ -1,0 +1,104 @@
+#!/usr/bin/python
+# Copyright (c) nodealloc.kubelet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: prometheus_history
+short_description: Read a node's history of non-pod memory from Prometheus, on the controller
+version_added: 0.1.0
+description:
+  - Asks Prometheus' C(/api/v1/query_range) for O(query) with C($node) replaced by O(node), over O(window) at one
+    value per O(step) (the largest within each step, C(max_over_time) over a subquery, so that a peak between two
+    steps is kept), and returns the samples for the O(nodealloc.kubelet.node_reservation_facts#module:prometheus_history)
+    option. The node uses that history when it spans longer than its own history file.
+  - Never fails because of Prometheus. Not reaching it, a TLS or authentication failure, a query error, no series,
+    more than one series for the node, a value that is NaN, infinite or negative, or less than 90 % of the steps
+    present each give C(history.reason), and the node rests on its own history (or the cold start) as without
+    Prometheus. Gaps and a series shorter than O(window) are named in C(history.problems).
+  - Fails only on its own arguments (a O(query) that is not PromQL or has no C($node) in a label value, a O(window)
+    or O(step) that is not a duration); the C(reservations) role checks them before any node is touched.
+  - This is an action plugin; it runs on the controller and never connects to the host.
+author:
+  - nodealloc.kubelet developers (@nodealloc)
+extends_documentation_fragment:
+  - nodealloc.kubelet._attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+options:
+  url:
+    description: The Prometheus server, such as V(https://prometheus.example.com) or V(http://127.0.0.1:9090).
+    type: str
+    required: true
+  query:
+    description:
+      - A PromQL query of one node's non-pod memory in bytes (MemTotal - MemAvailable - the pods' working set), with
+        C($node) in a label value where the node's name goes. The default is for kube-prometheus-stack's metric and
+        label names (docs/arithmetic.md, "History from Prometheus").
+    type: str
+  node:
+    description: How Prometheus names the node (the value C($node) is replaced with).
+    type: str
+    required: true
+  window:
+    description: How far back to read, a Go duration or whole days (the role passes C(reservations_history_window)).
+    type: str
+    default: 3d
+  step:
+    description: One value per this systemd time span (the role passes the sampler's interval).
+    type: str
+    default: 1min
+  bearer_token:
+    description: A bearer token sent as C(Authorization), for a Prometheus behind an authenticating proxy.
+    type: str
+    default: ''
+  username:
+    description: A user name for basic authentication.
+    type: str
+    default: ''
+  password:
+    description: The password for O(username).
+    type: str
+    default: ''
+  ca_file:
+    description: A CA certificate file on the controller that signs Prometheus' certificate.
+    type: str
+    default: ''
+  validate_certs:
+    description: Check Prometheus' TLS certificate.
+    type: bool
+    default: true
+  timeout:
+    description: Seconds each request has to answer.
+    type: int
+    default: 30
+'''
+
+EXAMPLES = r'''
+- name: Read the node's history from Prometheus
+  nodealloc.kubelet.prometheus_history:
+    url: http://prometheus.monitoring.svc:9090
+    node: "{{ inventory_hostname }}"
+  register: from_prometheus
+
+- name: Decide with it where it spans longer than the node's own history
+  nodealloc.kubelet.node_reservation_facts:
+    prometheus_history: "{{ from_prometheus.history }}"
+'''
+
+RETURN = r'''
+history:
+  description:
+    - What Prometheus gave for the node; pass it to node_reservation_facts' C(prometheus_history).
+    - C(samples) (C([time, bytes]) pairs, oldest first), C(span_seconds), C(reason) (why the history cannot be used,
+      or V(null)), C(problems) (gaps, a span shorter than the window, warnings), C(url), C(node), C(query) (with the
+      node's name in it), C(step_seconds), C(window_seconds).
+  returned: always
+  type: dict
+'''

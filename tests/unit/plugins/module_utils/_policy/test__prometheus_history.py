@@ -1,0 +1,208 @@
+"""_prometheus_history: every way Prometheus' answer can be unusable gives a reason and no samples, never a guess.
+
+The answers are shaped as Prometheus 2.42's /api/v1/query_range gives them (a matrix, values as [time, "string"]);
+the real server is in tests/integration/test_prometheus_history.py.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import ssl
+import urllib.error
+
+import pytest
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_forms, _option_specs
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _prometheus_history as ph
+
+MIB = 1 << 20
+DAY = 86400
+STEP = 60
+NOW = 28_333_334 * STEP  # on the step grid, as query_range answers are
+
+
+def matrix(*series):
+    return {'status': 'success', 'data': {'resultType': 'matrix', 'result': [
+        {'metric': labels, 'values': [[t, str(v)] for t, v in values]} for labels, values in series]}}
+
+
+def steady(days=3, value=300 * MIB, skip=()):
+    start = NOW - days * DAY
+    return [(t, value) for t in range(start, NOW + 1, STEP) if t not in skip]
+
+
+def test_a_full_window_gives_its_samples_and_no_reason():
+    history = ph.parse([matrix(({'node': 'n1'}, steady()))], STEP, 3 * DAY, 'n1')
+    assert history['reason'] is None and history['problems'] == []
+    assert len(history['samples']) == 3 * DAY // STEP + 1 and history['span_seconds'] == 3 * DAY
+    assert history['samples'][0] == [NOW - 3 * DAY, 300 * MIB]
+
+
+@pytest.mark.parametrize('answer, words', [
+    ({'status': 'error', 'errorType': 'bad_data', 'error': 'parse error at char 5'}, 'the query failed: bad_data'),
+    (matrix(), 'no series for node n1'),
+    (matrix(({'node': 'n1', 'instance': 'a'}, steady()), ({'node': 'n1', 'instance': 'b'}, steady())),
+     '2 series for node n1'),
+    (matrix(({'node': 'n1'}, steady()[:-1] + [(NOW, 'NaN')])), 'NaN, infinite or negative'),
+    (matrix(({'node': 'n1'}, steady()[:10] + [(NOW - 3 * DAY + 600, -5)] + steady()[11:])), 'NaN, infinite or negative'),
+    (matrix(({'node': 'n1'}, [(NOW, '+Inf')])), 'NaN, infinite or negative'),
+    ({'status': 'success', 'data': {'resultType': 'vector', 'result': []}}, 'not a range of values'),
+    ('<html>', 'not a JSON object'),
+])
+def test_an_unusable_answer_gives_a_reason_and_no_samples(answer, words):
+    history = ph.parse([answer], STEP, 3 * DAY, 'n1')
+    assert words in history['reason'] and history['samples'] == []
+
+
+def test_too_many_steps_missing_is_a_reason():
+    # A day missing out of three: a third of the window never seen, where a peak may have been.
+    missing = set(range(NOW - 2 * DAY, NOW - DAY, STEP))
+    history = ph.parse([matrix(({'node': 'n1'}, steady(skip=missing)))], STEP, 3 * DAY, 'n1')
+    assert 'too much of the history is missing' in history['reason'] and history['samples'] == []
+
+
+def test_a_short_gap_and_a_restart_are_named_and_the_history_used():
+    # The node rebooted: 20 minutes without a value, then lower non-pod memory (a fresh boot) and the climb back.
+    gap = set(range(NOW - DAY, NOW - DAY + 20 * 60, STEP))
+    values = [(t, 200 * MIB if t > NOW - DAY else v) for t, v in steady(skip=gap)]
+    history = ph.parse([matrix(({'node': 'n1'}, values))], STEP, 3 * DAY, 'n1')
+    assert history['reason'] is None and len(history['samples']) == len(values)
+    assert any('gaps in the series' in p and 'widest gap 1260 s' in p for p in history['problems'])
+
+
+def test_fewer_days_than_the_window_is_named_and_the_history_used_as_a_short_one():
+    history = ph.parse([matrix(({'node': 'n1'}, steady(days=1)))], STEP, 3 * DAY, 'n1')
+    assert history['reason'] is None and history['span_seconds'] == DAY
+    assert any('covers 1.0 d of the 3.0 d' in p for p in history['problems'])
+
+
+def test_chunks_cover_the_window_on_the_step_grid_without_overlap():
+    spans = ph.chunks(NOW + 17, 14 * DAY, STEP)
+    assert len(spans) == 3  # 20 161 steps, at most 10 000 a request
+    assert spans[0][0] == -(-(NOW + 17 - 14 * DAY) // STEP) * STEP and spans[-1][1] == (NOW + 17) // STEP * STEP
+    assert all(b[0] == a[1] + STEP for a, b in zip(spans, spans[1:]))
+    assert all((end - start) // STEP + 1 <= ph.MAX_POINTS_PER_REQUEST for start, end in spans)
+
+
+def test_chunked_answers_join_into_one_series():
+    values = steady(days=14)
+    answers = [matrix(({'node': 'n1'}, [(t, v) for t, v in values if s <= t <= e]))
+               for s, e in ph.chunks(NOW, 14 * DAY, STEP)]
+    history = ph.parse(answers, STEP, 14 * DAY, 'n1')
+    assert history['reason'] is None and len(history['samples']) == len(values)
+
+
+def test_the_step_query_keeps_the_peak_within_each_step():
+    assert ph.step_query('q{node="a"}', 60) == 'max_over_time((q{node="a"})[60s:15s])'
+
+
+def test_render_escapes_the_node_name_for_a_promql_string():
+    assert ph.render('m{node="$node"}', 'a"b\\c') == 'm{node="a\\"b\\\\c"}'
+
+
+@pytest.mark.parametrize('query, words', [
+    ('', 'must be a PromQL query'),
+    ('http://prometheus:9090', 'not a URL'),
+    ('node_memory_MemTotal_bytes{instance="n1"}', 'must name the node as $node'),
+    ('node_memory_MemTotal_bytes{instance=$node}', 'inside a quoted label value'),
+    ('sum(node_memory_MemTotal_bytes{node="$node"}', "'(' is not closed"),
+    ('node_memory_MemTotal_bytes{node="$node"})', 'without its opening bracket'),
+    ('node_memory_MemTotal_bytes{node="$node}', 'string is not closed'),
+    ('42 + "$node"', 'names no metric'),
+    ('up{node="$node"}; rm -rf /', "has ';'"),
+])
+def test_a_wrong_query_is_refused_by_the_options_check(query, words):
+    assert words in _option_forms.query_problem(query)
+    problems = _option_specs.check({'reservations_prometheus_query': query}, 'reservations_')
+    assert len(problems) == 1 and words in problems[0]
+
+
+@pytest.mark.parametrize('query', [_option_forms.DEFAULT_QUERY, _option_forms.PREFERRED_KUBEPODS_QUERY, _option_forms.NODEALLOC_QUERY,
+                                   'nodealloc_memory_non_pod_bytes{instance=~"$node(:[0-9]+)?"}'])
+def test_the_documented_queries_pass_the_check(query):
+    assert _option_forms.query_problem(query) is None
+
+
+class Answer:
+    def __init__(self, body):
+        self.body = body
+
+    def read(self):
+        return self.body
+
+
+def opener(*answers):
+    """An open_url stand-in giving ``answers`` in turn (an exception is raised), recording each request."""
+    calls = []
+
+    def open_url(url, **kwargs):
+        calls.append(dict(kwargs, url=url))
+        answer = answers[min(len(calls), len(answers)) - 1]
+        if isinstance(answer, Exception):
+            raise answer
+        return Answer(answer if isinstance(answer, bytes) else json.dumps(answer).encode())
+    open_url.calls = calls
+    return open_url
+
+
+SETTINGS = {'url': 'https://prom.example/', 'query': 'm{node="$node"}', 'node': 'n1', 'window_seconds': 3 * DAY,
+            'step_seconds': STEP, 'timeout_seconds': 5, 'validate_certs': True, 'ca_file': '/ca.pem',
+            'bearer_token': 'secret', 'username': '', 'password': ''}
+
+
+def test_fetch_posts_the_step_query_with_the_credentials():
+    open_url = opener(matrix(({'node': 'n1'}, steady())))
+    history = ph.fetch(open_url, SETTINGS, NOW)
+    assert history['reason'] is None and history['query'] == 'm{node="n1"}'
+    call = open_url.calls[0]
+    assert call['url'] == 'https://prom.example/api/v1/query_range' and call['method'] == 'POST'
+    assert call['headers']['Authorization'] == 'Bearer secret' and call['ca_path'] == '/ca.pem'
+    assert 'max_over_time' in call['data'] and 'n1' in call['data']
+
+
+def http_error(status, body):
+    return urllib.error.HTTPError('https://prom.example/api/v1/query_range', status, 'x', {}, io.BytesIO(body))
+
+
+@pytest.mark.parametrize('failure, words', [
+    (urllib.error.URLError(ConnectionRefusedError(111, 'Connection refused')), 'cannot reach'),
+    (urllib.error.URLError(ssl.SSLCertVerificationError('certificate verify failed')), 'TLS to'),
+    (http_error(401, b'Unauthorized'), 'refused the credentials (HTTP 401)'),
+    (http_error(403, b'Forbidden'), 'refused the credentials (HTTP 403)'),
+    (http_error(400, json.dumps({'status': 'error', 'errorType': 'bad_data', 'error': 'unknown function'}).encode()),
+     'the query failed (HTTP 400): bad_data: unknown function'),
+    (http_error(502, b'Bad Gateway'), 'HTTP 502'),
+    (TimeoutError('timed out'), 'within the timeout'),
+    (b'<html>login</html>', 'did not answer JSON'),
+])
+def test_fetch_turns_every_failure_into_a_reason(failure, words):
+    history = ph.fetch(opener(failure), SETTINGS, NOW)
+    assert words in history['reason'] and history['samples'] == []
+
+
+def test_a_value_above_memtotal_is_a_reason():
+    history = ph.parse([matrix(({'node': 'n1'}, steady(value=20 << 30)))], STEP, 3 * DAY, 'n1')
+    assert 'more than the node has' in ph.not_above(history, 16 << 30)['reason']
+    assert ph.not_above(history, 32 << 30) is history
+
+
+def own(days, value=100 * MIB, cpu=200):
+    return [{'t': t, 'non_pod_bytes': value, 'non_pod_millicores': cpu} for t, _ in steady(days=days)]
+
+
+def test_choose_takes_the_longer_history_and_says_which():
+    prometheus = ph.parse([matrix(({'node': 'n1'}, steady(days=3)))], STEP, 3 * DAY, 'n1')
+    samples, source = ph.choose(own(1), prometheus, 250)
+    assert source == 'prometheus' and samples[0] == {'t': NOW - 3 * DAY, 'non_pod_bytes': 300 * MIB,
+                                                     'non_pod_millicores': 250}
+    assert ph.choose(own(3), prometheus, 250) == (own(3), 'node')  # as long: the node's own
+    assert ph.choose([], None, 250) == ([], 'none')
+
+
+@pytest.mark.parametrize('answer', [matrix(), {'status': 'error', 'errorType': 'timeout', 'error': 'x'},
+                                    matrix(({'node': 'n1'}, [(NOW, 'NaN')]))])
+def test_an_unusable_prometheus_history_falls_back_to_the_nodes_own(answer):
+    prometheus = ph.parse([answer], STEP, 3 * DAY, 'n1')
+    assert ph.choose(own(1), prometheus, 250) == (own(1), 'node')
+    assert ph.choose([], prometheus, 250) == ([], 'none')
