@@ -1,19 +1,24 @@
 # Private to nodealloc.kubelet: not a public API, may change without notice.
 """The fleet report: one stable JSON document, rendered as terminal lines and as Markdown.
 
-Schema (``schema_version`` 2): ``{"schema_version", "generated_at", "summary", "nodes": [node]}``.
-Every node has ``host``, ``status``, ``status_reason`` (a sentence, None when ``ok``), ``risk`` and
+Schema (``schema_version`` 3): ``{"schema_version", "generated_at", "summary", "nodes": [node]}``.
+Every node has ``host``, ``status``, ``status_reason`` (a sentence, None when ``ok``), ``risk``, ``memory_risk`` and
 ``margin_bytes``. ``status`` is ``ok`` (measured, with a kubelet), ``no_kubelet`` (measured, nothing
 to apply) or any other word for a node that was not measured (``failed``, ``unreachable``, ...), which
-carries only those five fields. Not measured nodes come first, then the measured ones closest to a
-global OOM (smallest ``margin_bytes``: memory reserved now minus non-pod memory measured), then the
-nodes without a kubelet. A measured node adds ``capacity``, ``current``, ``measured``,
+carries only those fields. ``risk`` is the node's memory risk category (``exceeded``, ``thin``, ``not_configured``,
+``unknown``, ``ok``, ``no_kubelet``) and ``memory_risk`` the figures it rests on, both from ``_memory_risk`` (what the
+node reserves against its own history's peak and the headroom the policy keeps). Not measured nodes come first, then
+the measured ones by risk, worst first, and within a category the least memory to spare over the peak as a share of
+the node's memory, then the nodes without a kubelet. ``margin_bytes`` is memory reserved now minus non-pod memory
+now. A measured node adds ``capacity``, ``current``, ``measured``,
 ``recommended``, ``allocatable``, ``config_diff``, ``cgroup``, ``explanation``, ... with exact
 machine values in unit-suffixed names (``*_bytes``, ``*_millicores``) or Kubernetes quantity strings;
 ``config_diff`` is the unified diff the on-node step would write, from the node's plan (``_node_plan``): the
 ``kubeReserved`` and ``systemReserved`` fields of the main file, or our whole drop-in where the step writes one,
 computed with the step's merge (``_config_edit.apply_changes``). Version 2 renamed ``error`` to ``status_reason``, added
-``no_kubelet`` and dropped the human strings from ``measured`` (the renderers format the figures).
+``no_kubelet`` and dropped the human strings from ``measured`` (the renderers format the figures). Version 3 replaced
+``risk``'s ``high``/``medium``/``low``/``none`` (margin now against 10 % of the reservation) by the history-based
+categories and added ``memory_risk``.
 """
 
 from __future__ import annotations
@@ -26,27 +31,26 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import _units as
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _node_allocatable, _quantity
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cpu_guarantee
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _headroom, _node_plan
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _html_page
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _html_page, _memory_risk
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 NO_KUBELET = 'no kubelet found: nothing to apply'
 
 
-# Risk from the margin between memory reserved now and non-pod memory measured: below zero the
-# non-pod processes already use more than is reserved for them, so pods may take memory the system
-# needs and the next spike ends in a global OOM rather than an eviction.
-MEDIUM_MARGIN_FRACTION = 0.1
+def node_memory_risk(result, reserved_now_bytes, capacity_memory_bytes):
+    """The measured node's memory risk (``_memory_risk.memory_risk``) from its facts result.
 
-
-def risk(margin_bytes, reserved_now_bytes):
-    """``high`` below zero margin, ``medium`` within 10 % of what is reserved now, else ``low``."""
-    if margin_bytes is None:
-        return 'unknown'
-    if margin_bytes < 0:
-        return 'high'
-    if margin_bytes < MEDIUM_MARGIN_FRACTION * (reserved_now_bytes or 0):
-        return 'medium'
-    return 'low'
+    The peak is the node's own history's (``basis.peak_non_pod_bytes``, before any class pooling), or the largest
+    reading of its chart series from a result without it; now is the non-pod memory measured at this run.
+    """
+    recommendation = result['recommendation']
+    peak = (recommendation.get('basis') or {}).get('peak_non_pod_bytes')
+    if peak is None:
+        series = (result.get('history') or {}).get('series') or []
+        peak = max([value for _t, value in series] or [None]) if series else None
+    return _memory_risk.memory_risk(reserved_now_bytes, peak, max(0, result['memory']['non_pod_bytes']),
+                                    recommendation.get('memory_headroom_bytes'), capacity_memory_bytes,
+                                    recommendation.get('eviction_hard_memory_bytes'))
 
 
 def config_diff(current, recommended, path=None):
@@ -78,7 +82,8 @@ def _not_measured(host, result):
     else:
         status, message = 'unreachable', None
     return {'host': host, 'status': status, 'status_reason': message or 'no result (unreachable or not run)',
-            'risk': 'unknown', 'margin_bytes': None}
+            'risk': _memory_risk.UNKNOWN, 'margin_bytes': None,
+            'memory_risk': _memory_risk.not_assessed(_memory_risk.UNKNOWN, 'not measured')}
 
 
 def _bytes(text):
@@ -117,12 +122,16 @@ def _node(host, result):
     node_class = list(record.get('node_class') or _headroom.node_class(
         memory.get('mem_total_bytes') or capacity_memory_bytes, (capacity_millicores or 0) // 1000))
     decision = result.get('decision') or {}
+    memory_risk = (_memory_risk.not_assessed(_memory_risk.NO_KUBELET, NO_KUBELET) if no_kubelet else
+                   node_memory_risk(result, reserved_now, capacity_memory_bytes))
     return {
         'host': host,
         'status': 'no_kubelet' if no_kubelet else 'ok',
         # Why a node is not 'ok', as a sentence (None when it is): the one field every renderer prints for it.
         'status_reason': NO_KUBELET if no_kubelet else None,
-        'risk': 'none' if no_kubelet else risk(margin, reserved_now),
+        # The category alone (what summaries count) and the figures it rests on, from _memory_risk only.
+        'risk': memory_risk['category'],
+        'memory_risk': memory_risk,
         'node_class': node_class,
         'reserved_now_millicores': reserved_now_millicores,
         'recommended_reserved_millicores': recommendation['reserved_millicores'],
@@ -249,9 +258,13 @@ def measured(node):
 
 
 def sort_key(node):
-    """Not measured first (someone must look at them), then closest to a global OOM, then no kubelet."""
+    """Not measured first (someone must look at them), then by memory risk, worst first (_memory_risk.ORDER), and
+    within a category the least memory to spare over the peak as a share of the node's memory; no kubelet last."""
     group = 0 if not measured(node) else 2 if node['status'] == 'no_kubelet' else 1
-    return (group, node['margin_bytes'] or 0, node['host'])
+    memory_risk = node.get('memory_risk') or {}
+    share = memory_risk.get('spare_share')
+    return (group, _memory_risk.rank(node['risk']), 0 if share is None else share,
+            -(memory_risk.get('peak_bytes') or 0), node['host'])
 
 
 def summary(nodes):
@@ -358,6 +371,7 @@ def rows(node):
     out += [
         ('margin now', units.memory(node['margin_bytes']), '-',
          'reserved now minus non-pod usage; below zero a spike ends in a kernel OOM kill'),
+        risk_row(node),
         ('recommended kubeReserved', units.quantity_memory(node['recommended']['kube_reserved'].get('memory'), _bytes),
          _current_cpu(node['recommended']['kube_reserved']), 'the measured share of the kubelet and runtime'),
         ('recommended systemReserved',
@@ -376,6 +390,19 @@ def rows(node):
                     'the reserved groups\' memory.min minus their working set: pods cannot reclaim it once the '
                     'daemons grow into it'))
     return out + _total_formula_rows(node)
+
+
+def risk_row(node):
+    """The node's memory risk as a figure row: the spare over its history's peak, and the category with its reason."""
+    memory_risk = node['memory_risk']
+    spare = memory_risk.get('spare_bytes')
+    return ('memory risk: %s' % risk_label(node['risk']), '-' if spare is None else units.memory(spare), '-',
+            'reserved minus the history\'s peak; %s' % memory_risk['reason'])
+
+
+def risk_label(category):
+    """A risk category as a person reads it (``not_configured``: ``not configured``)."""
+    return category.replace('_', ' ')
 
 
 def decision_line(node):

@@ -1,0 +1,78 @@
+"""One memory risk on the 500-node fleet: the JSON, the fleet chart's dots (place and colour) and the fleet table
+say the same for every node, and every node whose own history passed its reservation is in the worst category."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from fleet_results import fleet
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report
+
+
+@pytest.fixture(scope='module')
+def fleet_500():
+    results = fleet(500)
+    report = _fleet_report.build_report(results)
+    return results, report, _fleet_report.render_html(report)
+
+
+def _memory(reservation):
+    text = (reservation or {}).get('memory')
+    return _quantity.quantity_value(_quantity.parse_quantity(text)) if text else 0
+
+
+def test_every_node_whose_history_passed_its_reservation_is_exceeded(fleet_500):
+    results, report, _page = fleet_500
+    by_host = {node['host']: node for node in report['nodes']}
+    passed = 0
+    for host, result in results.items():
+        current = result.get('current')
+        series = (result.get('history') or {}).get('series') or []
+        if not current or not series or 'recommendation' not in result:
+            continue
+        reserved = _memory(current.get('kube_reserved')) + _memory(current.get('system_reserved'))
+        if reserved and max(value for _t, value in series) > reserved:
+            passed += 1
+            assert by_host[host]['risk'] == 'exceeded', host
+        if not reserved:
+            assert by_host[host]['risk'] == 'not_configured', host
+    assert passed > 50  # the fixture has such nodes: the check above ran on them
+    counts = report['summary']['risk']
+    assert counts['not_configured'] < 470 and counts['exceeded'] >= passed
+
+
+def test_chart_colour_table_and_json_agree_for_every_node(fleet_500):
+    _results, report, page = fleet_500
+    nodes = report['nodes']
+    chart = re.search(r'<svg[^>]*aria-label="fleet">(.*?)</svg>', page, re.S).group(1)
+    zero = float(re.search(r'<path class="capl" d="M(\d+(?:\.\d+)?) 0V', chart).group(1))
+    dots = re.findall(r'<a href="#n(\d+)"><circle class="(\w+)" r="3.5" cx="([\d.]+)" cy="\d+" data-risk="(\w+)">'
+                      r'<title>([^:<]+):', chart)
+    with_kubelet = [index for index, node in enumerate(nodes) if node['status'] == 'ok']
+    assert sorted(int(index) for index, *_rest in dots) == with_kubelet  # one dot per node with a kubelet
+    for index, colour, x, data_risk, host in dots:
+        node = nodes[int(index)]
+        assert node['host'] == host  # the dot links to its own node
+        assert colour == data_risk == node['risk'], host
+        share = node['memory_risk']['spare_share']
+        if node['risk'] == 'exceeded':
+            assert float(x) < zero and share < 0, host
+        elif node['risk'] in ('thin', 'ok'):
+            assert float(x) >= zero and share >= 0, host
+        else:  # reserves nothing, or unknown: the column left of the axis, not a place on it
+            assert share is None and float(x) < zero, host
+    table = re.search(r'<table id="fleet".*?<tbody>(.*?)</tbody>', page, re.S).group(1)
+    rows = re.findall(r'<tr class="\w+"><td><a href="#n(\d+)">[^<]*</a>.*?<td class="(\w+)" data-v="\d+">([^<]+)</td>',
+                      table)
+    assert len(rows) == len(nodes)
+    for index, css, label in rows:
+        node = nodes[int(index)]
+        assert css == node['risk'] and label == node['risk'].replace('_', ' '), node['host']
+    # The worst first: the report's order never puts a milder category before a worse one.
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _memory_risk
+    measured = [_memory_risk.rank(node['risk']) for node in nodes if node['status'] == 'ok']
+    assert measured == sorted(measured)
