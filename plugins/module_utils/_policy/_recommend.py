@@ -285,6 +285,8 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     prior = _cold_start_prior(basis, formulas, settings, lines) if measuring else None
     mem_needed, cpu_needed, mem_headroom, cpu_headroom = _measured_reservation(
         peak_bytes, peak_millicores, prior, options, lines)
+    # The memory rests on the cold-start prior (raised to it) rather than on the node's own P + headroom.
+    on_cold_start_prior = bool(measuring and prior is not None and ceil_to(peak_bytes + mem_headroom, MIB) < prior[0])
     capacity_m = measured['capacity_millicores']
     guarantee_input = measured.get('cpu_weights')
     guarantee = None
@@ -324,6 +326,7 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
         'reserved_millicores': cpu_needed,
         'memory_headroom_bytes': mem_headroom,
         'cpu_headroom_millicores': cpu_headroom,
+        'on_cold_start_prior': on_cold_start_prior,
         'settings': options,
         'basis': basis,
         'single_reading': single_reading,

@@ -1,7 +1,9 @@
 # Private to nodealloc.kubelet: not a public API, may change without notice.
 """The fleet report: one stable JSON document, rendered as terminal lines and as Markdown.
 
-Schema (``schema_version`` 3): ``{"schema_version", "generated_at", "summary", "nodes": [node]}``.
+Schema (``schema_version`` 3): ``{"schema_version", "generated_at", "summary", "classes": [class], "nodes": [node]}``.
+``classes`` is the fleet per node class (``_fleet_classes.class_summaries``, with its ``name``): what its templates
+carry, how many kubelet restarts apply would make, the memory it would give back or take.
 Every node has ``host``, ``status``, ``status_reason`` (a sentence, None when ``ok``), ``risk``, ``memory_risk`` and
 ``margin_bytes``. ``status`` is ``ok`` (measured, with a kubelet), ``no_kubelet`` (measured, nothing
 to apply) or any other word for a node that was not measured (``failed``, ``unreachable``, ...), which
@@ -31,7 +33,8 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import _units as
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _node_allocatable, _quantity
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cpu_guarantee
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _headroom, _node_plan
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _html_page, _memory_risk
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import (
+    _fleet_classes, _html_page, _memory_risk, _node_templates)
 
 SCHEMA_VERSION = 3
 NO_KUBELET = 'no kubelet found: nothing to apply'
@@ -101,7 +104,7 @@ def _no_kubelet(result):
     return not result.get('current') and not kubelet.get('config_path') and not kubelet.get('pid')
 
 
-def _node(host, result):
+def _node(host, result, inventory_class=None):
     if not isinstance(result, dict) or result.get('failed') or result.get('unreachable') or 'recommendation' not in result:
         return _not_measured(host, result)
     memory, cpu, current = result['memory'], result['cpu'], result.get('current')
@@ -133,6 +136,9 @@ def _node(host, result):
         'risk': memory_risk['category'],
         'memory_risk': memory_risk,
         'node_class': node_class,
+        # The class the fleet view and the node templates group by: the inventory's name, else the size class.
+        'template_class': _node_templates.class_name(inventory_class, {'class_record': {'node_class': node_class}}),
+        'on_cold_start_prior': bool(recommendation.get('on_cold_start_prior')),
         'reserved_now_millicores': reserved_now_millicores,
         'recommended_reserved_millicores': recommendation['reserved_millicores'],
         'capacity_millicores': capacity_millicores,
@@ -244,12 +250,19 @@ def _overcommit_line(audit):
     return line
 
 
-def build_report(results, now=None):
-    """``results``: {host: node_reservation_facts result}. Returns the report dict."""
-    nodes = [_node(host, result) for host, result in sorted(results.items())]
-    nodes.sort(key=sort_key)
+def build_report(results, now=None, node_classes=None):
+    """``results``: {host: node_reservation_facts result}; ``node_classes``: {host: the inventory's
+    ``nodealloc_node_class``} (empty or missing: the size class). Returns the report dict."""
+    nodes = [_node(host, result, (node_classes or {}).get(host) or None) for host, result in sorted(results.items())]
+    return _report(nodes, now)
+
+
+def _report(nodes, now):
+    nodes = sorted(nodes, key=sort_key)
     generated = (now or datetime.datetime.now(datetime.timezone.utc)).strftime('%Y-%m-%dT%H:%M:%SZ')
-    return {'schema_version': SCHEMA_VERSION, 'generated_at': generated, 'summary': summary(nodes), 'nodes': nodes}
+    return {'schema_version': SCHEMA_VERSION, 'generated_at': generated, 'summary': summary(nodes),
+            'classes': [dict(entry, name=name) for name, entry in _fleet_classes.class_summaries(nodes)],
+            'nodes': nodes}
 
 
 def measured(node):
@@ -288,9 +301,7 @@ def merge_reports(reports, now=None):
             if node['host'] in nodes:
                 raise ValueError('host %s is in more than one slice report' % node['host'])
             nodes[node['host']] = node
-    merged = sorted(nodes.values(), key=sort_key)
-    generated = (now or datetime.datetime.now(datetime.timezone.utc)).strftime('%Y-%m-%dT%H:%M:%SZ')
-    return {'schema_version': SCHEMA_VERSION, 'generated_at': generated, 'summary': summary(merged), 'nodes': merged}
+    return _report(list(nodes.values()), now)
 
 
 def _current_memory(reservation):

@@ -316,6 +316,15 @@ def _class_order(node_class):
     return node_class[0] * 1000 + node_class[1] if node_class else -1
 
 
+def _class_name(node):
+    """The node's class as the templates and the classes' table name it, with its size where the name is the
+    inventory's."""
+    size = class_label(node.get('node_class'))
+    name = node.get('template_class')
+    return size if not name or name == '%dgib-%dcpu' % tuple(node.get('node_class') or (0, 0)) else '%s (%s)' % (
+        name, size)
+
+
 def _spare_cell(node):
     """The node's memory to spare over its history's peak, as a share of its memory (sorts by the share)."""
     memory_risk = node.get('memory_risk') or {}
@@ -334,8 +343,7 @@ def _row(index, node):
     if status == 'ok':
         reserved = (node.get('current') or {}).get('reserved_memory_bytes')
         now_cpu = node.get('reserved_now_millicores')
-        cells.append('<td data-v="%d">%s</td>' % (_class_order(node.get('node_class')),
-                                                  _t(class_label(node.get('node_class')))))
+        cells.append('<td data-v="%d">%s</td>' % (_class_order(node.get('node_class')), _t(_class_name(node))))
         cells.append('<td>%s</td>' % _e(node.get('decision')))
         # Sorted by the change apply would make (recommended minus now), not by the recommendation.
         cells.append('<td data-v="%d">%s \u2192 %s</td>' % (
@@ -346,7 +354,7 @@ def _row(index, node):
             units.cpu(node['recommended_reserved_millicores'])))
     elif status == 'no_kubelet':
         cells.append('<td data-v="%d">%s</td><td>nothing to apply</td><td data-v="0">-</td><td data-v="0">-</td>'
-                     % (_class_order(node.get('node_class')), _t(class_label(node.get('node_class')))))
+                     % (_class_order(node.get('node_class')), _t(_class_name(node))))
     else:
         # The reason in the row itself: a failed node's first question is why.
         cells.append('<td data-v="-1">-</td><td class="w failed">%s</td><td data-v="0">-</td><td data-v="0">-</td>'
@@ -411,12 +419,17 @@ def _percent(share):
 
 
 def _fleet_dots(nodes):
-    """{node class: [(index, node)]} of the measured nodes with a kubelet, in the report's order."""
-    classes = {}
+    """{(size for the order, band label): [(index, node)]} of the measured nodes with a kubelet, one band per node
+    class (the templates' class: the inventory's name, else the size), in the report's order."""
+    classes, bands = {}, {}
     for index, node in enumerate(nodes):
         if node['status'] == 'ok':
-            classes.setdefault(tuple(node.get('node_class') or ()), []).append((index, node))
-    return classes
+            classes.setdefault(node.get('template_class'), []).append((index, node))
+    for name, dots in classes.items():
+        size = max(tuple(node.get('node_class') or ()) for _i, node in dots)
+        label = class_label(size) if name == '%dgib-%dcpu' % (size or (0, 0)) else name
+        bands[(size, label)] = dots
+    return bands
 
 
 def _fleet_chart(nodes):
@@ -453,7 +466,7 @@ def _fleet_chart(nodes):
     for band, key in enumerate(keys):
         y0 = band * FLEET_BAND + 4
         parts.append('<text x="%d" y="%d" class="e">%s</text><text x="%d" y="%d" class="e n">%d nodes</text>'
-                     % (FLEET_LEFT - 8, y0 + 18, _t(class_label(key)), FLEET_LEFT - 8, y0 + 32, len(classes[key])))
+                     % (FLEET_LEFT - 8, y0 + 18, _t(key[1]), FLEET_LEFT - 8, y0 + 32, len(classes[key])))
         for index, node in classes[key]:
             memory_risk = node['memory_risk']
             share = memory_risk.get('spare_share')
@@ -488,26 +501,54 @@ def _fleet_chart(nodes):
                 '%s: %s' % (name.replace('_', ' '), _memory_risk.MEANING[name]) for name in CHART_RISKS))))
 
 
-def _fleet_view(nodes, classes_table):
-    """The fleet chart (risk per node class), then the classes' table."""
-    return ('<h2>Fleet: memory risk per node class</h2>' + _fleet_chart(nodes) + classes_table(nodes))
+def _fleet_view(report):
+    """The fleet chart (risk per node class), then what to do per class."""
+    return ('<h2>Fleet: memory risk per node class</h2>' + _fleet_chart(report['nodes']) +
+            _classes_table(report.get('classes') or []))
 
 
-def _risk_counts_table(nodes):
-    """Per node class, how many nodes are in each memory risk category."""
-    classes = {}
-    for node in nodes:
-        key = tuple(node.get('node_class') or ()) or None
-        entry = classes.setdefault(key, {})
-        entry[node['risk']] = entry.get(node['risk'], 0) + 1
-    out = ['<table id="classes"><tr><th>node class<th>nodes%s' % ''.join(
-        '<th>%s' % _t(name.replace('_', ' ')) for name in _memory_risk.ORDER)]
-    for key in sorted(classes, key=lambda k: (k is None, k or ())):
-        entry = classes[key]
-        out.append('<tr><td>%s<td>%d%s' % (_t(class_label(key) if key else 'not measured (class unknown)'),
-                                           sum(entry.values()),
-                                           ''.join('<td>%d' % entry.get(name, 0) for name in _memory_risk.ORDER)))
-    out.append('</table>')
+def _reservation_text(recommended):
+    """``kubeReserved`` + ``systemReserved`` (and the eviction threshold) as the class's templates carry them."""
+    if not recommended:
+        return 'no template: no node of the class has a kubelet'
+    parts = []
+    for key, title in (('kube_reserved', 'kubeReserved'), ('system_reserved', 'systemReserved')):
+        if recommended.get(key):
+            parts.append('%s %s' % (title, ', '.join('%s %s' % item for item in sorted(recommended[key].items()))))
+    if (recommended.get('eviction_hard') or {}).get('memory.available'):
+        parts.append('evictionHard memory.available %s' % recommended['eviction_hard']['memory.available'])
+    return '; '.join(parts)
+
+
+def _gib(value_bytes):
+    return '%.1f GiB' % (value_bytes / float(GIB))
+
+
+CLASS_COLUMNS = ('node class', 'nodes', 'recommended (what its templates carry)', 'increase', 'decrease', 'keep',
+                 'kubelet restarts apply would make', 'memory given back to pods', 'memory taken from pods',
+                 'on the cold-start floor', 'exceeded', 'thin', 'not configured', 'ok', 'not measured', 'no kubelet')
+
+
+def _classes_table(classes):
+    """Per node class (``_fleet_classes``), what to do: the reservation, the restarts, the memory moved."""
+    out = ['<h2>What to do, per node class</h2><table id="classes"><tr>%s'
+           % ''.join('<th%s>%s' % (' class="w"' if index == 2 else '', _t(title))
+                     for index, title in enumerate(CLASS_COLUMNS))]
+    for entry in classes:
+        risk = entry.get('risk') or {}
+        out.append('<tr><td>%s<td>%d<td class="w">%s<td>%d<td>%d<td>%d<td>%d<td>%s<td>%s<td>%d%s<td>%d<td>%d' % (
+            _t(entry['name']), entry['nodes'], _t(_reservation_text(entry.get('recommended'))), entry['increase'],
+            entry['decrease'], entry['keep'], entry['kubelet_restarts'], _gib(entry['memory_given_back_bytes']),
+            _gib(entry['memory_taken_bytes']), entry['on_cold_start_prior'],
+            ''.join('<td>%d' % risk.get(name, 0) for name in (_memory_risk.EXCEEDED, _memory_risk.THIN,
+                                                               _memory_risk.NOT_CONFIGURED, _memory_risk.OK)),
+            entry['not_measured'], entry['no_kubelet']))
+    out.append('</table><p class="muted">A node class is the inventory\'s <code>nodealloc_node_class</code> where '
+               'it is set, else the memory in whole GiB and the CPU count; each class\'s templates carry the '
+               'reservation shown. Increase and decrease are the nodes whose kubelet apply would restart (where a '
+               'kubelet config file was found); the memory moved is what those restarts give back to the pods or '
+               'take from them. The cold-start floor holds a node whose history does not yet span a reaction time.'
+               '</p>')
     return ''.join(out)
 
 
@@ -520,7 +561,7 @@ def render_html(report, rows, decision_line, explanation):
            '<p class="muted">Generated %s; %d nodes (risk: %s). Memory in MiB and GiB, CPU in millicores '
            '(1000m = one CPU); the JSON report has the exact bytes.</p>'
            % (_e(report['generated_at']), len(report['nodes']), _e(counts or 'none')),
-           _fleet_view(report['nodes'], _risk_counts_table),
+           _fleet_view(report),
            '<h2>Nodes</h2><p class="muted">Nodes that could not be measured first, then by memory risk, worst first '
            '(within a risk, the least memory reserved over the history\'s peak, as a share of the node\'s memory), '
            'then nodes without a kubelet. Click a header to sort; type in the filter to show only the rows that '

@@ -67,6 +67,18 @@ def _eviction_bytes(facts):
     return text, _eviction.hard_eviction_memory_bytes({'memory.available': text}, capacity)
 
 
+def facts_of_report_node(node):
+    """The parts of a facts result templates read, from a fleet report node (``_fleet_report``): the report's
+    per-class view and the templates aggregate the same figures with the same function (``class_recommendations``)."""
+    if node.get('status') != 'ok':
+        return {}  # not measured, or no kubelet: nothing a template could take
+    return {'recommendation': node.get('recommended') or {},
+            'kubelet': {'config_path': node.get('kubelet_config'), 'found': True},
+            'class_record': {'node_class': node.get('node_class')},
+            'current': {'eviction_hard': ((node.get('current') or {}).get('eviction_hard') or {})},
+            'memory': {'mem_total_bytes': node.get('capacity_memory_bytes')}}
+
+
 def class_recommendations(hosts):
     """{class: summary} from ``hosts``: {host: {'node_class': inventory name or None, 'facts': facts}}.
 

@@ -1,4 +1,4 @@
-"""One memory risk on the 500-node fleet: the JSON, the fleet chart's dots (place and colour) and the fleet table
+"""The fleet view on the 500-node fleet. One memory risk: the JSON, the fleet chart's dots (place and colour) and the table
 say the same for every node, and every node whose own history passed its reservation is in the worst category."""
 
 from __future__ import annotations
@@ -76,3 +76,43 @@ def test_chart_colour_table_and_json_agree_for_every_node(fleet_500):
     from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _memory_risk
     measured = [_memory_risk.rank(node['risk']) for node in nodes if node['status'] == 'ok']
     assert measured == sorted(measured)
+
+
+def test_per_class_what_to_do_agrees_with_the_nodes_and_the_templates(fleet_500):
+    results, report, page = fleet_500
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _node_templates
+    import yaml
+    classes = {entry['name']: entry for entry in report['classes']}
+    # The templates as the node_templates filter renders them from the facts (not from the report).
+    rendered = _node_templates.render({host: {'facts': result, 'node_class': None} for host, result in results.items()})
+    drop_ins = {item['class']: yaml.safe_load(item['content']) for item in rendered
+                if item['path'].endswith('/50-nodealloc.conf')}
+    assert set(drop_ins) == {name for name, entry in classes.items() if entry['recommended']}
+    for name, drop_in in drop_ins.items():
+        recommended = classes[name]['recommended']
+        assert drop_in['kubeReserved'] == recommended['kube_reserved']
+        assert drop_in['systemReserved'] == recommended['system_reserved']
+        assert drop_in['evictionHard'] == recommended['eviction_hard']
+    # Restarts and memory moved, counted again from each node's own result.
+    for name, entry in classes.items():
+        if name == 'not measured':
+            continue
+        restarts, given, taken = 0, 0, 0
+        for host, result in results.items():
+            record = (result.get('class_record') or {}).get('node_class') or []
+            if not record or '%dgib-%dcpu' % tuple(record) != name or not (result.get('current')):
+                continue
+            action = result['decision']['action']
+            if action in ('increase', 'decrease'):
+                restarts += 1
+                current = result['current']
+                change = result['recommendation']['reserved_memory_bytes'] - (
+                    _memory(current.get('kube_reserved')) + _memory(current.get('system_reserved')))
+                taken, given = taken + max(0, change), given + max(0, -change)
+        assert (entry['kubelet_restarts'], entry['memory_taken_bytes'], entry['memory_given_back_bytes']) == (
+            restarts, taken, given), name
+        assert entry['increase'] + entry['decrease'] == restarts
+    # The page says it, in a table of its own.
+    table = re.search(r'<table id="classes">(.*?)</table>', page, re.S).group(1)
+    for name, entry in classes.items():
+        assert '<tr><td>%s<td>%d<td' % (name, entry['nodes']) in table
