@@ -116,3 +116,30 @@ def test_per_class_what_to_do_agrees_with_the_nodes_and_the_templates(fleet_500)
     table = re.search(r'<table id="classes">(.*?)</table>', page, re.S).group(1)
     for name, entry in classes.items():
         assert '<tr><td>%s<td>%d<td' % (name, entry['nodes']) in table
+
+
+def test_the_job_output_is_the_fleet_summary_under_300_lines_at_500_nodes(fleet_500, tmp_path):
+    from test_playbooks import ansible_playbook
+    import json
+    results, report, _page = fleet_500
+    renderings = _fleet_report.renderings(report)
+    lines = renderings['text_lines']
+    assert len(lines) < 300 and not any('\n' in line for line in lines)
+    assert len(renderings['text'].splitlines()) > 10000  # the per-node text, which goes to the files only
+    # It starts with the fleet: per class, then the riskiest nodes, the first of them the report's worst.
+    assert lines[2] == 'Per node class, what apply would do:' and '8gib-2cpu' in '\n'.join(lines[:8])
+    worst = [node['host'] for node in report['nodes'] if node['status'] == 'ok'][:20]
+    risky = [line.split()[0] for line in lines[lines.index(next(l for l in lines if 'riskiest' in l)) + 2:][:20]]
+    assert risky == worst
+    markdown = renderings['markdown'].splitlines()
+    assert markdown.index('## Fleet summary') < markdown.index('### The 20 riskiest nodes') < markdown.index(
+        '# Each node')
+    # report_merge.yml's whole job output, the merged 500-node report printed as an AWX user reads it first.
+    (tmp_path / 'reservations-42-1.json').write_text(_fleet_report.render_json(report))
+    run = ansible_playbook('playbooks/report_merge.yml', '-e', 'nodealloc_report_dir=%s' % tmp_path,
+                           '-e', 'nodealloc_report_group=42')
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    print('report_merge.yml output at 500 nodes: %d lines' % len(run.stdout.splitlines()))
+    assert len(run.stdout.splitlines()) < 300
+    assert json.loads((tmp_path / 'reservations-42.json').read_text())['summary'] == report['summary']
+    assert (tmp_path / 'reservations-42.md').read_text().count('\n## node') == 500  # every node, in the file

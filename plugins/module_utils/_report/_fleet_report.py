@@ -34,7 +34,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cpu_guarantee
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _headroom, _node_plan
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import (
-    _fleet_classes, _html_page, _memory_risk, _node_templates)
+    _fleet_classes, _fleet_summary, _html_page, _memory_risk, _node_templates)
 
 SCHEMA_VERSION = 3
 NO_KUBELET = 'no kubelet found: nothing to apply'
@@ -434,8 +434,8 @@ def render_text(report):
 
 
 def render_text_lines(report):
-    """The text report as a list of lines: printed by ``debug`` one per line, with no escapes in AWX."""
-    out = []
+    """The whole text report as a list of lines: the fleet summary, then every node in full."""
+    out = _fleet_summary.text_lines(report) + ['']
     for node in report['nodes']:
         out.append('== %s ==' % node['host'])
         if not measured(node):
@@ -479,8 +479,9 @@ def render_text_lines(report):
 
 def render_markdown(report):
     out = ['# Kubelet reservation report', '',
-           'Generated %s. Nodes that could not be measured come first, then those closest to a global OOM, '
-           'then those without a kubelet. Memory in MiB/GiB, CPU in millicores (m).' % report['generated_at'], '']
+           'Generated %s. The fleet summary first; then each node: those that could not be measured, then by memory '
+           'risk, worst first, then those without a kubelet. Memory in MiB/GiB, CPU in millicores (m).' % report['generated_at'], '']
+    out += _fleet_summary.markdown_lines(report) + ['# Each node', '']
     for node in report['nodes']:
         out.append('## %s' % node['host'])
         out.append('')
@@ -524,9 +525,14 @@ def render_html(report):
 
 
 def renderings(report):
-    """Every rendering of one report, as the filters return them."""
+    """Every rendering of one report, as the filters return them.
+
+    ``text`` is the whole text report; ``text_lines`` only its fleet summary, as lines (what a playbook prints with
+    ``debug``, one per line, without escapes in AWX): at 500 nodes the per-node text runs to tens of thousands of lines
+    and belongs in the report's files.
+    """
     return {'data': report, 'json': render_json(report), 'markdown': render_markdown(report),
-            'text': render_text(report), 'text_lines': render_text_lines(report), 'html': render_html(report)}
+            'text': render_text(report), 'text_lines': _fleet_summary.text_lines(report), 'html': render_html(report)}
 
 
 def render_json(report):
