@@ -139,6 +139,8 @@ def _node(host, result, inventory_class=None):
         # The class the fleet view and the node templates group by: the inventory's name, else the size class.
         'template_class': _node_templates.class_name(inventory_class, {'class_record': {'node_class': node_class}}),
         'on_cold_start_prior': bool(recommendation.get('on_cold_start_prior')),
+        # Whether the kubelet's or the runtime's processes were found: without them kubeReserved is not measured.
+        'components_found': _node_templates.components_found(result),
         'reserved_now_millicores': reserved_now_millicores,
         'recommended_reserved_millicores': recommendation['reserved_millicores'],
         'capacity_millicores': capacity_millicores,
