@@ -537,7 +537,8 @@ def _classes_table(classes):
     for entry in classes:
         risk = entry.get('risk') or {}
         out.append('<tr><td>%s<td>%d<td class="w">%s<td>%d<td>%d<td>%d<td>%d<td>%s<td>%s<td>%d%s<td>%d<td>%d' % (
-            _t(entry['name']), entry['nodes'], _t(_reservation_text(entry.get('recommended'))), entry['increase'],
+            _t(entry['name']), entry['nodes'], '-' if entry['nodes'] == entry['not_measured'] else _t(
+                _reservation_text(entry.get('recommended'))), entry['increase'],
             entry['decrease'], entry['keep'], entry['kubelet_restarts'], _gib(entry['memory_given_back_bytes']),
             _gib(entry['memory_taken_bytes']), entry['on_cold_start_prior'],
             ''.join('<td>%d' % risk.get(name, 0) for name in (_memory_risk.EXCEEDED, _memory_risk.THIN,
