@@ -33,10 +33,11 @@ options:
     default: 50
   change_threshold_percent:
     description:
-      - A recommendation becomes an action (RV(decision.action) V(increase) or V(decrease)) only when the
-        recommended total (kubeReserved + systemReserved) differs from the current total by more than this
-        percentage of the current total, and by more than O(change_threshold_min_bytes) for memory or
-        O(change_threshold_min_millicores) for CPU. Otherwise the action is V(keep) and no kubelet restarts.
+      - A decrease becomes an action (RV(decision.action) V(decrease)) only when the recommended total
+        (kubeReserved + systemReserved) is below the current total by more than this percentage of the current total,
+        and by more than O(change_threshold_min_bytes) for memory or O(change_threshold_min_millicores) for CPU.
+        An increase needs only the minimum (the percentage would eat into the headroom), and acts within it when
+        what is reserved leaves less than half the headroom. Otherwise the action is V(keep) and no kubelet restarts.
     type: float
     default: 10.0
   change_threshold_min_bytes:

@@ -10,9 +10,10 @@ version_added: 0.1.0
 description:
   - Takes every node's C(class_record) (as M(nodealloc.kubelet.node_reservation_facts) returns it), keyed by host,
     and returns the records of the other nodes of the given host's class (memory size rounded to whole GiB, CPU
-    count) when deciding with them would change something - a larger climb to a new peak than the host's own,
-    or, for a host whose history does not yet span two reaction times, a peer that has such a history.
-  - Returns an empty list otherwise, so the role measures a node a second time only where pooling matters.
+    count) when deciding with them would change something - a larger window peak than the host's own,
+    or, for a host whose history does not yet span one reaction time, a peer that has such a history.
+  - Returns an empty list otherwise, so the role decides a node again (with the reading it already took, not a
+    second measurement) only where pooling matters.
 author:
   - nodealloc.kubelet developers (@nodealloc)
 options:

@@ -32,6 +32,14 @@ options:
         (a sentence) with that status and reason.
     type: dict
     required: true
+  node_classes:
+    description:
+      - Host name to the inventory's class name for it (C(nodealloc_node_class)), the name the fleet view groups by, as
+        M(nodealloc.kubelet.node_templates#filter) does; an empty name or a missing host takes the size class (memory
+        in whole GiB and CPU count).
+    type: dict
+    default: {}
+    version_added: 0.1.0
 '''
 
 EXAMPLES = r'''
@@ -53,11 +61,11 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report
 
 
-def reservation_report(results):
-    if not isinstance(results, dict):
-        raise AnsibleFilterError('reservation_report expects a mapping of host to result, got %s'
-                                 % type(results).__name__)
-    return _fleet_report.renderings(_fleet_report.build_report(dict(results)))
+def reservation_report(results, node_classes=None):
+    if not isinstance(results, dict) or not isinstance(node_classes or {}, dict):
+        raise AnsibleFilterError('reservation_report expects a mapping of host to result (and one of host to class '
+                                 'name), got %s' % type(results).__name__)
+    return _fleet_report.renderings(_fleet_report.build_report(dict(results), node_classes=dict(node_classes or {})))
 
 
 class FilterModule:

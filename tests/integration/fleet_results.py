@@ -19,7 +19,8 @@ import json
 import os
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _quantity, _vendor_formulas
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _decision, _history_stats, _recommend
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import (
+    _decision, _headroom, _history_stats, _recommend)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MIB = 1024 * 1024
@@ -87,6 +88,9 @@ def node_result(index, base):
                     kube_components_millicores=cpu['kube_components_millicores'])
     result['recommendation'] = _recommend.recommend(measured, None, result['current'], basis, result['formulas'])
     result['decision'] = _decision.decide(result['current'], result['recommendation'], None, basis)
+    # What the module tells the node's class (its size class), as _gather returns it.
+    result['class_record'] = _headroom.class_record(memory['mem_total_bytes'], cpus, _headroom.window_peaks(
+        basis, basis['span_seconds'], 86400), result['recommendation'])
     return result
 
 

@@ -105,13 +105,13 @@ def _chromium(chromium, profile, *args):
 
 
 def _fleet_rows(dom):
-    """(status, host, headroom data-v) of each fleet-table row, in the order the browser shows them."""
+    """(status, host, (risk rank, spare share)) of each shown fleet-table row, in the order the browser shows them."""
     body = re.search(r'<table id="fleet".*?<tbody>(.*?)</tbody>', dom, re.S).group(1)
     rows = []
     for row in re.findall(r'<tr class="(\w+)">(.*?)</tr>', body, re.S):
         host = re.search(r'<a href="#n\d+">([^<]+)</a>', row[1]).group(1)
         values = re.findall(r'data-v="([^"]+)"', row[1])
-        rows.append((row[0], host, float(values[2])))  # memory, CPU, margin, risk
+        rows.append((row[0], host, (float(values[3]), float(values[4]))))  # class, memory, CPU, risk, spare
     return rows
 
 
@@ -134,17 +134,25 @@ def test_500_node_report_reads_in_chromium(tmp_path):
     assert len(rows) == 500 and {host for _s, host, _v in rows} == set(results)
     assert {host for _s, host, _v in rows[:len(not_measured)]} == not_measured  # failed and unreachable first
     assert {status for status, _h, _v in rows[:len(not_measured)]} == {'failed', 'unreachable'}
-    measured_margin = [value for _s, _h, value in rows[len(not_measured):]]
-    assert measured_margin == sorted(measured_margin)  # then the smallest margin, closest to a global OOM
+    measured_risk = [value for _s, _h, value in rows[len(not_measured):]]
+    assert measured_risk == sorted(measured_risk)  # then the worst memory risk, the least to spare first
     no_kubelet = [host for status, host, _v in rows if status == 'no_kubelet']
     assert no_kubelet and [host for _s, host, _v in rows[-len(no_kubelet):]] == no_kubelet  # nothing to act on: last
 
     # The page's own sort, asked for in the address as a click on the header would: by host, and by
-    # margin descending.
+    # spare over the peak descending (a number, not text).
     by_host = _fleet_rows(_chromium(chromium, profile, '--dump-dom', page.as_uri() + '#sort=host'))
     assert [host for _s, host, _v in by_host] == sorted(results)
-    by_margin = _fleet_rows(_chromium(chromium, profile, '--dump-dom', page.as_uri() + '#sort=-margin'))
-    assert [value for _s, _h, value in by_margin] == sorted((value for _s, _h, value in rows), reverse=True)
+    by_spare = _fleet_rows(_chromium(chromium, profile, '--dump-dom', page.as_uri() + '#sort=-spare'))
+    assert [value[1] for _s, _h, value in by_spare] == sorted((value[1] for _s, _h, value in rows), reverse=True)
+    # The filter, asked for in the address as typing would: only the rows that contain the text stay shown.
+    filtered = _chromium(chromium, profile, '--dump-dom', page.as_uri() + '#filter=unreachable')
+    body = re.search(r'<table id="fleet".*?<tbody>(.*?)</tbody>', filtered, re.S).group(1)
+    shown = re.findall(r'<tr class="(\w+)">', body)
+    assert shown and set(shown) == {'unreachable'} and body.count(' hidden=""') == 500 - len(shown)
+    # A link to a node (a dot of the fleet chart) opens its folded section.
+    opened = _chromium(chromium, profile, '--dump-dom', page.as_uri() + '#n30')
+    assert re.search(r'<details id="n30" open=""', opened) and opened.count('<details open') == 0
 
     dom = _chromium(chromium, profile, '--dump-dom', page.as_uri())
     assert dom.count('<details') == 500 and '<details open' not in dom  # every node folded
@@ -158,8 +166,8 @@ def test_500_node_report_reads_in_chromium(tmp_path):
     assert len(classes) == 3
     for node_class in classes:
         assert '>%d GiB, %d CPUs</text>' % node_class in fleet_chart
-    assert fleet_chart.count('<circle') == len([n for n in report['nodes'] if n['status'] == 'ok']) + 3
-    assert 'memory reserved now minus recommended' in fleet_chart and '>risk high</text>' in fleet_chart
+    assert fleet_chart.count('<circle') == len([n for n in report['nodes'] if n['status'] == 'ok']) + 5  # + legend
+    assert 'as a share of the node\'s memory' in fleet_chart and '>exceeded</text>' in fleet_chart
     assert '<table id="classes">' in dom
 
     artifacts = os.path.join(ROOT, 'tests', 'output')

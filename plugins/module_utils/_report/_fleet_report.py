@@ -1,19 +1,26 @@
 # Private to nodealloc.kubelet: not a public API, may change without notice.
 """The fleet report: one stable JSON document, rendered as terminal lines and as Markdown.
 
-Schema (``schema_version`` 2): ``{"schema_version", "generated_at", "summary", "nodes": [node]}``.
-Every node has ``host``, ``status``, ``status_reason`` (a sentence, None when ``ok``), ``risk`` and
+Schema (``schema_version`` 3): ``{"schema_version", "generated_at", "summary", "classes": [class], "nodes": [node]}``.
+``classes`` is the fleet per node class (``_fleet_classes.class_summaries``, with its ``name``): what its templates
+carry, how many kubelet restarts apply would make, the memory it would give back or take.
+Every node has ``host``, ``status``, ``status_reason`` (a sentence, None when ``ok``), ``risk``, ``memory_risk`` and
 ``margin_bytes``. ``status`` is ``ok`` (measured, with a kubelet), ``no_kubelet`` (measured, nothing
 to apply) or any other word for a node that was not measured (``failed``, ``unreachable``, ...), which
-carries only those five fields. Not measured nodes come first, then the measured ones closest to a
-global OOM (smallest ``margin_bytes``: memory reserved now minus non-pod memory measured), then the
-nodes without a kubelet. A measured node adds ``capacity``, ``current``, ``measured``,
+carries only those fields. ``risk`` is the node's memory risk category (``exceeded``, ``thin``, ``not_configured``,
+``unknown``, ``ok``, ``no_kubelet``) and ``memory_risk`` the figures it rests on, both from ``_memory_risk`` (what the
+node reserves against its own history's peak and the headroom the policy keeps). Not measured nodes come first, then
+the measured ones by risk, worst first, and within a category the least memory to spare over the peak as a share of
+the node's memory, then the nodes without a kubelet. ``margin_bytes`` is memory reserved now minus non-pod memory
+now. A measured node adds ``capacity``, ``current``, ``measured``,
 ``recommended``, ``allocatable``, ``config_diff``, ``cgroup``, ``explanation``, ... with exact
 machine values in unit-suffixed names (``*_bytes``, ``*_millicores``) or Kubernetes quantity strings;
 ``config_diff`` is the unified diff the on-node step would write, from the node's plan (``_node_plan``): the
 ``kubeReserved`` and ``systemReserved`` fields of the main file, or our whole drop-in where the step writes one,
 computed with the step's merge (``_config_edit.apply_changes``). Version 2 renamed ``error`` to ``status_reason``, added
-``no_kubelet`` and dropped the human strings from ``measured`` (the renderers format the figures).
+``no_kubelet`` and dropped the human strings from ``measured`` (the renderers format the figures). Version 3 replaced
+``risk``'s ``high``/``medium``/``low``/``none`` (margin now against 10 % of the reservation) by the history-based
+categories and added ``memory_risk``.
 """
 
 from __future__ import annotations
@@ -26,27 +33,27 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import _units as
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _node_allocatable, _quantity
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cpu_guarantee
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _headroom, _node_plan
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _html_page
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import (
+    _fleet_classes, _fleet_summary, _html_page, _memory_risk, _node_templates)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 NO_KUBELET = 'no kubelet found: nothing to apply'
 
 
-# Risk from the margin between memory reserved now and non-pod memory measured: below zero the
-# non-pod processes already use more than is reserved for them, so pods may take memory the system
-# needs and the next spike ends in a global OOM rather than an eviction.
-MEDIUM_MARGIN_FRACTION = 0.1
+def node_memory_risk(result, reserved_now_bytes, capacity_memory_bytes):
+    """The measured node's memory risk (``_memory_risk.memory_risk``) from its facts result.
 
-
-def risk(margin_bytes, reserved_now_bytes):
-    """``high`` below zero margin, ``medium`` within 10 % of what is reserved now, else ``low``."""
-    if margin_bytes is None:
-        return 'unknown'
-    if margin_bytes < 0:
-        return 'high'
-    if margin_bytes < MEDIUM_MARGIN_FRACTION * (reserved_now_bytes or 0):
-        return 'medium'
-    return 'low'
+    The peak is the node's own history's (``basis.peak_non_pod_bytes``, before any class pooling), or the largest
+    reading of its chart series from a result without it; now is the non-pod memory measured at this run.
+    """
+    recommendation = result['recommendation']
+    peak = (recommendation.get('basis') or {}).get('peak_non_pod_bytes')
+    if peak is None:
+        series = (result.get('history') or {}).get('series') or []
+        peak = max([value for _t, value in series] or [None]) if series else None
+    return _memory_risk.memory_risk(reserved_now_bytes, peak, max(0, result['memory']['non_pod_bytes']),
+                                    recommendation.get('memory_headroom_bytes'), capacity_memory_bytes,
+                                    recommendation.get('eviction_hard_memory_bytes'))
 
 
 def config_diff(current, recommended, path=None):
@@ -78,7 +85,8 @@ def _not_measured(host, result):
     else:
         status, message = 'unreachable', None
     return {'host': host, 'status': status, 'status_reason': message or 'no result (unreachable or not run)',
-            'risk': 'unknown', 'margin_bytes': None}
+            'risk': _memory_risk.UNKNOWN, 'margin_bytes': None,
+            'memory_risk': _memory_risk.not_assessed(_memory_risk.UNKNOWN, 'not measured')}
 
 
 def _bytes(text):
@@ -96,7 +104,7 @@ def _no_kubelet(result):
     return not result.get('current') and not kubelet.get('config_path') and not kubelet.get('pid')
 
 
-def _node(host, result):
+def _node(host, result, inventory_class=None):
     if not isinstance(result, dict) or result.get('failed') or result.get('unreachable') or 'recommendation' not in result:
         return _not_measured(host, result)
     memory, cpu, current = result['memory'], result['cpu'], result.get('current')
@@ -117,13 +125,23 @@ def _node(host, result):
     node_class = list(record.get('node_class') or _headroom.node_class(
         memory.get('mem_total_bytes') or capacity_memory_bytes, (capacity_millicores or 0) // 1000))
     decision = result.get('decision') or {}
+    memory_risk = (_memory_risk.not_assessed(_memory_risk.NO_KUBELET, NO_KUBELET) if no_kubelet else
+                   node_memory_risk(result, reserved_now, capacity_memory_bytes))
     return {
         'host': host,
         'status': 'no_kubelet' if no_kubelet else 'ok',
         # Why a node is not 'ok', as a sentence (None when it is): the one field every renderer prints for it.
         'status_reason': NO_KUBELET if no_kubelet else None,
-        'risk': 'none' if no_kubelet else risk(margin, reserved_now),
+        # The category alone (what summaries count) and the figures it rests on, from _memory_risk only.
+        'risk': memory_risk['category'],
+        'memory_risk': memory_risk,
         'node_class': node_class,
+        # The class the fleet view and the node templates group by: the inventory's name, else the size class.
+        'template_class': _node_templates.class_name(inventory_class, {'class_record': {'node_class': node_class}}),
+        # The memory rests on the cold-start floor (raised to it) rather than on the node's own P + headroom.
+        'on_cold_start_prior': _memory_on_floor(recommendation.get('cold_start')),
+        # Whether the kubelet's or the runtime's processes were found: without them kubeReserved is not measured.
+        'components_found': _node_templates.components_found(result),
         'reserved_now_millicores': reserved_now_millicores,
         'recommended_reserved_millicores': recommendation['reserved_millicores'],
         'capacity_millicores': capacity_millicores,
@@ -238,12 +256,19 @@ def _overcommit_line(audit):
     return line
 
 
-def build_report(results, now=None):
-    """``results``: {host: node_reservation_facts result}. Returns the report dict."""
-    nodes = [_node(host, result) for host, result in sorted(results.items())]
-    nodes.sort(key=sort_key)
+def build_report(results, now=None, node_classes=None):
+    """``results``: {host: node_reservation_facts result}; ``node_classes``: {host: the inventory's
+    ``nodealloc_node_class``} (empty or missing: the size class). Returns the report dict."""
+    nodes = [_node(host, result, (node_classes or {}).get(host) or None) for host, result in sorted(results.items())]
+    return _report(nodes, now)
+
+
+def _report(nodes, now):
+    nodes = sorted(nodes, key=sort_key)
     generated = (now or datetime.datetime.now(datetime.timezone.utc)).strftime('%Y-%m-%dT%H:%M:%SZ')
-    return {'schema_version': SCHEMA_VERSION, 'generated_at': generated, 'summary': summary(nodes), 'nodes': nodes}
+    return {'schema_version': SCHEMA_VERSION, 'generated_at': generated, 'summary': summary(nodes),
+            'classes': [dict(entry, name=name) for name, entry in _fleet_classes.class_summaries(nodes)],
+            'nodes': nodes}
 
 
 def measured(node):
@@ -252,9 +277,13 @@ def measured(node):
 
 
 def sort_key(node):
-    """Not measured first (someone must look at them), then closest to a global OOM, then no kubelet."""
+    """Not measured first (someone must look at them), then by memory risk, worst first (_memory_risk.ORDER), and
+    within a category the least memory to spare over the peak as a share of the node's memory; no kubelet last."""
     group = 0 if not measured(node) else 2 if node['status'] == 'no_kubelet' else 1
-    return (group, node['margin_bytes'] or 0, node['host'])
+    memory_risk = node.get('memory_risk') or {}
+    share = memory_risk.get('spare_share')
+    return (group, _memory_risk.rank(node['risk']), 0 if share is None else share,
+            -(memory_risk.get('peak_bytes') or 0), node['host'])
 
 
 def summary(nodes):
@@ -346,9 +375,7 @@ def merge_reports(reports, now=None):
             if node['host'] in nodes:
                 raise ValueError('host %s is in more than one slice report' % node['host'])
             nodes[node['host']] = node
-    merged = sorted(nodes.values(), key=sort_key)
-    generated = (now or datetime.datetime.now(datetime.timezone.utc)).strftime('%Y-%m-%dT%H:%M:%SZ')
-    return {'schema_version': SCHEMA_VERSION, 'generated_at': generated, 'summary': summary(merged), 'nodes': merged}
+    return _report(list(nodes.values()), now)
 
 
 def _current_memory(reservation):
@@ -429,6 +456,7 @@ def rows(node):
     out += [
         ('margin now', units.memory(node['margin_bytes']), '-',
          'reserved now minus non-pod usage; below zero a spike ends in a kernel OOM kill'),
+        risk_row(node),
         ('recommended kubeReserved', units.quantity_memory(node['recommended']['kube_reserved'].get('memory'), _bytes),
          _current_cpu(node['recommended']['kube_reserved']), 'the measured share of the kubelet and runtime'),
         ('recommended systemReserved',
@@ -450,6 +478,19 @@ def rows(node):
     return out + _total_formula_rows(node)
 
 
+def risk_row(node):
+    """The node's memory risk as a figure row: the spare over its history's peak, and the category with its reason."""
+    memory_risk = node['memory_risk']
+    spare = memory_risk.get('spare_bytes')
+    return ('memory risk: %s' % risk_label(node['risk']), '-' if spare is None else units.memory(spare), '-',
+            'reserved minus the history\'s peak; %s' % memory_risk['reason'])
+
+
+def risk_label(category):
+    """A risk category as a person reads it (``not_configured``: ``not configured``)."""
+    return category.replace('_', ' ')
+
+
 def decision_line(node):
     """The decision and its reasons in the report's units; for a node without a kubelet, that there is none."""
     if node['status'] == 'no_kubelet':
@@ -468,8 +509,8 @@ def render_text(report):
 
 
 def render_text_lines(report):
-    """The text report as a list of lines: printed by ``debug`` one per line, with no escapes in AWX."""
-    out = [history_sentence(report.get('summary') or {}), '']
+    """The whole text report as a list of lines: the fleet summary, then every node in full."""
+    out = summary_lines(report) + ['']
     for node in report['nodes']:
         out.append('== %s ==' % node['host'])
         if not measured(node):
@@ -513,9 +554,10 @@ def render_text_lines(report):
 
 def render_markdown(report):
     out = ['# Kubelet reservation report', '',
-           'Generated %s. Nodes that could not be measured come first, then those closest to a global OOM, '
-           'then those without a kubelet. Memory in MiB/GiB, CPU in millicores (m).' % report['generated_at'], '',
+           'Generated %s. The fleet summary first; then each node: those that could not be measured, then by memory '
+           'risk, worst first, then those without a kubelet. Memory in MiB/GiB, CPU in millicores (m).' % report['generated_at'], '',
            history_sentence(report.get('summary') or {}), '']
+    out += _fleet_summary.markdown_lines(report) + ['# Each node', '']
     for node in report['nodes']:
         out.append('## %s' % node['host'])
         out.append('')
@@ -560,9 +602,25 @@ def render_html(report):
 
 
 def renderings(report):
-    """Every rendering of one report, as the filters return them."""
-    return {'data': report, 'history_sentence': history_sentence(report.get('summary') or {}), 'json': render_json(report), 'markdown': render_markdown(report),
-            'text': render_text(report), 'text_lines': render_text_lines(report), 'html': render_html(report)}
+    """Every rendering of one report, as the filters return them.
+
+    ``text`` is the whole text report; ``text_lines`` only its fleet summary, as lines (what a playbook prints with
+    ``debug``, one per line, without escapes in AWX): at 500 nodes the per-node text runs to tens of thousands of lines
+    and belongs in the report's files.
+    """
+    return {'data': report, 'history_sentence': history_sentence(report.get('summary') or {}),
+            'json': render_json(report), 'markdown': render_markdown(report),
+            'text': render_text(report), 'text_lines': summary_lines(report), 'html': render_html(report)}
+
+
+def _memory_on_floor(cold_start):
+    """Whether the cold-start floor raised the memory figure (_recommend.cold_start), not only the CPU one."""
+    return bool(cold_start) and cold_start['measured_memory_bytes'] < cold_start['floor_memory_bytes']
+
+
+def summary_lines(report):
+    """What a playbook prints: where the figures came from (history_sentence), then the fleet summary."""
+    return [history_sentence(report.get('summary') or {}), ''] + _fleet_summary.text_lines(report)
 
 
 def render_json(report):

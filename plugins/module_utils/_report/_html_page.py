@@ -2,15 +2,15 @@
 """The fleet report as one self-contained HTML page: inline CSS, SVG and a few lines of script, no network.
 
 Layout, made to read at hundreds of nodes: the fleet view first (per node class, each node a dot placed by
-the memory it reserves beyond the recommendation, waste to the right of zero, risk to the left, coloured by
-risk, and a table of the classes' totals), then the fleet table (one row per node, nodes that could not be
-measured first, then closest to a global OOM), then one folded ``<details>`` per node with its memory and
+what it reserves minus its own history's peak as a share of its memory, exceeded to the left of zero, coloured
+by the same memory risk (``_memory_risk``), each dot a link to its node; then the classes' table), then the
+fleet table (one row per node, nodes that could not be measured first, then by memory risk), then one folded ``<details>`` per node with its memory and
 CPU charts (axes, units, capacity), its history chart (non-pod memory over time with the reservation now,
 the recommendation and the vendors' formulas as lines, and a legend), the config diff apply would write,
 the figures with what each is, and the arithmetic with the meaning of each term where it first appears.
 Every figure a person reads is in MiB/GiB or millicores (``_units``); exact bytes stay in the JSON.
 The table sorts by any column when its header is clicked, or when the page is opened with
-``#sort=<column>`` (``#sort=host``, ``#sort=-margin`` for descending); without script it stays in the
+``#sort=<column>`` (``#sort=host``, ``#sort=-spare`` for descending); without script it stays in the
 report's own order. Charts use CSS classes, not per-element styles, to keep the page small.
 """
 
@@ -18,23 +18,25 @@ from __future__ import annotations
 
 import datetime
 import html
+import math
 import zlib
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _units as units
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _requests_fit
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _memory_risk
 
 MIB, GIB = units.MIB, units.GIB
 BAR_WIDTH, BAR_HEIGHT, BAR_STEP, LABEL_WIDTH, VALUE_WIDTH = 380, 14, 20, 200, 190
 PLOT_WIDTH, PLOT_HEIGHT, PLOT_LEFT, PLOT_TOP, PLOT_BOTTOM, LEGEND_WIDTH = 440, 170, 78, 10, 38, 260
-FLEET_WIDTH, FLEET_LEFT, FLEET_BAND = 560, 190, 46
+FLEET_WIDTH, FLEET_LEFT, FLEET_BAND, FLEET_APART = 500, 190, 46, 70
 # One colour per vendor formula line, in name order; dashed so they read as references, not measurements.
 FORMULA_CLASSES = ('f0', 'f1', 'f2', 'f3', 'f4', 'f5')
 STYLE = (
     'body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1150px}table{border-collapse:collapse;margin:.5em 0}'
     'td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}td:first-child,th:first-child{text-align:left}'
-    'td{white-space:nowrap}td.w,th.w{text-align:left;color:#555;font-size:90%;white-space:normal}'
+    'td{white-space:nowrap}td.w,th.w{text-align:left;color:#555;font-size:90%;white-space:normal}td.failed.w{max-width:26em;word-break:break-word}'
     'th{background:#f0f0f0}#fleet th{cursor:pointer}.muted{color:#666;font-size:90%}'
-    'tr.failed td,tr.unreachable td,.failed{color:#c0392b}td.high{background:#f5b7b1}td.medium{background:#fcf3cf}'
+    'tr.failed td,tr.unreachable td,.failed{color:#c0392b}td.exceeded{background:#f5b7b1}td.thin{background:#fcf3cf}td.not_configured{background:#d6eaf8}'
     'details{border-top:1px solid #ddd;padding:.3em 0}summary{cursor:pointer}'
     'pre{background:#f7f7f7;padding:.5em;font-size:85%;white-space:pre-wrap}'
     'ins{color:#1e8449;text-decoration:none}del{color:#c0392b;text-decoration:none}'
@@ -48,11 +50,12 @@ STYLE = (
     'line.cur,line.rec{stroke-width:2}line.f{stroke-width:1.5;stroke-dasharray:6 3}'
     '.f0{stroke:#2980b9;fill:#2980b9}.f1{stroke:#8e44ad;fill:#8e44ad}.f2{stroke:#b7950b;fill:#b7950b}'
     '.f3{stroke:#16a085;fill:#16a085}.f4{stroke:#c0392b;fill:#c0392b}.f5{stroke:#7d3c98;fill:#7d3c98}'
-    'circle{fill-opacity:.55}circle.high{fill:#c0392b}circle.medium{fill:#d4ac0d}circle.low{fill:#27ae60}'
-    'circle.unknown{fill:#7f8c8d}'
+    'circle{fill-opacity:.55}circle.exceeded{fill:#c0392b}circle.thin{fill:#d4ac0d}circle.ok{fill:#27ae60}'
+    'circle.not_configured{fill:#2471a3}circle.unknown{fill:#7f8c8d}'
 )
 # Sorts the fleet table by the clicked column (numbers by data-v, text by content); "#sort=col" or
-# "#sort=-col" in the address does the same on load. The page reads fine with script disabled.
+# "#sort=-col" in the address does the same on load; opens the node a link points at; filters the table.
+# The page reads fine with script disabled.
 SCRIPT = (
     "function s(c,d){var t=document.getElementById('fleet'),b=t.tBodies[0],i=[].indexOf.call(t.rows[0].cells,"
     "document.getElementById('c-'+c));if(i<0)return;var r=[].slice.call(b.rows);r.sort(function(x,y){"
@@ -62,14 +65,20 @@ SCRIPT = (
     "document.querySelectorAll('#fleet th').forEach(function(h){h.onclick=function(){var c=h.id.slice(2);"
     "s(c,document.getElementById('fleet').dataset.sorted===c)}});"
     "var m=/^#sort=(-?)(\\w+)$/.exec(location.hash);if(m)s(m[2],m[1]==='-');"
+    # A link to a node (a dot of the fleet chart, a host in the table) opens its folded section.
+    "function o(){var n=document.getElementById(decodeURIComponent(location.hash.slice(1)));"
+    "if(n&&n.tagName==='DETAILS'){n.open=true;n.scrollIntoView()}}window.addEventListener('hashchange',o);o();"
+    # The filter shows the rows whose text contains what is typed (any case); "#filter=text" does it on load.
+    "function f(q){q=q.toLowerCase();[].forEach.call(document.getElementById('fleet').tBodies[0].rows,"
+    "function(r){r.hidden=q!==''&&r.textContent.toLowerCase().indexOf(q)<0})}"
+    "var fi=document.getElementById('filter');fi.oninput=function(){f(fi.value)};"
+    "var q=/^#filter=(.*)$/.exec(location.hash);if(q){fi.value=decodeURIComponent(q[1]);f(fi.value)}"
 )
 COLUMNS = (('host', 'host'), ('status', 'status'), ('class', 'node class'), ('decision', 'decision'),
            ('memory', 'memory reserved: now \u2192 recommended'), ('cpu', 'CPU reserved: now \u2192 recommended'),
-           ('margin', 'margin now (reserved \u2212 non-pod)'), ('risk', 'risk'))
-RISK_RANK = {'unknown': 0, 'high': 1, 'medium': 2, 'low': 3, 'none': 4}
-RISK_MEANING = (('high', 'non-pod memory already above what is reserved now'),
-                ('medium', 'margin below 10 % of what is reserved now'),
-                ('low', 'margin of 10 % or more'))
+           ('risk', 'memory risk'), ('spare', 'reserved \u2212 history peak (share of memory)'))
+# The categories a dot of the fleet chart can have (a node with a kubelet), worst first.
+CHART_RISKS = tuple(name for name in _memory_risk.ORDER if name != _memory_risk.NO_KUBELET)
 
 
 def _e(value):
@@ -302,7 +311,31 @@ def _diff(node):
             % (_t(node.get('kubelet_config')), '\n'.join(out)))
 
 
+def _class_order(node_class):
+    """A node class as a number that sorts by memory, then CPUs (``24 GiB, 2 CPUs`` after ``8 GiB, 8 CPUs``)."""
+    return node_class[0] * 1000 + node_class[1] if node_class else -1
+
+
+def _class_name(node):
+    """The node's class as the templates and the classes' table name it, with its size where the name is the
+    inventory's."""
+    size = class_label(node.get('node_class'))
+    name = node.get('template_class')
+    return size if not name or name == '%dgib-%dcpu' % tuple(node.get('node_class') or (0, 0)) else '%s (%s)' % (
+        name, size)
+
+
+def _spare_cell(node):
+    """The node's memory to spare over its history's peak, as a share of its memory (sorts by the share)."""
+    memory_risk = node.get('memory_risk') or {}
+    share = memory_risk.get('spare_share')
+    if share is None:
+        return '<td data-v="-1e9">-</td>'
+    return '<td data-v="%.6f">%s (%.1f %%)</td>' % (share, units.memory(memory_risk['spare_bytes']), share * 100)
+
+
 def _row(index, node):
+    """One fleet-table row; every numeric cell carries ``data-v`` so the table sorts on numbers, not on text."""
     status = node['status']
     # Any status but ok and no_kubelet is a node someone must look at (failed, unreachable, or a playbook's own).
     cells = ['<td><a href="#n%d">%s</a></td>' % (index, _e(node['host'])),
@@ -310,21 +343,25 @@ def _row(index, node):
     if status == 'ok':
         reserved = (node.get('current') or {}).get('reserved_memory_bytes')
         now_cpu = node.get('reserved_now_millicores')
-        cells.append('<td>%s</td>' % _t(class_label(node.get('node_class'))))
+        cells.append('<td data-v="%d">%s</td>' % (_class_order(node.get('node_class')), _t(_class_name(node))))
         cells.append('<td>%s</td>' % _e(node.get('decision')))
+        # Sorted by the change apply would make (recommended minus now), not by the recommendation.
         cells.append('<td data-v="%d">%s \u2192 %s</td>' % (
-            node['recommended_reserved_memory_bytes'], '?' if reserved is None else units.memory(reserved),
-            units.memory(node['recommended_reserved_memory_bytes'])))
+            node['recommended_reserved_memory_bytes'] - (reserved or 0),
+            '?' if reserved is None else units.memory(reserved), units.memory(node['recommended_reserved_memory_bytes'])))
         cells.append('<td data-v="%d">%s \u2192 %s</td>' % (
-            node['recommended_reserved_millicores'], '?' if now_cpu is None else units.cpu(now_cpu),
+            node['recommended_reserved_millicores'] - (now_cpu or 0), '?' if now_cpu is None else units.cpu(now_cpu),
             units.cpu(node['recommended_reserved_millicores'])))
-        cells.append('<td data-v="%d">%s</td>' % (node['margin_bytes'], units.memory(node['margin_bytes'])))
     elif status == 'no_kubelet':
-        cells.append('<td>%s</td><td>nothing to apply</td><td data-v="-1">-</td><td data-v="-1">-</td>'
-                     '<td data-v="1e18">-</td>' % _t(class_label(node.get('node_class'))))
+        cells.append('<td data-v="%d">%s</td><td>nothing to apply</td><td data-v="0">-</td><td data-v="0">-</td>'
+                     % (_class_order(node.get('node_class')), _t(_class_name(node))))
     else:
-        cells.append('<td>-</td><td>-</td><td data-v="-1">-</td><td data-v="-1">-</td><td data-v="-1e18">-</td>')
-    cells.append('<td class="%s" data-v="%d">%s</td>' % (node['risk'], RISK_RANK.get(node['risk'], 0), node['risk']))
+        # The reason in the row itself: a failed node's first question is why.
+        cells.append('<td data-v="-1">-</td><td class="w failed">%s</td><td data-v="0">-</td><td data-v="0">-</td>'
+                     % _t(node.get('status_reason')))
+    cells.append('<td class="%s" data-v="%d">%s</td>' % (
+        node['risk'], _memory_risk.rank(node['risk']), _t(node['risk'].replace('_', ' '))))
+    cells.append(_spare_cell(node))
     return '<tr class="%s">%s</tr>' % (status, ''.join(cells))
 
 
@@ -345,16 +382,16 @@ def _detail(index, node, rows, decision_line, explanation):
     if node['status'] == 'no_kubelet':
         head = '%s: %s' % (_e(node['host']), _e(node['status_reason']))
     else:
-        head = '%s: %s, risk %s' % (_e(node['host']), _e(node.get('decision')), node['risk'])
+        head = '%s: %s, memory risk %s' % (_e(node['host']), _e(node.get('decision')),
+                                            _t(node['risk'].replace('_', ' ')))
     out = ['<details id="n%d"><summary>%s</summary>' % (index, head)]
     if node['status'] == 'no_kubelet':
         out.append('<p><b>%s.</b> The figures below are what this machine uses and what a kubelet here would '
                    'need.</p>' % _t(node['status_reason'].capitalize()))
     else:
         action, _sep, reasons = decision_line(node).partition(': ')
-        out.append('<p><b>Decision: %s.</b> %s</p><p class="muted">Margin now %s: memory reserved now minus non-pod '
-                   'memory measured now (risk high below zero, medium below 10 %% of what is reserved).</p>'
-                   % (_t(action), _t(reasons), units.memory(node['margin_bytes'])))
+        out.append('<p><b>Decision: %s.</b> %s</p><p class="muted">Memory risk %s: %s.</p>'
+                   % (_t(action), _t(reasons), _t(node['risk'].replace('_', ' ')), _t(node['memory_risk']['reason'])))
     out += [_memory_chart(node), _cpu_chart(node), _history_chart(node), _diff(node),
             '<table><tr><th><th>memory<th>cpu<th class="w">what it is']
     for label, memory, cpu, meaning in rows(node):
@@ -369,102 +406,150 @@ def _detail(index, node, rows, decision_line, explanation):
     return ''.join(out)
 
 
-def _fleet_position(node):
-    """Memory reserved now minus the recommendation: above zero reserved beyond need (waste), below short (risk)."""
-    reserved = (node.get('current') or {}).get('reserved_memory_bytes') or 0
-    return reserved - node['recommended_reserved_memory_bytes']
+def _share_step(span):
+    """A tick step for the fleet chart's axis (a share of the node's memory): 1, 2, 5, 10, 20 or 25 %."""
+    for step in (0.01, 0.02, 0.05, 0.1, 0.2, 0.25):
+        if span / step <= 8:
+            return step
+    return 0.5
 
 
-def fleet_classes(nodes):
-    """Per node class: its nodes, how many were not measured or have no kubelet, at risk, and the totals.
+def _percent(share):
+    return '%+d %%' % int(round(share * 100)) if share else '0'
 
-    ``waste_bytes`` adds up what the measured nodes reserve beyond their recommendation (memory the pods could
-    have), ``short_bytes`` what they reserve below it. Not measured nodes have no class: they count under None.
+
+def _fleet_dots(nodes):
+    """{(size for the order, band label): [(index, node)]} of the measured nodes with a kubelet, one band per node
+    class (the templates' class: the inventory's name, else the size), in the report's order."""
+    classes, bands = {}, {}
+    for index, node in enumerate(nodes):
+        if node['status'] == 'ok':
+            classes.setdefault(node.get('template_class'), []).append((index, node))
+    for name, dots in classes.items():
+        size = max(tuple(node.get('node_class') or ()) for _i, node in dots)
+        label = class_label(size) if name == '%dgib-%dcpu' % (size or (0, 0)) else name
+        bands[(size, label)] = dots
+    return bands
+
+
+def _fleet_chart(nodes):
+    """One band per node class, one dot per node with a kubelet, placed and coloured by its memory risk only.
+
+    x is ``memory_risk.spare_share``: what the node reserves minus its history's peak, as a share of its memory
+    (left of zero: exceeded). Nodes without that figure (reserving nothing, or reservations unknown) sit in a
+    column of their own left of the axis. Each dot links to its node's section (the script opens it).
     """
-    classes = {}
-    for node in nodes:
-        key = tuple(node.get('node_class') or ()) or None
-        entry = classes.setdefault(key, {'nodes': 0, 'not_measured': 0, 'no_kubelet': 0, 'high': 0, 'medium': 0,
-                                         'waste_bytes': 0, 'short_bytes': 0, 'positions': []})
-        entry['nodes'] += 1
-        if 'measured' not in node:
-            entry['not_measured'] += 1
-        elif node['status'] == 'no_kubelet':
-            entry['no_kubelet'] += 1
-        else:
-            position = _fleet_position(node)
-            entry['waste_bytes'] += max(0, position)
-            entry['short_bytes'] += max(0, -position)
-            if node['risk'] in ('high', 'medium'):
-                entry[node['risk']] += 1
-            entry['positions'].append((position, node['risk'], node['host']))
-    return classes
+    classes = _fleet_dots(nodes)
+    if not classes:
+        return ''
+    shares = [node['memory_risk']['spare_share'] for dots in classes.values() for _i, node in dots
+              if node['memory_risk'].get('spare_share') is not None]
+    low, high = min(shares + [0]), max(shares + [0])
+    step = _share_step(max(high - low, 0.01))
+    low, high = step * math.floor(low / step + 1e-9), step * math.ceil(high / step - 1e-9)
+    width = float(max(high - low, step))
+    left = FLEET_LEFT + FLEET_APART + 16
+
+    def x_of(share):
+        return left + FLEET_WIDTH * (share - low) / width
+
+    keys = sorted(classes)
+    axis_y = FLEET_BAND * len(keys) + 4
+    parts = ['<svg width="%d" height="%d" role="img" aria-label="fleet">' % (left + FLEET_WIDTH + 190, axis_y + 50)]
+    ticks = []
+    value = low
+    while value <= high + 1e-9:
+        ticks.append(value)
+        value += step
+    parts.append('<path class="gr" d="%s"/>' % ''.join('M%d 0V%d' % (x_of(v), axis_y) for v in ticks))
+    parts.append('<path class="capl" d="M%.1f 0V%d"/>' % (x_of(0), axis_y))
+    for band, key in enumerate(keys):
+        y0 = band * FLEET_BAND + 4
+        parts.append('<text x="%d" y="%d" class="e">%s</text><text x="%d" y="%d" class="e n">%d nodes</text>'
+                     % (FLEET_LEFT - 8, y0 + 18, _t(key[1]), FLEET_LEFT - 8, y0 + 32, len(classes[key])))
+        for index, node in classes[key]:
+            memory_risk = node['memory_risk']
+            share = memory_risk.get('spare_share')
+            # Spread within the band by a hash of the host, so 500 equal dots stay countable and stable.
+            jitter = zlib.crc32(node['host'].encode('utf-8')) % (FLEET_BAND - 12)
+            if share is None:
+                x = FLEET_LEFT + 6 + zlib.crc32(node['host'][::-1].encode('utf-8')) % (FLEET_APART - 16)
+            else:
+                # A reservation passed by a few MiB is still passed: its dot stays visibly left of the zero line.
+                x = min(x_of(share), x_of(0) - 2) if share < 0 else x_of(share)
+            parts.append('<a href="#n%d"><circle class="%s" r="3.5" cx="%.1f" cy="%d" data-risk="%s"><title>%s: %s'
+                         '</title></circle></a>' % (index, node['risk'], x, y0 + 6 + jitter, node['risk'],
+                                                    _t(node['host']), _t(memory_risk['reason'])))
+    parts.append('<path class="ax" d="M%d %dH%d"/><g class="m">' % (left, axis_y, left + FLEET_WIDTH))
+    parts.append('<text x="%d" y="%d">reserves</text><text x="%d" y="%d">nothing</text>'
+                 % (FLEET_LEFT + FLEET_APART / 2, axis_y + 13, FLEET_LEFT + FLEET_APART / 2, axis_y + 25))
+    parts.extend('<text x="%d" y="%d">%s</text>' % (x_of(v), axis_y + 13, _percent(v)) for v in ticks)
+    parts.append('<text x="%d" y="%d" class="t">\u2190 exceeded: non-pod peak above the reservation | '
+                 'reserved beyond the peak \u2192</text></g>' % (left + FLEET_WIDTH / 2, axis_y + 30))
+    parts.append('<text x="%d" y="%d" class="t m">memory reserved minus its history\'s peak, as a share of the '
+                 'node\'s memory</text>' % (left + FLEET_WIDTH / 2, axis_y + 44))
+    legend_x = left + FLEET_WIDTH + 14
+    parts.append('<g class="legend">')
+    for number, name in enumerate(CHART_RISKS):
+        parts.append('<circle class="%s" r="4" cx="%d" cy="%d"/><text x="%d" y="%d">%s</text>'
+                     % (name, legend_x + 4, 10 + number * 16, legend_x + 12, 14 + number * 16,
+                        _t(name.replace('_', ' '))))
+    parts.append('</g></svg>')
+    return ('<figure>%s<figcaption>One dot per measured node with a kubelet; click a dot to open its node. Right of '
+            'the dashed zero line the node reserves more than its own history\'s peak of non-pod memory, left of it '
+            'less. %s.</figcaption></figure>' % (''.join(parts), _t('; '.join(
+                '%s: %s' % (name.replace('_', ' '), _memory_risk.MEANING[name]) for name in CHART_RISKS))))
 
 
-def _fleet_view(nodes):
-    """Waste against risk, one band per node class, one dot per measured node; then the classes' totals."""
-    classes = fleet_classes(nodes)
-    measured_classes = sorted(key for key, entry in classes.items() if key and entry['positions'])
-    positions = [p for key in measured_classes for p, _r, _h in classes[key]['positions']]
-    out = ['<h2>Fleet: waste against risk, per node class</h2>']
-    if positions:
-        low, high = min(positions + [0]), max(positions + [0])
-        step = _memory_step(max(high - low, MIB))
-        # The axis runs from whole ticks below the lowest to above the highest, zero always on it.
-        low, high = -((-low + step - 1) // step) * step, ((high + step - 1) // step) * step
-        width = float(max(high - low, step))
+def _fleet_view(report):
+    """The fleet chart (risk per node class), then what to do per class."""
+    return ('<h2>Fleet: memory risk per node class</h2>' + _fleet_chart(report['nodes']) +
+            _classes_table(report.get('classes') or []))
 
-        def x_of(value):
-            return FLEET_LEFT + FLEET_WIDTH * (value - low) / width
 
-        axis_y = FLEET_BAND * len(measured_classes) + 4
-        parts = ['<svg width="%d" height="%d" role="img" aria-label="fleet">'
-                 % (FLEET_LEFT + FLEET_WIDTH + 170, axis_y + 50)]
-        ticks = []
-        value = low
-        while value <= high:
-            ticks.append(value)
-            value += step
-        parts.append('<path class="gr" d="%s"/>' % ''.join('M%d 0V%d' % (x_of(v), axis_y) for v in ticks))
-        parts.append('<path class="capl" d="M%d 0V%d"/>' % (x_of(0), axis_y))
-        for band, key in enumerate(measured_classes):
-            entry = classes[key]
-            y0 = band * FLEET_BAND + 4
-            parts.append('<text x="%d" y="%d" class="e">%s</text><text x="%d" y="%d" class="e n">%d nodes'
-                         '</text>' % (FLEET_LEFT - 8, y0 + 18, _t(class_label(key)), FLEET_LEFT - 8, y0 + 32,
-                                      entry['nodes']))
-            for position, node_risk, host in entry['positions']:
-                # Spread within the band by a hash of the host, so 500 equal dots stay countable and stable.
-                jitter = zlib.crc32(host.encode('utf-8')) % (FLEET_BAND - 12)
-                parts.append('<circle class="%s" r="3.5" cx="%.1f" cy="%d"><title>%s</title></circle>'
-                             % (node_risk, x_of(position), y0 + 6 + jitter, _t(host)))
-        parts.append('<path class="ax" d="M%d %dH%d"/><g class="m">' % (FLEET_LEFT, axis_y, FLEET_LEFT + FLEET_WIDTH))
-        parts.extend('<text x="%d" y="%d">%s</text>'
-                     % (x_of(v), axis_y + 13, _t(_memory_tick(v) if v >= 0 else '-' + _memory_tick(-v))) for v in ticks)
-        parts.append('<text x="%d" y="%d" class="t">\u2190 risk: reserved below the recommendation | waste: '
-                     'reserved beyond it \u2192</text></g>' % (FLEET_LEFT + FLEET_WIDTH / 2, axis_y + 30))
-        parts.append('<text x="%d" y="%d" class="t m">memory reserved now minus recommended</text>'
-                     % (FLEET_LEFT + FLEET_WIDTH / 2, axis_y + 44))
-        legend_x = FLEET_LEFT + FLEET_WIDTH + 14
-        parts.append('<g class="legend">')
-        for index, (name, _meaning) in enumerate(RISK_MEANING):
-            parts.append('<circle class="%s" r="4" cx="%d" cy="%d"/><text x="%d" y="%d">risk %s</text>'
-                         % (name, legend_x + 4, 10 + index * 16, legend_x + 12, 14 + index * 16, name))
-        parts.append('</g></svg>')
-        out.append('<figure>%s<figcaption>One dot per measured node with a kubelet. Right of the dashed zero line '
-                   'a node reserves more memory than it needs (waste: memory its pods could use); left of it, less '
-                   '(risk). Colour: %s. Hover a dot for its host.</figcaption></figure>'
-                   % (''.join(parts), '; '.join('%s, %s' % item for item in RISK_MEANING)))
-    out.append('<table id="classes"><tr><th>node class<th>nodes<th>not measured<th>no kubelet<th>risk high'
-               '<th>risk medium<th>reserved beyond recommendation (waste)<th>reserved short of recommendation')
-    for key in sorted(classes, key=lambda k: (k is None, k or ())):
-        entry = classes[key]
-        out.append('<tr><td>%s<td>%d<td>%d<td>%d<td>%d<td>%d<td>%s<td>%s' % (
-            _t(class_label(key) if key else 'not measured (class unknown)'), entry['nodes'], entry['not_measured'],
-            entry['no_kubelet'], entry['high'], entry['medium'], units.memory(entry['waste_bytes']),
-            units.memory(entry['short_bytes'])))
-    out.append('</table><p class="muted">A node class is the memory rounded to whole GiB and the CPU count: the '
-               'nodes whose climbs the recommendation pools.</p>')
+def _reservation_text(recommended):
+    """``kubeReserved`` + ``systemReserved`` (and the eviction threshold) as the class's templates carry them."""
+    if not recommended:
+        return 'no template: no node of the class has a kubelet'
+    parts = []
+    for key, title in (('kube_reserved', 'kubeReserved'), ('system_reserved', 'systemReserved')):
+        if recommended.get(key):
+            parts.append('%s %s' % (title, ', '.join('%s %s' % item for item in sorted(recommended[key].items()))))
+    if (recommended.get('eviction_hard') or {}).get('memory.available'):
+        parts.append('evictionHard memory.available %s' % recommended['eviction_hard']['memory.available'])
+    return '; '.join(parts)
+
+
+def _gib(value_bytes):
+    return '%.1f GiB' % (value_bytes / float(GIB))
+
+
+CLASS_COLUMNS = ('node class', 'nodes', 'recommended (what its templates carry)', 'increase', 'decrease', 'keep',
+                 'kubelet restarts apply would make', 'memory given back to pods', 'memory taken from pods',
+                 'on the cold-start floor', 'exceeded', 'thin', 'not configured', 'ok', 'not measured', 'no kubelet')
+
+
+def _classes_table(classes):
+    """Per node class (``_fleet_classes``), what to do: the reservation, the restarts, the memory moved."""
+    out = ['<h2>What to do, per node class</h2><table id="classes"><tr>%s'
+           % ''.join('<th%s>%s' % (' class="w"' if index == 2 else '', _t(title))
+                     for index, title in enumerate(CLASS_COLUMNS))]
+    for entry in classes:
+        risk = entry.get('risk') or {}
+        out.append('<tr><td>%s<td>%d<td class="w">%s<td>%d<td>%d<td>%d<td>%d<td>%s<td>%s<td>%d%s<td>%d<td>%d' % (
+            _t(entry['name']), entry['nodes'], '-' if entry['nodes'] == entry['not_measured'] else _t(
+                _reservation_text(entry.get('recommended'))), entry['increase'],
+            entry['decrease'], entry['keep'], entry['kubelet_restarts'], _gib(entry['memory_given_back_bytes']),
+            _gib(entry['memory_taken_bytes']), entry['on_cold_start_prior'],
+            ''.join('<td>%d' % risk.get(name, 0) for name in (_memory_risk.EXCEEDED, _memory_risk.THIN,
+                                                               _memory_risk.NOT_CONFIGURED, _memory_risk.OK)),
+            entry['not_measured'], entry['no_kubelet']))
+    out.append('</table><p class="muted">A node class is the inventory\'s <code>nodealloc_node_class</code> where '
+               'it is set, else the memory in whole GiB and the CPU count; each class\'s templates carry the '
+               'reservation shown. Increase and decrease are the nodes whose kubelet apply would restart (where a '
+               'kubelet config file was found); the memory moved is what those restarts give back to the pods or '
+               'take from them. The cold-start floor holds a node whose history does not yet span a reaction time.'
+               '</p>')
     return ''.join(out)
 
 
@@ -483,10 +568,12 @@ def render_html(report, rows, decision_line, explanation, history_sentence=''):
            '(1000m = one CPU); the JSON report has the exact bytes.</p>'
            % (_e(report['generated_at']), len(report['nodes']), _e(counts or 'none')),
            _history_sources(history_sentence),
-           _fleet_view(report['nodes']),
-           '<h2>Nodes</h2><p class="muted">Nodes that could not be measured first, then the smallest margin '
-           'between memory reserved now and non-pod memory measured, then nodes without a kubelet. Click a header '
-           'to sort.</p><table id="fleet"><thead><tr>%s</tr></thead><tbody>'
+           _fleet_view(report),
+           '<h2>Nodes</h2><p class="muted">Nodes that could not be measured first, then by memory risk, worst first '
+           '(within a risk, the least memory reserved over the history\'s peak, as a share of the node\'s memory), '
+           'then nodes without a kubelet. Click a header to sort; type in the filter to show only the rows that '
+           'contain the text.</p><p><label>Filter: <input id="filter" type="search"></label></p>'
+           '<table id="fleet"><thead><tr>%s</tr></thead><tbody>'
            % ''.join('<th id="c-%s">%s</th>' % (key, _e(title)) for key, title in COLUMNS)]
     out.extend(_row(index, node) for index, node in enumerate(report['nodes']))
     out.append('</tbody></table><h2>Each node</h2>')

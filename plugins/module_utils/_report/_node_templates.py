@@ -67,6 +67,19 @@ def _eviction_bytes(facts):
     return text, _eviction.hard_eviction_memory_bytes({'memory.available': text}, capacity)
 
 
+def facts_of_report_node(node):
+    """The parts of a facts result templates read, from a fleet report node (``_fleet_report``): the report's
+    per-class view and the templates aggregate the same figures with the same function (``class_recommendations``)."""
+    if node.get('status') != 'ok':
+        return {}  # not measured, or no kubelet: nothing a template could take
+    return {'recommendation': node.get('recommended') or {},
+            'kubelet': {'config_path': node.get('kubelet_config'), 'found': True},
+            'components': [True] if node.get('components_found', True) else [],
+            'class_record': {'node_class': node.get('node_class')},
+            'current': {'eviction_hard': ((node.get('current') or {}).get('eviction_hard') or {})},
+            'memory': {'mem_total_bytes': node.get('capacity_memory_bytes')}}
+
+
 def class_recommendations(hosts):
     """{class: summary} from ``hosts``: {host: {'node_class': inventory name or None, 'facts': facts}}.
 
@@ -84,10 +97,16 @@ def class_recommendations(hosts):
         name = class_name(entry.get('node_class'), facts)
         if name is None:
             continue
-        summary = classes.setdefault(name, {'hosts': [], 'kube_reserved': {}, 'system_reserved': {},
+        summary = classes.setdefault(name, {'hosts': [], 'not_used': [], 'kube_reserved': {}, 'system_reserved': {},
                                             'eviction_hard': {}, 'from': {}, '_amounts': {}})
+        if not has_kubelet(facts):
+            # A machine without a kubelet has no reservation to tell a pool's template: listed, not used.
+            summary['not_used'].append(host)
+            continue
         summary['hosts'].append(host)
         for field in ('kube_reserved', 'system_reserved'):
+            if field == 'kube_reserved' and not components_found(facts):
+                continue  # its kubeReserved share is 0 because no kubelet or runtime process was found, not measured
             for resource in _RESOURCES:
                 text = (recommendation.get(field) or {}).get(resource)
                 if text is None:
@@ -105,7 +124,33 @@ def class_recommendations(hosts):
             summary['from']['eviction_hard.memory.available'] = host
     for summary in classes.values():
         del summary['_amounts']
-    return classes
+    return {name: summary for name, summary in classes.items() if summary['hosts']}
+
+
+def classes_without_template(hosts):
+    """{class: why it gets no template}: the classes whose measured nodes all run without a kubelet."""
+    out = {}
+    for host in sorted(hosts):
+        entry = hosts[host] or {}
+        facts = entry.get('facts') or {}
+        name = class_name(entry.get('node_class'), facts)
+        if name is None or not facts.get('recommendation'):
+            continue
+        out.setdefault(name, []).append(has_kubelet(facts))
+    return {name: 'no node of the class runs a kubelet (%d measured without one): no template' % len(found)
+            for name, found in sorted(out.items()) if not any(found)}
+
+
+def has_kubelet(facts):
+    """A kubelet process or a kubelet config was found (as the report's ``no_kubelet`` reads it)."""
+    kubelet = facts.get('kubelet') or {}
+    return bool(facts.get('current') or kubelet.get('config_path') or kubelet.get('pid') or kubelet.get('found'))
+
+
+def components_found(facts):
+    """Whether the module found the kubelet's or the runtime's processes (``components``): without them its
+    kubeReserved share is 0 by default, not by measurement (a k3s or RKE2 kubelet embedded in another binary)."""
+    return bool(facts.get('components', True))
 
 
 def _kubelet_fields(summary):
@@ -171,6 +216,15 @@ HOW_TO_USE = {
 }
 
 
+# What overrides the file: said in its header, where a user merges it.
+PRECEDENCE = {
+    'capi-kubeadmconfigtemplate-patch.yaml': [
+        '# Precedence: kubelet flags win over this patch. kubeletExtraArgs in the pool\'s KubeadmConfigTemplate',
+        '# (joinConfiguration.nodeRegistration.kubeletExtraArgs: --kube-reserved, --system-reserved, --eviction-hard,',
+        '# as the Cluster API quick-start template passes --eviction-hard) override these fields: remove them there.'],
+}
+
+
 def _scalar(value):
     return json.dumps(value)  # JSON strings, numbers and booleans are YAML scalars
 
@@ -207,10 +261,13 @@ def render(hosts):
         directory = dns_label(name)
         for file_name, document in documents(name, summary).items():
             header = ['# nodealloc.kubelet node template for class %s (%d nodes: %s).'
-                      % (name, len(summary['hosts']), ', '.join(summary['hosts'])),
+                      % (name, len(summary['hosts']), ', '.join(summary['hosts']))]
+            if summary['not_used']:
+                header.append('# Not used (no kubelet found): %s.' % ', '.join(summary['not_used']))
+            header += [
                       '# Each value is the largest its class recommended; from: %s.'
                       % ', '.join('%s %s' % (key, host) for key, host in sorted(summary['from'].items())),
-                      '# Use: %s.' % HOW_TO_USE[file_name]]
+                      '# Use: %s.' % HOW_TO_USE[file_name]] + PRECEDENCE.get(file_name, [])
             rendered.append({'path': '%s/%s' % (directory, file_name), 'class': name,
                              'content': '\n'.join(header + to_yaml(document)) + '\n'})
     return rendered

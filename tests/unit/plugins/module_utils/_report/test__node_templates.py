@@ -104,3 +104,31 @@ def test_to_yaml_round_trips_through_a_yaml_parser():
     yaml = pytest.importorskip('yaml')
     document = {'a': {'b': ['x', {'c': 'multi\nline\n', 'd': '0644'}]}, 'e': {}, 'f': 'plain'}
     assert yaml.safe_load('\n'.join(nt.to_yaml(document))) == document
+
+
+def test_only_nodes_with_a_kubelet_make_a_template():
+    bare = facts('0', '0', '3Gi', '900m', node_class=(4, 2))
+    bare.pop('current')  # measured on a machine without a kubelet (no config, no process)
+    hosts = dict(HOSTS, bare=dict(facts=bare, node_class=None),
+                 lone=dict(facts=dict(bare, class_record={'node_class': [2, 1]}), node_class=None))
+    classes = nt.class_recommendations(hosts)
+    assert classes['4gib-2cpu']['hosts'] == ['b1'] and classes['4gib-2cpu']['not_used'] == ['bare']
+    assert classes['4gib-2cpu']['system_reserved'] == {'memory': '200Mi', 'cpu': '50m'}  # not bare's 3Gi
+    assert '2gib-1cpu' not in classes and not any(item['class'] == '2gib-1cpu' for item in nt.render(hosts))
+    assert 'no node of the class runs a kubelet' in nt.classes_without_template(hosts)['2gib-1cpu']
+    assert '# Not used (no kubelet found): bare.' in next(
+        item['content'] for item in nt.render(hosts) if item['path'] == '4gib-2cpu/50-nodealloc.conf')
+
+
+def test_kube_reserved_zero_from_no_process_found_is_not_written():
+    unmeasured = dict(facts('0', '0', '1Gi', '100m'), components=[])  # k3s: the kubelet runs inside another binary
+    classes = nt.class_recommendations({'k3s': {'facts': unmeasured, 'node_class': None}})
+    assert classes['16gib-4cpu']['kube_reserved'] == {}
+    drop_in = next(item['content'] for item in nt.render({'k3s': {'facts': unmeasured, 'node_class': None}})
+                   if item['path'].endswith('50-nodealloc.conf'))
+    assert 'kubeReserved' not in drop_in and 'systemReserved' in drop_in and 'evictionHard' in drop_in
+
+
+def test_the_cluster_api_file_names_the_kubelet_extra_args_precedence():
+    capi = next(item['content'] for item in nt.render(HOSTS) if item['path'] == '16gib-4cpu/' + nt.FILES[1])
+    assert 'kubeletExtraArgs' in capi and '--eviction-hard' in capi
