@@ -222,7 +222,8 @@ def unknown_module_names(text, sources):
         by_base.setdefault(module.split('.')[-1], []).append(module)
     blocks = re.findall(r'```\n(.*?)```', text, re.S)
     tokens = re.findall(r'`([^`\s]+)`', re.sub(r'```.*?```', '', text, flags=re.S))
-    tokens += [word for block in blocks for word in re.findall(r'(?<![\w.])_[a-z][\w]*(?:/_[a-z]\w*)?(?:\.\w+)?', block)]
+    bare = r'(?<![\w.])_[a-z]\w*(?:/_[a-z]\w*)?(?:\.\w+)?'
+    tokens += [word for block in blocks for word in re.findall(bare, block)]
     unknown = []
     for token in tokens:
         match = re.fullmatch(r'(_[a-z]\w*)(?:/(_[a-z]\w*))?/?(?:\.(\w+))?', token)
