@@ -7,7 +7,7 @@ import os
 import pytest
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _state_dir
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store, _sample_once
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _sample_once
 from ansible_collections.nodealloc.kubelet.tests.unit.utils import sampler_unit
 
 ROLE_FILES = {
@@ -30,7 +30,7 @@ def test_the_roles_state_files_follow_its_history_under_the_names_the_sampler_re
 
 def test_the_defaults_are_the_roles_defaults():
     context = sampler_unit.role_context()
-    assert context['reservations_history_path'] == _history_store.DEFAULT_PATH == _sample_once.DEFAULTS['history_path']
+    assert context['reservations_history_path'] == _state_dir.HISTORY_PATH == _sample_once.DEFAULTS['history_path']
     assert context['_reservations_decision_file'] == _sample_once.DEFAULTS['decision_path']
     assert context['_reservations_sampler_state_file'] == _sample_once.DEFAULTS['state_path']
 
