@@ -57,7 +57,7 @@ def _imported(node, module, modules):
     if isinstance(node, ast.Import):
         return [alias.name[len(PREFIX) + 1:] for alias in node.names if alias.name.startswith(PREFIX + '.')]
     if node.level:  # relative: from the package ``module`` is in (or is, for a package's __init__)
-        package = module.split('.')[:-node.level] if node.level else []
+        package = module.split('.')[:-node.level]
         base = '.'.join(package + ([node.module] if node.module else []))
     elif node.module == PREFIX or (node.module or '').startswith(PREFIX + '.'):
         base = node.module[len(PREFIX) + 1:]
