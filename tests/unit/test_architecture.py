@@ -250,6 +250,13 @@ def test_architecture_page_has_a_row_for_every_plugin_file_and_none_for_a_missin
     assert sorted(set(rows) - files) == [], 'rows in %s for files that do not exist' % PAGE
 
 
+def test_architecture_page_states_the_package_order_the_check_enforces():
+    packages = {module.split('.')[0] for module in module_utils_sources() if '.' in module}
+    order = [name for members in LAYERS for name in members if name in packages]
+    stated = re.search(r'the order: (_\w+(?: < _\w+)*)', _page())
+    assert stated and stated.group(1).split(' < ') == order, (stated and stated.group(1), order)
+
+
 def test_architecture_page_names_only_modules_and_functions_that_exist():
     assert unknown_module_names(_page(), module_utils_sources()) == []
 
