@@ -91,11 +91,14 @@ def start(node, **overrides):
                             stderr=subprocess.PIPE, text=True, env=node['env'])
 
 
-def run(node, **overrides):
-    process = start(node, **overrides)
+def finish(process):
     stdout, stderr = process.communicate(timeout=120)
     assert 'Traceback' not in stdout + stderr, stderr
     return json.loads(stdout)
+
+
+def run(node, **overrides):
+    return finish(start(node, **overrides))
 
 
 def config(node):
@@ -116,6 +119,22 @@ def wait_for(predicate, seconds=60):
     while not predicate():
         assert time.monotonic() < deadline
         time.sleep(0.05)
+
+
+def holds_open(process, directory):
+    """Whether ``process`` has ``directory`` open: the node lock's descriptor, opened just before it tries the lock."""
+    fds = '/proc/%d/fd' % process.pid
+    try:
+        names = os.listdir(fds)
+    except OSError:
+        return False
+    for name in names:
+        try:
+            if os.path.realpath(os.readlink(os.path.join(fds, name))) == os.path.realpath(directory):
+                return True
+        except OSError:
+            pass
+    return False
 
 
 def test_applies_verifies_soaks_and_leaves_nothing_behind(node):
@@ -215,9 +234,18 @@ def test_rollback_of_a_drop_in_restores_its_newest_backup(node):
 
 
 def test_a_step_that_waited_changes_nothing_and_says_for_whom(node):
-    first = start(node, soak_seconds=3)
+    # health_timeout: the first may be stopped below while it waits for health.
+    first = start(node, soak_seconds=3, health_timeout=60)
     wait_for((node['tmp'] / 'step' / 'holder.json').exists)
-    second = run(node, system_reserved={'memory': '900Mi', 'cpu': '300m'}, node_lock_timeout=60)
+    # The first holds the lock. Stopped, it cannot let go before the second is at the lock, however slowly the second
+    # starts (the first's 3 s soak was the second's whole margin on a busy machine).
+    first.send_signal(signal.SIGSTOP)
+    try:
+        waiting = start(node, system_reserved={'memory': '900Mi', 'cpu': '300m'}, node_lock_timeout=60)
+        wait_for(lambda: holds_open(waiting, node['tmp'] / 'step') or waiting.poll() is not None)
+    finally:
+        first.send_signal(signal.SIGCONT)
+    second = finish(waiting)
     first_result = json.loads(first.communicate(timeout=60)[0])
     assert first_result['changed'] and not first_result.get('failed')
     assert not second['changed'] and not second.get('failed')

@@ -41,7 +41,6 @@ RESERVATION_FLAGS = ('--kube-reserved', '--system-reserved', '--eviction-hard', 
                      '--eviction-soft-grace-period', '--eviction-minimum-reclaim', '--kube-reserved-cgroup',
                      '--system-reserved-cgroup', '--enforce-node-allocatable')
 KUBEADM_FLAGS_ENV = '/var/lib/kubelet/kubeadm-flags.env'
-KUBEADM_CONFIG = '/var/lib/kubelet/config.yaml'
 KUBEADM_DROP_IN = '10-kubeadm.conf'
 KUBEADM_EXTRA_ARGS_FILES = ('/etc/default/kubelet', '/etc/sysconfig/kubelet')
 KUBESPRAY_ENV = '/etc/kubernetes/kubelet.env'

@@ -124,60 +124,9 @@ def propose(config, reserved, pressure, component_cgroups, cgroup_version, capac
                                  'and enforcing again would also limit kubepods: not proposed')
         return result
     keys, changes = set(enforced), {}
-    for key, full, cgroup_field, reservation_field, reserved_key in TARGETS:
-        named = config.get(cgroup_field)
-        if key == 'kube-reserved-compressible' and not named:
-            continue  # no group of its own: the kubelet and the runtime are system.slice's, covered above
-        group = '/' + _config_rules.reserved_cgroup_path(named or SYSTEM_SLICE, driver or 'cgroupfs')
-        starved = [s for s in result['starved'] if _under(s['cgroup'], group)]
-        target = {'key': key, 'cgroup': group, 'starved': [s['cgroup'] for s in starved], 'proposed': False,
-                  'weight_now': None, 'weight_enforced': None, 'guaranteed_millicores_now': None,
-                  'guaranteed_millicores_enforced': None}
-        result['targets'].append(target)
-        if not starved:
-            if named:
-                # Enforcing on a group the starved ones are not in changes nothing for them.
-                result['reasons'].append('%s would weigh %s (%s), which holds none of the starved groups (%s): '
-                                         'not proposed there' % (key, group, cgroup_field, ', '.join(
-                                             s['cgroup'] for s in result['starved'])))
-            continue
-        if full in keys or key in keys:
-            result['reasons'].append('%s is already enforced on %s (its CPU weight is written): nothing to add'
-                                     % (full if full in keys else key, group))
-            continue
-        reserved_millicores = _millicores(reserved.get(reserved_key))
-        if not reserved_millicores:
-            result['reasons'].append('%s has no cpu: %s would write no weight' % (reservation_field, key))
-            continue
-        weight_now = (weights_now or {}).get(group) or _cpu_guarantee.DEFAULT_WEIGHT[cgroup_version]
-        weight_enforced = _cpu_guarantee.kubepods_weight(cgroup_version, reserved_millicores)
-        target.update(weight_now=weight_now, weight_enforced=weight_enforced)
-        guarantee = ''
-        if group == SYSTEM_SLICE:
-            # kubepods' weight comes from the node allocatable CPU when 'pods' is enforced, else from capacity.
-            pods_millicores = capacity_millicores - ((reserved_millicores + _millicores(reserved.get('kube_reserved')))
-                                                     if 'pods' in keys else 0)
-            now = _cpu_guarantee.guaranteed_millicores(cgroup_version, capacity_millicores, weight_now, pods_millicores)
-            after = _cpu_guarantee.guaranteed_millicores(cgroup_version, capacity_millicores, weight_enforced,
-                                                         pods_millicores)
-            target.update(guaranteed_millicores_now=now, guaranteed_millicores_enforced=after)
-            guarantee = ': the daemons\' guaranteed CPU under contention goes from %dm to %dm' % (now, after)
-        unit = 'cpu.shares' if cgroup_version == 'v1' else 'cpu.weight'
-        if weight_enforced <= weight_now:
-            result['reasons'].append(
-                '%s would write %s %d on %s (from %s cpu %dm), not above its %d now: it would lower the daemons\' '
-                'share of a busy node; not proposed (reserve more CPU for it to help)'
-                % (key, unit, weight_enforced, group, reservation_field, reserved_millicores, weight_now))
-            continue
-        target['proposed'] = True
-        keys.add(key)
-        if not named:
-            changes[cgroup_field] = group
-        result['reasons'].append(
-            '%s: enforcing %s writes %s %d on %s (from %s cpu %dm) instead of %d%s'
-            % ('; '.join('%s waits for CPU %.1f %% of the last 5 min' % (s['cgroup'], s['some_avg300_percent'])
-                         for s in starved), key, unit, weight_enforced, group, reservation_field,
-               reserved_millicores, weight_now, guarantee))
+    for spec in TARGETS:
+        _propose_target(spec, config, reserved, result, keys, changes, cgroup_version, capacity_millicores,
+                        weights_now, driver)
     if not any(t['proposed'] for t in result['targets']):
         return result
     changes['enforceNodeAllocatable'] = sorted(keys, key=_config_rules.ENFORCEMENT_VALUES.index)
@@ -190,6 +139,73 @@ def propose(config, reserved, pressure, component_cgroups, cgroup_version, capac
     result['changes'] = changes
     result['proposed'] = True
     return result
+
+
+def _propose_target(spec, config, reserved, result, keys, changes, cgroup_version, capacity_millicores, weights_now,
+                    driver):
+    """One entry of TARGETS: its target and reason added to ``result``; when proposed, its key added to ``keys`` and
+    the cgroup field it needs to ``changes``."""
+    key, full, cgroup_field, reservation_field, reserved_key = spec
+    named = config.get(cgroup_field)
+    if key == 'kube-reserved-compressible' and not named:
+        return  # no group of its own: the kubelet and the runtime are system.slice's, covered above
+    group = '/' + _config_rules.reserved_cgroup_path(named or SYSTEM_SLICE, driver or 'cgroupfs')
+    starved = [s for s in result['starved'] if _under(s['cgroup'], group)]
+    target = {'key': key, 'cgroup': group, 'starved': [s['cgroup'] for s in starved], 'proposed': False,
+              'weight_now': None, 'weight_enforced': None, 'guaranteed_millicores_now': None,
+              'guaranteed_millicores_enforced': None}
+    result['targets'].append(target)
+    if not starved:
+        if named:
+            # Enforcing on a group the starved ones are not in changes nothing for them.
+            result['reasons'].append('%s would weigh %s (%s), which holds none of the starved groups (%s): '
+                                     'not proposed there' % (key, group, cgroup_field, ', '.join(
+                                         s['cgroup'] for s in result['starved'])))
+        return
+    if full in keys or key in keys:
+        result['reasons'].append('%s is already enforced on %s (its CPU weight is written): nothing to add'
+                                 % (full if full in keys else key, group))
+        return
+    reserved_millicores = _millicores(reserved.get(reserved_key))
+    if not reserved_millicores:
+        result['reasons'].append('%s has no cpu: %s would write no weight' % (reservation_field, key))
+        return
+    weight_now = (weights_now or {}).get(group) or _cpu_guarantee.DEFAULT_WEIGHT[cgroup_version]
+    weight_enforced = _cpu_guarantee.kubepods_weight(cgroup_version, reserved_millicores)
+    target.update(weight_now=weight_now, weight_enforced=weight_enforced)
+    guarantee = ''
+    if group == SYSTEM_SLICE:
+        guarantee = _system_slice_guarantee(target, reserved, reserved_millicores, keys, cgroup_version,
+                                            capacity_millicores)
+    unit = 'cpu.shares' if cgroup_version == 'v1' else 'cpu.weight'
+    if weight_enforced <= weight_now:
+        result['reasons'].append(
+            '%s would write %s %d on %s (from %s cpu %dm), not above its %d now: it would lower the daemons\' '
+            'share of a busy node; not proposed (reserve more CPU for it to help)'
+            % (key, unit, weight_enforced, group, reservation_field, reserved_millicores, weight_now))
+        return
+    target['proposed'] = True
+    keys.add(key)
+    if not named:
+        changes[cgroup_field] = group
+    result['reasons'].append(
+        '%s: enforcing %s writes %s %d on %s (from %s cpu %dm) instead of %d%s'
+        % ('; '.join('%s waits for CPU %.1f %% of the last 5 min' % (s['cgroup'], s['some_avg300_percent'])
+                     for s in starved), key, unit, weight_enforced, group, reservation_field,
+           reserved_millicores, weight_now, guarantee))
+
+
+def _system_slice_guarantee(target, reserved, reserved_millicores, keys, cgroup_version, capacity_millicores):
+    """The daemons' guaranteed CPU under contention now and once enforced (set on ``target``), as a clause."""
+    # kubepods' weight comes from the node allocatable CPU when 'pods' is enforced, else from capacity.
+    pods_millicores = capacity_millicores - ((reserved_millicores + _millicores(reserved.get('kube_reserved')))
+                                             if 'pods' in keys else 0)
+    now = _cpu_guarantee.guaranteed_millicores(cgroup_version, capacity_millicores, target['weight_now'],
+                                               pods_millicores)
+    after = _cpu_guarantee.guaranteed_millicores(cgroup_version, capacity_millicores, target['weight_enforced'],
+                                                 pods_millicores)
+    target.update(guaranteed_millicores_now=now, guaranteed_millicores_enforced=after)
+    return ': the daemons\' guaranteed CPU under contention goes from %dm to %dm' % (now, after)
 
 
 def assess(measurement, config, reserved, kubelet_version):

@@ -110,12 +110,7 @@ def _node(host, result, inventory_class=None):
     memory, cpu, current = result['memory'], result['cpu'], result.get('current')
     recommendation = result['recommendation']
     no_kubelet = _no_kubelet(result)
-    reserved_now = reserved_now_millicores = None
-    if current:
-        reserved_now = (_node_allocatable.reserved_amount(current.get('kube_reserved'), 'memory', 0)
-                        + _node_allocatable.reserved_amount(current.get('system_reserved'), 'memory', 0))
-        reserved_now_millicores = (_node_allocatable.reserved_amount(current.get('kube_reserved'), 'cpu', -3)
-                                   + _node_allocatable.reserved_amount(current.get('system_reserved'), 'cpu', -3))
+    reserved_now, reserved_now_millicores = _reserved_now(current)
     # Without a kubelet no pod competes with the system: there is no margin to run short of.
     margin = None if no_kubelet else (reserved_now or 0) - max(0, memory['non_pod_bytes'])
     kubelet_config = (result.get('kubelet') or {}).get('config_path')
@@ -149,23 +144,8 @@ def _node(host, result, inventory_class=None):
         # No kubelet, or one run by flags alone: apply refuses, so there is no diff to show.
         'config_diff': [] if no_kubelet or not kubelet_config else _apply_diff(result),
         'capacity': result['capacity'],
-        'current': None if not current else {
-            'kube_reserved': current.get('kube_reserved') or {},
-            'system_reserved': current.get('system_reserved') or {},
-            'eviction_hard': current.get('eviction_hard') or {},
-            'enforce_node_allocatable': current.get('enforce_node_allocatable') or [],
-            'reserved_memory_bytes': reserved_now,
-        },
-        'measured': {
-            'non_pod_memory_bytes': memory['non_pod_bytes'],
-            'non_pod_swap_bytes': memory.get('non_pod_swap_bytes'),
-            'poc_non_pod_memory_bytes': memory.get('non_pod_poc_bytes'),
-            # Ansible's own module interpreters (and the sampler) present at the reading, not counted above.
-            'measurement_tool_bytes': (memory.get('non_pod_accounting') or {}).get('measurement_tool_bytes'),
-            'kubepods_working_set_bytes': memory['kubepods_working_set_bytes'],
-            'non_pod_millicores': cpu['non_pod_millicores'],
-            'sample_seconds': cpu['sample_seconds'],
-        },
+        'current': _current(current, reserved_now),
+        'measured': _measured_figures(memory, cpu),
         'recommended': {
             'kube_reserved': recommendation['kube_reserved'],
             'system_reserved': recommendation['system_reserved'],
@@ -205,10 +185,48 @@ def _node(host, result, inventory_class=None):
         'settings': dict(recommendation.get('settings') or {}, **(decision.get('settings') or {})),
         # Whether the daemons may swap and the drop-in that stops it (_swap.control), None from an older module.
         'swap_control': result.get('swap_control'),
-        'formulas': {name: {'reserved_memory_bytes': f['reserved_memory_bytes'],
-                            'reserved_millicores': f['reserved_millicores']}
-                     for name, f in (result.get('formulas') or {}).items()},
+        'formulas': _formula_reservations(result.get('formulas')),
     }
+
+
+def _reserved_now(current):
+    """(memory bytes, millicores) kubeReserved and systemReserved hold together now; (None, None) without a config."""
+    if not current:
+        return None, None
+    return (_node_allocatable.reserved_amount(current.get('kube_reserved'), 'memory', 0)
+            + _node_allocatable.reserved_amount(current.get('system_reserved'), 'memory', 0),
+            _node_allocatable.reserved_amount(current.get('kube_reserved'), 'cpu', -3)
+            + _node_allocatable.reserved_amount(current.get('system_reserved'), 'cpu', -3))
+
+
+def _current(current, reserved_now):
+    """The reservation fields of the config in force, None without one."""
+    return None if not current else {
+        'kube_reserved': current.get('kube_reserved') or {},
+        'system_reserved': current.get('system_reserved') or {},
+        'eviction_hard': current.get('eviction_hard') or {},
+        'enforce_node_allocatable': current.get('enforce_node_allocatable') or [],
+        'reserved_memory_bytes': reserved_now,
+    }
+
+
+def _measured_figures(memory, cpu):
+    return {
+        'non_pod_memory_bytes': memory['non_pod_bytes'],
+        'non_pod_swap_bytes': memory.get('non_pod_swap_bytes'),
+        'poc_non_pod_memory_bytes': memory.get('non_pod_poc_bytes'),
+        # Ansible's own module interpreters (and the sampler) present at the reading, not counted above.
+        'measurement_tool_bytes': (memory.get('non_pod_accounting') or {}).get('measurement_tool_bytes'),
+        'kubepods_working_set_bytes': memory['kubepods_working_set_bytes'],
+        'non_pod_millicores': cpu['non_pod_millicores'],
+        'sample_seconds': cpu['sample_seconds'],
+    }
+
+
+def _formula_reservations(formulas):
+    """Each vendor formula's reserved memory and CPU, for the report's comparison."""
+    return {name: {'reserved_memory_bytes': f['reserved_memory_bytes'], 'reserved_millicores': f['reserved_millicores']}
+            for name, f in (formulas or {}).items()}
 
 
 def _overcommit_summary(audit):

@@ -26,15 +26,10 @@ import os
 import re
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._kubelet_ownership import parse_environment_file
 
 VARIABLE = 'KUBELET_EXTRA_ARGS'
 _LINE = re.compile(r'^\s*%s=' % VARIABLE)
-
-
-class EditError(NodeallocError):
-    """An edit could not be made or undone; the message names the file."""
 
 
 def flag(config_dir):
@@ -72,11 +67,6 @@ def with_flag(text, config_dir):
     else:
         lines[index] = line
     return '\n'.join(lines) + '\n'
-
-
-def has_flag(text, config_dir):
-    lines, index = _split(text or '')
-    return index is not None and flag(config_dir) in parse_environment_file(lines[index]).get(VARIABLE, '').split()
 
 
 def plan_enable(extra_args_file, config_dir):

@@ -20,9 +20,8 @@ import json
 import math
 import os
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _state_dir
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io
 
-DEFAULT_PATH = _state_dir.HISTORY_PATH
 DEFAULT_MAX_SAMPLES = 20160  # two weeks of one sample a minute
 ROTATE_KEEP_FRACTION = 0.9
 FIELDS = ('t', 'non_pod_bytes', 'non_pod_millicores')

@@ -284,16 +284,7 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
     own_in_session = in_session_group(layout, snapshot['session_cgroups'], proc_root)
     snapshot.update(components=sorted(components.cgroups) + sorted(components.pids), own_ns=process_cpu_ns(),
                     own_in_session=own_in_session)
-    previous = state.get('cpu')
-    cpu = None
-    if isinstance(previous, dict) and previous.get('components') == snapshot['components']:
-        try:
-            if snapshot['time'] - previous['time'] >= 1:
-                cpu = _measure.cpu_between(previous, snapshot, capacity_millicores)
-                if cpu is not None:
-                    cpu = leave_out_own_cpu(cpu, own_cpu_ns(previous, snapshot))
-        except (ValueError, KeyError, TypeError, AttributeError):
-            cpu = None  # an unusable saved snapshot: sample instead
+    cpu = _cpu_since_previous_run(state.get('cpu'), snapshot, capacity_millicores)
     if cpu is None:
         # The sampler sleeps through this sample: its own CPU in it is nil.
         cpu = dict(_pipeline.sample_cpu(node, components, float(options['sample_seconds']), proc_root, sleep),
@@ -332,30 +323,70 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
         # read already and /proc/swaps, no process.
         'swap_control': _swap.may_swap(layout, memory['swap']['groups'], _swap.read_swaps(proc_root)),
     }
-    applied = figures['reservation'] or {}
-    if isinstance(applied.get('reserved_memory_bytes'), int) and isinstance(applied.get('memory_headroom_bytes'), int):
-        figures['near_reservation'] = _headroom.near_reservation(
-            reading['non_pod_bytes'], applied['reserved_memory_bytes'], applied['memory_headroom_bytes'])
+    figures['near_reservation'] = _near_reservation(reading, figures['reservation'])
     if kubepods:
         figures['overcommit'] = _overcommit.audit(layout, kubepods)
         figures['kubepods_memory_limit_bytes'] = figures['overcommit']['kubepods_memory_limit_bytes']
         figures['kubepods_cpu_allocatable_millicores'] = _overcommit.group_cpu_millicores(layout, kubepods)
     if layout.version == 'v2':
-        for relative in ([kubepods] if kubepods else []) + ['system.slice']:
-            for (resource, kind), seconds in read_pressure(os.path.join(layout.memory_root, relative)).items():
-                figures['pressure'][('/' + relative, resource, kind)] = seconds
+        figures['pressure'] = _pressure_seconds(layout, kubepods)
 
-    textfile = options['textfile_path']
-    if textfile:
-        try:
-            os.makedirs(os.path.dirname(os.path.abspath(textfile)), mode=0o755, exist_ok=True)
-            _file_io.write_atomic(textfile, _metrics.render_sampler(figures), mode=0o644)
-        except (OSError, NodeallocError) as exc:
-            problems.append('%s: metrics not written: %s' % (textfile, exc))
+    problems.extend(_write_textfile(options['textfile_path'], figures))
     # What this run used after its snapshot belongs to the next run's period (own_cpu_ns).
     snapshot['own_end_ns'] = process_cpu_ns()
+    problems.extend(_save_state(state_path, state))
+    return figures, problems
+
+
+def _cpu_since_previous_run(previous, snapshot, capacity_millicores):
+    """The period's CPU from the previous run's saved snapshot to this one, the sampler's own left out; None when
+    there is no usable snapshot of the same components at least a second old (the run then samples)."""
+    if not (isinstance(previous, dict) and previous.get('components') == snapshot['components']):
+        return None
+    try:
+        if snapshot['time'] - previous['time'] >= 1:
+            cpu = _measure.cpu_between(previous, snapshot, capacity_millicores)
+            if cpu is not None:
+                return leave_out_own_cpu(cpu, own_cpu_ns(previous, snapshot))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        pass  # an unusable saved snapshot: sample instead
+    return None
+
+
+def _near_reservation(reading, applied):
+    """_headroom.near_reservation against the reservation the role last applied, None when there is none."""
+    applied = applied or {}
+    if isinstance(applied.get('reserved_memory_bytes'), int) and isinstance(applied.get('memory_headroom_bytes'), int):
+        return _headroom.near_reservation(
+            reading['non_pod_bytes'], applied['reserved_memory_bytes'], applied['memory_headroom_bytes'])
+    return None
+
+
+def _pressure_seconds(layout, kubepods):
+    """{(group, resource, kind): seconds} of kubepods and system.slice (cgroup v2)."""
+    pressure = {}
+    for relative in ([kubepods] if kubepods else []) + ['system.slice']:
+        for (resource, kind), seconds in read_pressure(os.path.join(layout.memory_root, relative)).items():
+            pressure[('/' + relative, resource, kind)] = seconds
+    return pressure
+
+
+def _write_textfile(textfile, figures):
+    """Write the node_exporter textfile (when a path is given); the problems met."""
+    if not textfile:
+        return []
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(textfile)), mode=0o755, exist_ok=True)
+        _file_io.write_atomic(textfile, _metrics.render_sampler(figures), mode=0o644)
+    except (OSError, NodeallocError) as exc:
+        return ['%s: metrics not written: %s' % (textfile, exc)]
+    return []
+
+
+def _save_state(state_path, state):
+    """Save the sampler's state (its sketch and CPU snapshot); the problems met."""
     try:
         _file_io.write_atomic(state_path, json.dumps(_packed(state), separators=(',', ':')), mode=0o644)
     except (OSError, NodeallocError) as exc:
-        problems.append('%s: state not saved (the next run reads the history in full): %s' % (state_path, exc))
-    return figures, problems
+        return ['%s: state not saved (the next run reads the history in full): %s' % (state_path, exc)]
+    return []

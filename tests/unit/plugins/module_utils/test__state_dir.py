@@ -7,7 +7,7 @@ import os
 import pytest
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _state_dir
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store, _sample_once
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _sample_once
 from ansible_collections.nodealloc.kubelet.tests.unit.utils import sampler_unit
 
 @pytest.mark.parametrize('history_path', [_state_dir.HISTORY_PATH, '/srv/nodealloc-b/history.jsonl'])
@@ -24,7 +24,7 @@ def test_the_sampler_task_passes_the_plans_state_paths(history_path):
 
 def test_the_defaults_are_the_roles_defaults():
     settings, _sampler_dir = sampler_unit.settings()
-    assert settings['history_path'] == _history_store.DEFAULT_PATH == _sample_once.DEFAULTS['history_path']
+    assert settings['history_path'] == _state_dir.HISTORY_PATH == _sample_once.DEFAULTS['history_path']
     assert settings['decision_path'] == _sample_once.DEFAULTS['decision_path']
     assert settings['state_path'] == _sample_once.DEFAULTS['state_path']
 

@@ -417,3 +417,14 @@ def test_v1_and_nodes_without_swap_get_the_facts_answer(tmp_path, name):
         node = make_node(tmp_path)  # no /proc/swaps, no memory.swap.* files
     sampler, module = may_swap_metrics(node, tmp_path)
     assert sampler is not None and sampler == module
+
+
+def test_a_textfile_or_state_that_cannot_be_written_is_a_problem_and_the_reading_still_recorded(node, tmp_path):
+    (tmp_path / 'a-file').write_text('')
+    opts = dict(options(node, tmp_path), textfile_path=str(tmp_path / 'a-file' / 'nodealloc.prom'),
+                state_path=str(tmp_path / 'a-file' / 'state.json'))
+    figures, problems = run(opts, sleep=lambda _s: None)
+    assert figures['recorded'] and len((tmp_path / 'history.jsonl').read_text().splitlines()) == 1
+    assert [p.split(': ')[:2] for p in problems] == [[opts['textfile_path'], 'metrics not written'],
+                                                     [opts['state_path'], 'state not saved (the next run reads the '
+                                                                          'history in full)']], problems
