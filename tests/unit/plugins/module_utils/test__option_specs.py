@@ -191,7 +191,7 @@ def test_every_task_file_a_playbook_includes_is_an_entry_point_with_the_roles_op
                     include = task.get('ansible.builtin.include_role') or {}
                     if include.get('name') == 'nodealloc.kubelet.reservations' and 'tasks_from' in include:
                         included.append(include['tasks_from'])
-    assert sorted(set(included)) == ['check_options', 'measure', 'observe', 'restore', 'rollout']
+    assert sorted(set(included)) == ['check_options', 'decide', 'measure', 'observe', 'restore', 'rollout']
     for entry_point in included:
         assert os.path.exists(os.path.join(ROLE, 'tasks', entry_point + '.yml'))
         # check_options checks every variable itself and names every problem at once (its spec has none, on purpose).
