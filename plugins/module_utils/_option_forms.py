@@ -1,10 +1,16 @@
 # Private to nodealloc.kubelet: not a public API, may change without notice.
-"""The form of option values that end up in a systemd unit, an environment file, a URL or a path on the node.
+r"""The form of option values that end up in a systemd unit, an environment file, a URL or a path on the node.
 
 Each check returns None when the value has the form, else the rule it breaks (a phrase after the option's name).
 A value that passes reaches its unit file or command line as the one token it was meant to be: systemd would
 otherwise split it at whitespace, unquote it, expand ``%`` specifiers and ``$VAR`` in ExecStart= (systemd.service(5),
 "Command lines"), and kubeadm's environment file would end its KUBELET_EXTRA_ARGS="..." at a quote.
+
+Every value for a unit file is printable ASCII with no surrounding whitespace (issue 35, confirmed with
+``systemd-analyze verify``): a leading newline left the timer without its interval, a control character made systemd
+ignore it (one run per boot), digits of another script in ``CPUQuota``/``MemoryMax`` were ignored (no limits), and
+a file directly under ``/`` gave ``ReadWritePaths=-/``, which cancels ``ProtectSystem=strict``. The patterns use
+``[0-9]`` (Python's ``\d`` takes any script's digits) and no nested repetition (no backtracking on long input).
 """
 
 from __future__ import annotations
@@ -17,15 +23,17 @@ _UNIT_SPECIAL = set('"\'\\$%`;')
 
 # systemd.resource-control(5), CPUQuota=: "a percentage value, suffixed with %"; values above 100% are allowed and
 # src/core/load-fragment.c (config_parse_cpu_quota) refuses 0.
-_PERCENT = re.compile(r'^(\d+(?:\.\d+)?)%$')
+_PERCENT = re.compile(r'^([0-9]+(?:\.[0-9]+)?)%$')
 # systemd.resource-control(5), MemoryMax=: bytes, with K, M, G, T (base 1024) as in parse_size(), a percentage of
 # physical memory, or "infinity".
-_BYTES = re.compile(r'^\d+(?:\.\d+)?[KMGTPE]?$|^\d+(?:\.\d+)?%$|^infinity$')
+_BYTES = re.compile(r'^[0-9]+(?:\.[0-9]+)?[KMGTPE]?$|^[0-9]+(?:\.[0-9]+)?%$|^infinity$')
 # systemd.time(7), "Parsing time spans": numbers with these units, a bare number is seconds, parts may be joined
 # with or without spaces ("1min", "2h 30min", "90").
-_TIME_UNITS = ('usec|us|µs|msec|ms|seconds|second|sec|s|minutes|minute|min|months|month|M|m|hours|hour|hr|h|'
+_TIME_UNITS = ('usec|us|msec|ms|seconds|second|sec|s|minutes|minute|min|months|month|M|m|hours|hour|hr|h|'
                'days|day|d|weeks|week|w|years|year|y')
-_TIMESPAN = re.compile(r'^(?:\d+(?:\.\d+)?\s*(?:%s)?\s*)+$' % _TIME_UNITS)
+# A number, then a unit or at least a blank before the next number (systemd reads a number without a unit as
+# seconds and goes on): a run of digits is one number only, so a failed match never tries every split of it.
+_TIMESPAN = re.compile(r'^(?:[0-9]+(?:\.[0-9]+)?(?: *(?:%s) *| +))*(?:[0-9]+(?:\.[0-9]+)?)?$' % _TIME_UNITS)
 # src/basic/unit-name.c: VALID_CHARS (letters, digits, ":-_.\") plus "@" between a template and its instance;
 # UNIT_NAME_MAX is 256 with the terminating NUL.
 _UNIT_NAME = re.compile(r'^[A-Za-z0-9:_.\\@-]{1,255}$')
@@ -33,6 +41,15 @@ _UNIT_NAME = re.compile(r'^[A-Za-z0-9:_.\\@-]{1,255}$')
 
 def _control_character(text):
     return any(ord(c) < 32 or ord(c) == 127 for c in text)
+
+
+def unit_text(text):
+    """Printable ASCII without surrounding whitespace: what every value written into a unit file must be."""
+    if any(not 32 <= ord(c) < 127 for c in text):
+        return 'must be printable ASCII (no control characters, no other scripts), as it goes into a systemd unit'
+    if text != text.strip():
+        return 'must not start or end with whitespace (it goes into a systemd unit)'
+    return None
 
 
 def node_path(text):
@@ -46,13 +63,26 @@ def node_path(text):
 
 def unit_path(text):
     """An absolute path that is written into a unit file or an environment file as one token."""
-    reason = node_path(text)
+    reason = node_path(text) or unit_text(text)
     if reason:
         return reason
+    if not [part for part in text.split('/') if part not in ('', '.')]:
+        # ReadWritePaths=-/ would cancel ProtectSystem=strict.
+        return 'must not be / (the sampler would be given / to write)'
     found = sorted(c for c in set(text) if c in _UNIT_SPECIAL or c.isspace())
     if found:
         return ('must not contain whitespace or any of %s (it is written into a systemd unit or environment file); '
                 'found %s' % (' '.join(sorted(_UNIT_SPECIAL)), ' '.join(repr(c) for c in found)))
+    return None
+
+
+def unit_file_path(text):
+    """A file whose directory goes into a unit (the sampler writes there): ``unit_path``, and not directly under /."""
+    reason = unit_path(text)
+    if reason:
+        return reason
+    if len([part for part in text.split('/') if part not in ('', '.')]) < 2:
+        return 'must not be directly under / (the sampler would be given / to write: ReadWritePaths=-/)'
     return None
 
 
@@ -71,6 +101,9 @@ def http_url(text):
 
 
 def systemd_percent(text):
+    reason = unit_text(text)
+    if reason:
+        return reason
     match = _PERCENT.match(text)
     if not match:
         return "must be a percentage with a % sign, such as 20% (systemd's CPUQuota=)"
@@ -80,19 +113,25 @@ def systemd_percent(text):
 
 
 def systemd_bytes(text):
+    reason = unit_text(text)
+    if reason:
+        return reason
     if not _BYTES.match(text):
         return "must be bytes with an optional K, M, G or T suffix, a percentage, or infinity (systemd's MemoryMax=)"
     return None
 
 
 def systemd_timespan(text):
-    if not text.strip() or not _TIMESPAN.match(text.strip()):
+    reason = unit_text(text)
+    if reason:
+        return reason
+    if not text or not _TIMESPAN.match(text):
         return 'must be a systemd time span such as 30s, 1min or 2h 30min (systemd.time(7))'
     return None
 
 
 def unit_name(text):
-    if not _UNIT_NAME.match(text):
+    if not _UNIT_NAME.fullmatch(text):
         return 'must be a systemd unit name such as kubelet.service (letters, digits and :-_.\\@ only)'
     return None
 
@@ -100,6 +139,7 @@ def unit_name(text):
 RULES = {
     'node_path': node_path,
     'unit_path': unit_path,
+    'unit_file_path': unit_file_path,
     'http_url': http_url,
     'systemd_percent': systemd_percent,
     'systemd_bytes': systemd_bytes,
