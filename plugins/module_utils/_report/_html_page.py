@@ -72,6 +72,21 @@ RISK_MEANING = (('high', 'non-pod memory already above what is reserved now'),
                 ('low', 'margin of 10 % or more'))
 
 
+# status and risk are data (a module result, a slice report on the shared merge volume): they reach a class
+# attribute only as one of these words (issue 35), and as text only escaped.
+STATUS_CLASSES = ('ok', 'no_kubelet', 'unreachable', 'failed')
+
+
+def _status_class(status):
+    """The row's class: its status when it is one the style knows, else ``failed`` (any other status is a node
+    someone must look at)."""
+    return status if status in STATUS_CLASSES else 'failed'
+
+
+def _risk_class(risk):
+    return risk if risk in RISK_RANK else 'unknown'
+
+
 def _e(value):
     """Escaped for an attribute value or text."""
     return html.escape(str(value), quote=True)
@@ -324,8 +339,9 @@ def _row(index, node):
                      '<td data-v="1e18">-</td>' % _t(class_label(node.get('node_class'))))
     else:
         cells.append('<td>-</td><td>-</td><td data-v="-1">-</td><td data-v="-1">-</td><td data-v="-1e18">-</td>')
-    cells.append('<td class="%s" data-v="%d">%s</td>' % (node['risk'], RISK_RANK.get(node['risk'], 0), node['risk']))
-    return '<tr class="%s">%s</tr>' % (status, ''.join(cells))
+    cells.append('<td class="%s" data-v="%d">%s</td>' % (_risk_class(node['risk']), RISK_RANK.get(node['risk'], 0),
+                                                          _t(node['risk'])))
+    return '<tr class="%s">%s</tr>' % (_status_class(status), ''.join(cells))
 
 
 def _explanation(node, explanation):
@@ -345,7 +361,7 @@ def _detail(index, node, rows, decision_line, explanation):
     if node['status'] == 'no_kubelet':
         head = '%s: %s' % (_e(node['host']), _e(node['status_reason']))
     else:
-        head = '%s: %s, risk %s' % (_e(node['host']), _e(node.get('decision')), node['risk'])
+        head = '%s: %s, risk %s' % (_e(node['host']), _e(node.get('decision')), _t(node['risk']))
     out = ['<details id="n%d"><summary>%s</summary>' % (index, head)]
     if node['status'] == 'no_kubelet':
         out.append('<p><b>%s.</b> The figures below are what this machine uses and what a kubelet here would '
@@ -437,7 +453,7 @@ def _fleet_view(nodes):
                 # Spread within the band by a hash of the host, so 500 equal dots stay countable and stable.
                 jitter = zlib.crc32(host.encode('utf-8')) % (FLEET_BAND - 12)
                 parts.append('<circle class="%s" r="3.5" cx="%.1f" cy="%d"><title>%s</title></circle>'
-                             % (node_risk, x_of(position), y0 + 6 + jitter, _t(host)))
+                             % (_risk_class(node_risk), x_of(position), y0 + 6 + jitter, _t(host)))
         parts.append('<path class="ax" d="M%d %dH%d"/><g class="m">' % (FLEET_LEFT, axis_y, FLEET_LEFT + FLEET_WIDTH))
         parts.extend('<text x="%d" y="%d">%s</text>'
                      % (x_of(v), axis_y + 13, _t(_memory_tick(v) if v >= 0 else '-' + _memory_tick(-v))) for v in ticks)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import datetime
+import html
 import json
 import re
 
 import pytest
+from markdown_it import MarkdownIt
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _vendor_formulas
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _memory_accounting
@@ -77,7 +79,7 @@ def test_any_status_with_a_reason_is_a_row_of_its_own():
     assert '  UNMEASURED: no python3 on the node' in _fleet_report.render_text_lines(report)
     assert '**Unmeasured:** no python3 on the node' in _fleet_report.render_markdown(report)
     page = _fleet_report.render_html(report)
-    assert '<tr class="unmeasured">' in page and 'no python3 on the node</p>' in page
+    assert '<tr class="failed">' in page and 'no python3 on the node</p>' in page
     assert report['summary']['status'] == {'unmeasured': 1, 'ok': 1}
 
 
@@ -286,7 +288,8 @@ def test_memory_min_cost_and_the_enforcement_proposal_reach_the_text_and_markdow
     facts['recommendation']['explanation'].extend(_memory_protection.explain(
         protection, facts['memory_protection']['cost'], True, 'TieredReservation'))
     report = _fleet_report.build_report({'node1': facts})
-    text, markdown = _fleet_report.render_text(report), _fleet_report.render_markdown(report)
+    # The Markdown as a reader sees it (rendered): its source escapes what Markdown would read as markup.
+    text, markdown = _fleet_report.render_text(report), html.unescape(MarkdownIt().render(_fleet_report.render_markdown(report)))
     # The explanation's exact byte counts reach a person in MiB, with memory.min explained where it first appears.
     assert not RAW_BYTES.search(text), RAW_BYTES.search(text)
     assert 'memory.min beyond use of /system.slice = memory.min - working set = 300 MiB - 100 MiB = 200 MiB' in text
