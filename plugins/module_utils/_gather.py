@@ -16,12 +16,12 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import (
     _cgroup, _cpu_guarantee, _kubelet_process, _measure, _overcommit, _procfs)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _decision, _headroom, _recommend
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _config_edit, _defaults, _version_rules
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _config_edit, _config_rules, _defaults, _version_rules
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _kubelet_ownership, _probe, _swap
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _node_plan, _requests_fit
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _memory_protection
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _cpu_enforcement
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ConfigError, NodeallocError
 
 _DEFAULT = {name: option['default'] for name, option in _option_specs.OPTIONS.items()}
 
@@ -109,6 +109,13 @@ def _kubelet_settings(options, proc_root, not_found, found):
     config.update(flag_fields)
     if flag_fields:
         sources.append('kubelet command line flags: %s' % ', '.join(sorted(flag_fields)))
+    # The policy and the plan compute with the reservations in force: ones the kubelet would refuse stop here, named,
+    # rather than as an AttributeError in the arithmetic (issue 35: kubeReserved: '5').
+    for field in ('kubeReserved', 'systemReserved'):
+        try:
+            _config_rules.check_reserved(config, field)
+        except ValueError as exc:
+            raise ConfigError(', '.join(sources), 'the kubelet would refuse this configuration: %s' % exc)
     eviction_hard = config.get('evictionHard')
     current = {
         'kube_reserved': config.get('kubeReserved') or {},

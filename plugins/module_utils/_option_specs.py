@@ -299,7 +299,8 @@ def problem(name, value, table=None):
     if option['type'] == 'bool':
         # What ansible-core's convert_bool (and the role's | bool) reads as true or false; anything else the role's
         # | bool would silently read as false.
-        if (value.strip().lower() if isinstance(value, str) else value) not in _BOOLEANS:
+        if not isinstance(value, (str, int, float)) or \
+                (value.strip().lower() if isinstance(value, str) else value) not in _BOOLEANS:
             return 'must be a boolean (true or false)'
         return None
     if option['type'] in ('int', 'float'):
