@@ -342,3 +342,40 @@ def test_a_markdown_paragraph_after_the_pressure_list_stands_apart_from_its_last
     assert lines[at - 2].startswith('- pressure'), lines[at - 3:at + 1]
     # CommonMark joins a paragraph that follows a list item without a blank line to that item.
     assert lines[at - 1] == ''
+
+
+# Issue 35: a module result carrying its own status, or a slice report on the shared merge volume, reached the HTML
+# attributes unescaped, and the Markdown escaped nothing.
+HOSTILE_STATUS = '"><script>alert(1)</script><x class="'
+HOSTILE_TEXT = '<img src=x onerror=alert(1)> | x\n# heading\n```'
+
+
+def hostile_report():
+    node = result(GI, current_memory='1Gi', kubelet_pid=1, config_path='/etc/k|<b>.yaml')
+    node['not_found'] = [HOSTILE_TEXT]
+    report = _fleet_report.build_report({'h<i>': {'status': HOSTILE_STATUS, 'status_reason': HOSTILE_TEXT},
+                                         'm': node}, now=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc))
+    report['nodes'][1]['risk'] = HOSTILE_STATUS
+    return report
+
+
+def test_html_status_and_risk_are_data():
+    page = _fleet_report.render_html(hostile_report())
+    assert page.count('<script') == 1 and '<x class' not in page and '<img' not in page and '<i>' not in page
+    assert '<tr class="failed">' in page and '<td class="unknown" data-v="0">"&gt;&lt;script&gt;' in page
+
+
+def test_markdown_values_add_no_html_block_or_cell():
+    tokens = MarkdownIt('commonmark').enable('table').parse(_fleet_report.render_markdown(hostile_report()))
+    assert not [t for t in tokens if t.type == 'html_inline' or t.type == 'html_block'
+                and t.content.strip() not in ('<details><summary>Explanation</summary>', '</details>')]
+    assert not [c for t in tokens for c in t.children or [] if c.type == 'html_inline']
+    assert [t.tag for t in tokens if t.type == 'heading_open'] == ['h1', 'h2', 'h2']
+    assert not [t for t in tokens if t.type == 'fence' and t.info != 'diff']
+
+
+def test_text_lines_and_the_awx_summary_carry_no_control_character_or_markup():
+    report = hostile_report()
+    lines = _fleet_report.render_text_lines(report)
+    assert not [line for line in lines if '\n' in line or '\x1b' in line] and '# heading' not in lines
+    assert report['summary']['status'] == {'other': 1, 'ok': 1} and report['summary']['risk'].get('other') is None
