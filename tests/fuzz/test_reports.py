@@ -62,7 +62,8 @@ def _page(report):
 # reach a class only as one of the fixed words).
 PLAIN = _page(report_of('plain', 'failed', 'plain', 'plain'))
 PAGE_TAGS = set(PLAIN.tags)
-CLASS_WORDS = PLAIN.classes | set(_html_page.STATUS_CLASSES) | set(_html_page.RISK_RANK)
+# The style's row classes (tr.failed, tr.unreachable; ok and no_kubelet rows) and its risk classes.
+CLASS_WORDS = PLAIN.classes | {'ok', 'no_kubelet', 'failed', 'unreachable'} | set(_html_page.RISK_RANK)
 
 
 @REPORT_EXAMPLES

@@ -32,8 +32,10 @@ NEAR = {
     'textfile_path': ['', '/run/prom/x.prom', '/x.prom'],
 }
 values = st.one_of(hostile_text, st.text(alphabet=st.characters(max_codepoint=0x7f), max_size=12))
-settings_strategy = st.fixed_dictionaries({}, optional={name: st.one_of(st.sampled_from(near), values)
-                                                        for name, near in NEAR.items()})
+# One setting changed at a time (each near value is tried), or several at once.
+settings_strategy = st.one_of(
+    st.sampled_from([{name: value} for name, near in NEAR.items() for value in near]),
+    st.fixed_dictionaries({}, optional={name: st.one_of(st.sampled_from(near), values) for name, near in NEAR.items()}))
 ACCEPTED = []
 
 
