@@ -105,7 +105,7 @@ def test_history_line(line):
     'hours_valid': st.booleans(), 'hours': json_values, 'totals': json_values, 'offset': json_values,
     'inode': json_values, 'rejected': json_values, 'cpu': json_values})).map(json.dumps))
 def test_sampler_state_file(tmp_path_factory, text):
-    path = tmp_path_factory.mktemp('state') / 'state.json'
+    path = tmp_path_factory.getbasetemp() / 'fuzz-state.json'  # one file for every example: no directory per example
     path.write_text(text)
     state, problem = _sample_once.load_state(str(path))
     assert isinstance(state, dict) and state.get('version') == _sample_once.STATE_VERSION

@@ -41,12 +41,16 @@ MAX_NODES = 100000
 
 
 _BRACKETS = re.compile(r'[\[\]{}]')
+# "- - - x" (or "? ? x") opens a block collection per indicator on one line.
+_BLOCK_INDICATORS = re.compile(r'(?:[-?][ \t]+){%d}' % (MAX_DEPTH + 1))
 
 
 def _check_flow_depth(text, path):
-    """ConfigError when YAML flow brackets open more than MAX_DEPTH deep: PyYAML's scanner takes seconds (quadratic
-    in the depth) before its parser runs out of stack. Brackets in strings and comments count too: a file would need
-    more than MAX_DEPTH unclosed ones there to be refused."""
+    """ConfigError when YAML flow brackets open more than MAX_DEPTH deep, or block indicators on one line do: PyYAML's
+    scanner takes seconds (quadratic in the depth) before its parser runs out of stack. Brackets in strings and
+    comments count too: a file would need more than MAX_DEPTH unclosed ones there to be refused."""
+    if _BLOCK_INDICATORS.search(text):
+        raise ConfigError(path, 'nested more than %d levels deep' % MAX_DEPTH)
     depth = 0
     for match in _BRACKETS.finditer(text):
         depth += 1 if match.group() in '[{' else -1
