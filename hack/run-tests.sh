@@ -102,8 +102,8 @@ matrix_static() {
 }
 alongside matrix_static
 
-step "pytest: unit, real-kernel integration, multi-node rollout scenarios on nspawn nodes" \
-  python -m pytest -p no:cacheprovider -q -rs --durations=15 --nodes-lane host tests/unit tests/integration tests/scenarios
+step "pytest: unit, fuzz (tests/fuzz, about 20 s), real-kernel integration, multi-node rollout scenarios on nspawn nodes" \
+  python -m pytest -p no:cacheprovider -q -rs --durations=15 --nodes-lane host tests/unit tests/fuzz tests/integration tests/scenarios
 step "molecule test (rollout scenario on three nodes)" molecule test -s rollout
 step "controller matrix: the rollout happy path with ansible-core 2.16-2.19" bash hack/matrix.sh -- rollout
 step "controller matrix: the rollout happy path with ansible-core 2.20-2.21 (chroot)" bash hack/matrix-chroot.sh rollout

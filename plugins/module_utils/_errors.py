@@ -42,6 +42,11 @@ class MissingLibraryError(NodeallocError):
         super().__init__('%s is required %s' % (library, reason))
 
 
+class ParseError(NodeallocError, ValueError):
+    """Text from a node or a user (a quantity, a duration, a threshold, a history line) is not in the form its reader
+    takes, or is out of the range the collection can hold. A ``ValueError`` too, for the callers that catch that."""
+
+
 class ValidationError(ValueError):
     """A kubelet validation rule (_kubelet/_config_rules) refused the configuration: names the field and the rule."""
 

@@ -1,10 +1,16 @@
 # Private to nodealloc.kubelet: not a public API, may change without notice.
-"""The form of option values that end up in a systemd unit, an environment file, a URL or a path on the node.
+r"""The form of option values that end up in a systemd unit, an environment file, a URL or a path on the node.
 
 Each check returns None when the value has the form, else the rule it breaks (a phrase after the option's name).
 A value that passes reaches its unit file or command line as the one token it was meant to be: systemd would
 otherwise split it at whitespace, unquote it, expand ``%`` specifiers and ``$VAR`` in ExecStart= (systemd.service(5),
 "Command lines"), and kubeadm's environment file would end its KUBELET_EXTRA_ARGS="..." at a quote.
+
+Every value for a unit file is printable ASCII with no surrounding whitespace (issue 35, confirmed with
+``systemd-analyze verify``): a leading newline left the timer without its interval, a control character made systemd
+ignore it (one run per boot), digits of another script in ``CPUQuota``/``MemoryMax`` were ignored (no limits), and
+a file directly under ``/`` gave ``ReadWritePaths=-/``, which cancels ``ProtectSystem=strict``. The patterns use
+``[0-9]`` (Python's ``\d`` takes any script's digits) and no nested repetition (no backtracking on long input).
 """
 
 from __future__ import annotations
@@ -17,15 +23,33 @@ _UNIT_SPECIAL = set('"\'\\$%`;')
 
 # systemd.resource-control(5), CPUQuota=: "a percentage value, suffixed with %"; values above 100% are allowed and
 # src/core/load-fragment.c (config_parse_cpu_quota) refuses 0.
-_PERCENT = re.compile(r'^(\d+(?:\.\d+)?)%$')
+# systemd parses percentages to hundredths (parse_permyriad): a third decimal is an error, so is a quota past INT_MAX
+# permyriad; sizes (parse_size) must stay below 2^64 and above 0; time spans below USEC_INFINITY.
+_PERCENT = re.compile(r'^([0-9]+(?:\.[0-9]{1,2})?)%$')
+_MAX_CPU_QUOTA_PERCENT = 21474836
+_SIZE_SUFFIXES = ' KMGTPE'
+_MAX_BYTES = (1 << 64) - 1
+_MAX_USEC = 1 << 63  # below USEC_INFINITY with room for systemd's own rounding (584,542 years is refused there)
 # systemd.resource-control(5), MemoryMax=: bytes, with K, M, G, T (base 1024) as in parse_size(), a percentage of
 # physical memory, or "infinity".
-_BYTES = re.compile(r'^\d+(?:\.\d+)?[KMGTPE]?$|^\d+(?:\.\d+)?%$|^infinity$')
+_BYTES = re.compile(r'^[0-9]+(?:\.[0-9]+)?[KMGTPE]?$|^[0-9]+(?:\.[0-9]{1,2})?%$|^infinity$')
 # systemd.time(7), "Parsing time spans": numbers with these units, a bare number is seconds, parts may be joined
 # with or without spaces ("1min", "2h 30min", "90").
-_TIME_UNITS = ('usec|us|µs|msec|ms|seconds|second|sec|s|minutes|minute|min|months|month|M|m|hours|hour|hr|h|'
+_TIME_UNITS = ('usec|us|msec|ms|seconds|second|sec|s|minutes|minute|min|months|month|M|m|hours|hour|hr|h|'
                'days|day|d|weeks|week|w|years|year|y')
-_TIMESPAN = re.compile(r'^(?:\d+(?:\.\d+)?\s*(?:%s)?\s*)+$' % _TIME_UNITS)
+# A number, then a unit or at least a blank before the next number (systemd reads a number without a unit as
+# seconds and goes on): a run of digits is one number only, so a failed match never tries every split of it.
+_TIMESPAN = re.compile(r'^(?:[0-9]+(?:\.[0-9]+)?(?: *(?:%s) *| +))*(?:[0-9]+(?:\.[0-9]+)?)?$' % _TIME_UNITS)
+_TIMESPAN_PART = re.compile(r'([0-9]+(?:\.[0-9]+)?) *(%s)?' % _TIME_UNITS)
+# src/basic/time-util.h: microseconds per unit (a month is 30.44 days, a year 365.25 days).
+_USEC = dict([(unit, 1) for unit in ('usec', 'us')] + [(unit, 1000) for unit in ('msec', 'ms')]
+             + [(unit, 10 ** 6) for unit in ('seconds', 'second', 'sec', 's')]
+             + [(unit, 60 * 10 ** 6) for unit in ('minutes', 'minute', 'min', 'm')]
+             + [(unit, 3600 * 10 ** 6) for unit in ('hours', 'hour', 'hr', 'h')]
+             + [(unit, 86400 * 10 ** 6) for unit in ('days', 'day', 'd')]
+             + [(unit, 7 * 86400 * 10 ** 6) for unit in ('weeks', 'week', 'w')]
+             + [(unit, 2629800 * 10 ** 6) for unit in ('months', 'month', 'M')]
+             + [(unit, 31557600 * 10 ** 6) for unit in ('years', 'year', 'y')])
 # src/basic/unit-name.c: VALID_CHARS (letters, digits, ":-_.\") plus "@" between a template and its instance;
 # UNIT_NAME_MAX is 256 with the terminating NUL.
 _UNIT_NAME = re.compile(r'^[A-Za-z0-9:_.\\@-]{1,255}$')
@@ -33,6 +57,15 @@ _UNIT_NAME = re.compile(r'^[A-Za-z0-9:_.\\@-]{1,255}$')
 
 def _control_character(text):
     return any(ord(c) < 32 or ord(c) == 127 for c in text)
+
+
+def unit_text(text):
+    """Printable ASCII without surrounding whitespace: what every value written into a unit file must be."""
+    if any(not 32 <= ord(c) < 127 for c in text):
+        return 'must be printable ASCII (no control characters, no other scripts), as it goes into a systemd unit'
+    if text != text.strip():
+        return 'must not start or end with whitespace (it goes into a systemd unit)'
+    return None
 
 
 def node_path(text):
@@ -46,13 +79,26 @@ def node_path(text):
 
 def unit_path(text):
     """An absolute path that is written into a unit file or an environment file as one token."""
-    reason = node_path(text)
+    reason = node_path(text) or unit_text(text)
     if reason:
         return reason
+    if not [part for part in text.split('/') if part not in ('', '.')]:
+        # ReadWritePaths=-/ would cancel ProtectSystem=strict.
+        return 'must not be / (the sampler would be given / to write)'
     found = sorted(c for c in set(text) if c in _UNIT_SPECIAL or c.isspace())
     if found:
         return ('must not contain whitespace or any of %s (it is written into a systemd unit or environment file); '
                 'found %s' % (' '.join(sorted(_UNIT_SPECIAL)), ' '.join(repr(c) for c in found)))
+    return None
+
+
+def unit_file_path(text):
+    """A file whose directory goes into a unit (the sampler writes there): ``unit_path``, and not directly under /."""
+    reason = unit_path(text)
+    if reason:
+        return reason
+    if len([part for part in text.split('/') if part not in ('', '.')]) < 2:
+        return 'must not be directly under / (the sampler would be given / to write: ReadWritePaths=-/)'
     return None
 
 
@@ -71,23 +117,46 @@ def http_url(text):
 
 
 def systemd_percent(text):
+    reason = unit_text(text)
+    if reason:
+        return reason
     match = _PERCENT.match(text)
     if not match:
-        return "must be a percentage with a % sign, such as 20% (systemd's CPUQuota=)"
+        return "must be a percentage with a % sign and at most two decimals, such as 20% (systemd's CPUQuota=)"
     if float(match.group(1)) <= 0:
         return 'must be more than 0% (systemd refuses CPUQuota=0%)'
+    if float(match.group(1)) > _MAX_CPU_QUOTA_PERCENT:
+        return 'must be at most %s%% (systemd ignores a larger CPUQuota=)' % _MAX_CPU_QUOTA_PERCENT
     return None
 
 
 def systemd_bytes(text):
+    reason = unit_text(text)
+    if reason:
+        return reason
     if not _BYTES.match(text):
-        return "must be bytes with an optional K, M, G or T suffix, a percentage, or infinity (systemd's MemoryMax=)"
+        return ("must be bytes with an optional K, M, G, T, P or E suffix, a percentage with at most two decimals, or "
+                "infinity (systemd's MemoryMax=)")
+    if text == 'infinity':
+        return None
+    if text.endswith('%'):
+        return None if 0 < float(text[:-1]) <= 100 else 'must be a percentage above 0% and at most 100%'
+    number, suffix = (text[:-1], text[-1]) if text[-1] in _SIZE_SUFFIXES else (text, '')
+    size = float(number) * 1024 ** (_SIZE_SUFFIXES.index(suffix) if suffix else 0)  # inf for 400 digits: refused
+    if not 1 <= size < _MAX_BYTES:
+        return 'must be at least 1 byte and less than 16E (systemd ignores MemoryMax= out of that range)'
     return None
 
 
 def systemd_timespan(text):
-    if not text.strip() or not _TIMESPAN.match(text.strip()):
+    reason = unit_text(text)
+    if reason:
+        return reason
+    if not text or not _TIMESPAN.match(text):
         return 'must be a systemd time span such as 30s, 1min or 2h 30min (systemd.time(7))'
+    microseconds = sum(float(number) * _USEC[unit or 's'] for number, unit in _TIMESPAN_PART.findall(text))
+    if not 0 < microseconds < _MAX_USEC:
+        return 'must be more than 0 and less than 292,000 years (systemd ignores a timer value out of that range)'
     return None
 
 
@@ -110,7 +179,7 @@ def timespan_seconds(text):
 
 
 def unit_name(text):
-    if not _UNIT_NAME.match(text):
+    if not _UNIT_NAME.fullmatch(text):
         return 'must be a systemd unit name such as kubelet.service (letters, digits and :-_.\\@ only)'
     return None
 
@@ -118,6 +187,7 @@ def unit_name(text):
 RULES = {
     'node_path': node_path,
     'unit_path': unit_path,
+    'unit_file_path': unit_file_path,
     'http_url': http_url,
     'systemd_percent': systemd_percent,
     'systemd_bytes': systemd_bytes,

@@ -13,6 +13,7 @@ Adding an option is one entry: ``modules`` names the modules that take it (the r
 from __future__ import annotations
 
 import difflib
+import math
 
 # A leaf on purpose: the controller-side option check (the role's check_options.yml, the option_problems filter) and
 # every module load this file, so it imports only the kubelet's own model and the state paths, never node code
@@ -75,7 +76,7 @@ OPTIONS = {
                                                rule=AT_LEAST_0),
     'history': _option('bool', True, 'keep and use a history of readings'),
     # In the sampler's ExecStart=, and its directory holds the files the role and the sampler keep (_node_plan.state_paths).
-    'history_path': _option('path', _state_dir.HISTORY_PATH, 'the history file on the node', rule='unit_path'),
+    'history_path': _option('path', _state_dir.HISTORY_PATH, 'the history file on the node', rule='unit_file_path'),
     'history_window': _option('str', '3d', 'how far back the recommendation looks', 'duration', rule='duration'),
     'percentile': _option('float', 100.0, 'percentile of non-pod use over the window', 'percent',
                           rule=('range', 0, False, 100, True)),
@@ -162,7 +163,7 @@ OPTIONS = {
     'pause_seconds': _option('int', 0, 'wait after each batch', 'seconds', modules=(), rule=AT_LEAST_0),
     'install_sampler': _option('bool', True, 'install the sampler timer'),
     'sampler_textfile_path': _option('str', '/var/lib/node_exporter/textfile_collector/nodealloc.prom',
-                                     "the sampler's Prometheus textfile", modules=(), rule='unit_path'),
+                                     "the sampler's Prometheus textfile", modules=(), rule='unit_file_path'),
     'sampler_memory_max': _option('str', '64M', "the sampler service's MemoryMax=", modules=(), rule='systemd_bytes'),
     'sampler_cpu_quota': _option('str', '20%', "the sampler service's CPUQuota=", modules=(), rule='systemd_percent'),
     'sampler_nice': _option('int', 15, "the sampler service's Nice=", modules=(), rule=('range', -20, True, 19, True)),
@@ -218,7 +219,7 @@ STEP_OPTIONS = {
     'unit': _option('str', 'kubelet.service', "the kubelet's systemd unit", modules=(STEP,)),
     'kubepods_limit_file': _option('path', None, "the kubepods cgroup's memory limit file", modules=(STEP,)),
     'health_timeout': _option('float', OPTIONS['health_timeout_seconds']['default'], 'wait for the first healthy answer',
-                              'seconds', modules=(STEP,)),
+                              'seconds', modules=(STEP,), rule=AT_LEAST_0),
     'health_poll': _option('float', OPTIONS['health_poll_seconds']['default'], 'between health checks', 'seconds',
                            modules=(STEP,)),
     'soak_seconds': _option('float', OPTIONS['health_soak_seconds']['default'], 'stay healthy this long', 'seconds',
@@ -348,6 +349,13 @@ def _number(value, type_):
     return int(value) if type_ == 'int' else float(value)
 
 
+def _not_finite(value):
+    """'nan', 'inf' or '-inf' for a float that is one of them (they pass every range check or never end a wait)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return 'nan' if math.isnan(value) else 'inf' if value > 0 else '-inf'
+    return None
+
+
 def _range_problem(value, rule):
     _kind, low, low_inclusive, high, high_inclusive = rule
     below = low is not None and (value < low if low_inclusive else value <= low)
@@ -362,23 +370,29 @@ def _range_problem(value, rule):
     return 'must be %s' % ' and '.join(parts)
 
 
-def problem(name, value):
-    """Why ``value`` is not acceptable for option ``name`` (None when it is, or when it is unset)."""
-    option = OPTIONS[name]
+def problem(name, value, table=None):
+    """Why ``value`` is not acceptable for option ``name`` (None when it is, or when it is unset).
+
+    ``table``: OPTIONS unless given (the on-node step passes STEP_OPTIONS for its own).
+    """
+    option = (OPTIONS if table is None else table)[name]
     if value is None:
         return None
     rule = option['rule']
     if option['type'] == 'bool':
         # What ansible-core's convert_bool (and the role's | bool) reads as true or false; anything else the role's
         # | bool would silently read as false.
-        if (value.strip().lower() if isinstance(value, str) else value) not in _BOOLEANS:
+        if not isinstance(value, (str, int, float)) or \
+                (value.strip().lower() if isinstance(value, str) else value) not in _BOOLEANS:
             return 'must be a boolean (true or false)'
         return None
-    if option['type'] in ('int', 'float') and (rule or option['choices']):
+    if option['type'] in ('int', 'float'):
         try:
             value = _number(value, option['type'])
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return 'must be a number (%s)' % option['type']
+        if _not_finite(value):
+            return 'must be a finite number, not %s' % _not_finite(value)
     if option['choices'] is not None and value not in option['choices']:
         return 'must be one of %s' % ', '.join(str(c) for c in option['choices'])
     if rule is None:
@@ -437,10 +451,10 @@ REMOVED = {
 }
 
 
-def check(params, prefix='', report_unknown=False):
+def check(params, prefix='', report_unknown=False, table=None):
     """Every problem in ``params`` (names without ``prefix`` must be options), one sentence each.
 
-    With ``report_unknown`` (the role's variables: ``prefix`` is ``reservations_``), a name with the prefix that is
+    ``table``: OPTIONS unless given. With ``report_unknown`` (the role's variables: ``prefix`` is ``reservations_``), a name with the prefix that is
     no role option is a problem too: a typo would otherwise leave the default in force without a word.
     """
     problems = []
@@ -454,9 +468,9 @@ def check(params, prefix='', report_unknown=False):
         if report_unknown and name not in role_option_names():
             problems.append(unknown(key, prefix))
             continue
-        if name not in OPTIONS:
+        if name not in (OPTIONS if table is None else table):
             continue
-        reason = problem(name, value)
+        reason = problem(name, value, table)
         if reason:
             problems.append('%s%s: %r %s' % (prefix, name, value, reason))
     return problems

@@ -139,3 +139,50 @@ def markdown_table(header, rows, right=(1, 2)):
         cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row)]
         lines.append('| %s |' % ' | '.join(cells))
     return lines
+
+
+# Every value a report shows came from a node or a result file (issue 35): each rendering escapes it for where it
+# lands, here, in one place (the HTML page has its own _e and _t).
+_CONTROL = re.compile('[\x00-\x1f\x7f-\x9f\u2028\u2029]')
+# A character that opens a block when it starts a line or a list item's text (CommonMark: ATX heading, block quote,
+# list item, thematic break, setext underline, fenced code), or an ordered list marker (digits, then . or ).
+_MARKDOWN_BLOCK_START = re.compile(r'^([0-9]*)([#>+*=~_.)-])')
+_MARKDOWN_INLINE = re.compile(r'([\\|\[\]`])')
+
+
+def plain_text(text):
+    """``text`` for a terminal or AWX's output: control characters (a newline, ESC starting a colour) made visible
+    as ``\\xNN``, so a value stays on its line and cannot recolour or rewrite the output."""
+    return _CONTROL.sub(lambda m: '\\x%02x' % ord(m.group()) if ord(m.group()) < 256 else '\\u%04x' % ord(m.group()),
+                        str(text))
+
+
+def markdown_text(text, starts_block=False):
+    """``text`` as Markdown inline text that renders as the same characters: HTML special characters as entities
+    (no raw HTML), newlines and control characters as spaces (no new block), ``|`` escaped (no new table cell),
+    the link, code and emphasis characters escaped; with ``starts_block`` (it begins a line or a list item's text),
+    a block marker at its start escaped too."""
+    text = _CONTROL.sub(' ', str(text)).strip()
+    text = _MARKDOWN_INLINE.sub(r'\\\1', text.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;'))
+    if starts_block:
+        text = _MARKDOWN_BLOCK_START.sub(r'\1\\\2', text, count=1)
+    return text
+
+
+def markdown_code(text):
+    """``text`` inside a one-line code span: its own characters are literal there; newlines and backticks would end
+    it (or the paragraph), so they become a space and ``'``."""
+    return _CONTROL.sub(' ', str(text)).replace('`', "'")
+
+
+def markdown_fence(lines):
+    """A code fence longer than any run of backticks in ``lines``, so that none of them closes it."""
+    longest = max([len(run) for line in lines for run in re.findall('`+', line)] + [2])
+    return '`' * (longest + 1)
+
+
+def word(value, fallback='other'):
+    """``value`` when it is one short word (a status, a decision, a risk), else ``fallback``: the AWX summary counts by
+    these and shows them as keys."""
+    text = str(value)
+    return text if re.match(r'^[A-Za-z0-9_.-]{1,40}$', text) else fallback

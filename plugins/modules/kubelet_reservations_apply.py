@@ -285,7 +285,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import fail_arguments
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import KUBELET_RESERVATIONS_APPLY_OPTIONS
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import STEP_SHARED, check
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import STEP_OPTIONS, STEP_SHARED, check
 
 
 def main():
@@ -293,6 +293,9 @@ def main():
                            required_together=[('enable_config_dir', 'extra_args_file')])
     # The options it shares with kubelet_config are checked by the same rules; status by its own shape.
     problems = check({name: module.params[name] for name in STEP_SHARED})
+    # Its own numbers too: a timeout of inf or nan would wait for ever (_option_specs.problem names them).
+    problems += check({name: module.params[name] for name, option in STEP_OPTIONS.items()
+                       if option['type'] in ('int', 'float')}, table=STEP_OPTIONS)
     status_problem = _step_sequence.check_status(module.params['status'])
     if status_problem:
         problems.append(status_problem)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ConfigError, MissingLibraryError
@@ -32,6 +33,45 @@ except ImportError:  # pragma: no cover - exercised on nodes without PyYAML
 API_VERSION = _defaults.API_VERSION
 KIND = _defaults.KIND
 DROP_IN_SUFFIX = _defaults.DROP_IN_SUFFIX
+# A KubeletConfiguration nests four deep (evictionHard, a signal, its value); a file nested past this or holding more
+# nodes than this is refused with a ConfigError before anything walks it (issue 35: deep nesting raised
+# RecursionError, YAML aliases can multiply a small file).
+MAX_DEPTH = 64
+MAX_NODES = 100000
+
+
+_BRACKETS = re.compile(r'[\[\]{}]')
+# "- - - x" (or "? ? x") opens a block collection per indicator on one line.
+_BLOCK_INDICATORS = re.compile(r'(?:[-?][ \t]+){%d}' % (MAX_DEPTH + 1))
+
+
+def _check_flow_depth(text, path):
+    """ConfigError when YAML flow brackets open more than MAX_DEPTH deep, or block indicators on one line do: PyYAML's
+    scanner takes seconds (quadratic in the depth) before its parser runs out of stack. Brackets in strings and
+    comments count too: a file would need more than MAX_DEPTH unclosed ones there to be refused."""
+    if _BLOCK_INDICATORS.search(text):
+        raise ConfigError(path, 'nested more than %d levels deep' % MAX_DEPTH)
+    depth = 0
+    for match in _BRACKETS.finditer(text):
+        depth += 1 if match.group() in '[{' else -1
+        if depth > MAX_DEPTH:
+            raise ConfigError(path, 'nested more than %d levels deep' % MAX_DEPTH)
+
+
+def _check_shape(data, path):
+    """ConfigError when ``data`` nests deeper than MAX_DEPTH or holds more than MAX_NODES values (walked iteratively)."""
+    pending, nodes = [(data, 1)], 0
+    while pending:
+        value, depth = pending.pop()
+        nodes += 1
+        if depth > MAX_DEPTH:
+            raise ConfigError(path, 'nested more than %d levels deep' % MAX_DEPTH)
+        if nodes > MAX_NODES:
+            raise ConfigError(path, 'more than %d values (YAML aliases?)' % MAX_NODES)
+        if isinstance(value, dict):
+            pending.extend((item, depth + 1) for pair in value.items() for item in pair)
+        elif isinstance(value, list):
+            pending.extend((item, depth + 1) for item in value)
 
 
 def detect_format(text):
@@ -47,15 +87,23 @@ def parse_document(text, path):
             data = json.loads(text)
         except ValueError as exc:
             raise ConfigError(path, 'invalid JSON: %s' % exc)
+        except RecursionError:
+            raise ConfigError(path, 'nested more than %d levels deep' % MAX_DEPTH)
     else:
         if not HAS_YAML:
             raise MissingLibraryError('PyYAML', 'on the node to read the YAML kubelet config %s' % path)
+        _check_flow_depth(text, path)
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise ConfigError(path, 'invalid YAML: %s' % str(exc).replace('\n', ' '))
+        except RecursionError:
+            raise ConfigError(path, 'nested more than %d levels deep' % MAX_DEPTH)
+        except ValueError as exc:  # PyYAML's int() of a timestamp or a number past Python's digit limit
+            raise ConfigError(path, 'invalid YAML: %s' % exc)
     if data is None:
         data = {}
+    _check_shape(data, path)
     if not isinstance(data, dict):
         raise ConfigError(path, 'expected a mapping (a KubeletConfiguration object), found %s'
                           % type(data).__name__)

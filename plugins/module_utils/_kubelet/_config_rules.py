@@ -54,7 +54,9 @@ ENFORCEMENT_CGROUP = {
 ENFORCEMENT_VALUES = ('pods',) + tuple(ENFORCEMENT_CGROUP) + ('none',)
 
 
-def _check_reserved(config, field):
+def check_reserved(config, field):
+    """``config[field]`` (kubeReserved or systemReserved) as ValidateKubeletConfiguration takes it; raises
+    ValidationError. Also _node_plan's, on the reservations in force before it diffs against them."""
     reserved = config.get(field)
     if reserved is None:
         return
@@ -220,8 +222,8 @@ def validate(config, capacity_memory_bytes=None, capacity_millicores=None,
     Raises ValidationError for the first rule that fails.
     """
     checked = []
-    _check_reserved(config, 'kubeReserved')
-    _check_reserved(config, 'systemReserved')
+    check_reserved(config, 'kubeReserved')
+    check_reserved(config, 'systemReserved')
     checked.append('reserved-resources')
     _check_eviction(config)
     checked.append('eviction-thresholds')

@@ -17,8 +17,11 @@ pkg/kubelet/eviction/api/types.go ``GetThresholdQuantity``:
 
 from __future__ import annotations
 
+import math
+import re
 import struct
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ParseError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _quantity
 
 # pkg/kubelet/eviction/api/types.go: every signal the kubelet accepts on Linux.
@@ -29,40 +32,62 @@ KNOWN_SIGNALS = (
 )
 
 
+# strconv.ParseFloat's syntax (atof.go readFloat), which Python's float() is wider than: no surrounding
+# whitespace, no "5_0" (Go takes underscores only after a 0x prefix), no digits of other scripts, no "-nan".
+# Hex floats are taken without underscores; "inf" and "nan" are named and refused below. Each optional part is one
+# group, so a failed match does not try every split of a long run of digits (quadratic: 100,000 took ten minutes).
+_GO_DECIMAL_FLOAT = re.compile(r'^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$')
+_GO_HEX_FLOAT = re.compile(r'^[+-]?0[xX](?:[0-9a-fA-F]+(?:\.[0-9a-fA-F]*)?|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+$')
+_GO_SPECIAL = re.compile(r'^(?:[+-]?(?:inf|infinity)|nan)$', re.IGNORECASE)
+
+
 def _float32(value):
-    return struct.unpack('f', struct.pack('f', value))[0]
+    if math.isinf(value):
+        raise ParseError('value out of range for a float32: %r' % value)
+    try:
+        return struct.unpack('f', struct.pack('f', value))[0]
+    except OverflowError:
+        # ParseFloat(s, 32) returns ErrRange for a value past float32's largest.
+        raise ParseError('value out of range for a float32: %r' % value)
 
 
 def parse_percentage(text):
-    """parsePercentage: float32(ParseFloat(s without '%', 32)) / 100, in float32."""
-    number = text.rstrip('%')
-    try:
+    """parsePercentage: float32(ParseFloat(s without '%', 32)) / 100, in float32.
+
+    Raises ``ParseError`` (a ``ValueError``) where ParseFloat fails, and for NaN and infinities, which ParseFloat
+    takes (not "-nan") but which no threshold can be: the kubelet refuses the infinities as out of [0%, 100%] and
+    would compare with NaN as with nothing.
+    """
+    number = text[:-1] if text.endswith('%') else text
+    if _GO_SPECIAL.match(number):
+        raise ParseError('invalid percentage %r: not a finite number' % text)
+    if _GO_DECIMAL_FLOAT.match(number):
         value = float(number)
-    except ValueError:
-        raise ValueError('invalid percentage %r' % text)
-    if number.strip() != number or number.lower() in ('nan', 'inf', '+inf', '-inf', 'infinity'):
-        raise ValueError('invalid percentage %r' % text)
+    elif _GO_HEX_FLOAT.match(number):
+        value = float.fromhex(number)
+    else:
+        raise ParseError('invalid percentage %r' % text)
     return _float32(_float32(value) / _float32(100.0))
 
 
 def parse_threshold(signal, value):
-    """Return None (ignored), ('percentage', float) or ('quantity', Decimal); raise ValueError."""
+    """Return None (ignored), ('percentage', float) or ('quantity', Decimal); raise ParseError (a ValueError)."""
     if signal not in KNOWN_SIGNALS:
-        raise ValueError('unsupported eviction signal %s' % signal)
+        raise ParseError('unsupported eviction signal %s' % signal)
     if not isinstance(value, str):
-        raise ValueError('eviction threshold %s must be a string, not %r' % (signal, value))
+        raise ParseError('eviction threshold %s must be a string, not %r' % (signal, value))
     if value.endswith('%'):
         if value in ('0%', '100%'):
             return None
         percentage = parse_percentage(value)
         if percentage < 0:
-            raise ValueError('eviction percentage threshold %s must be >= 0%%: %s' % (signal, value))
+            raise ParseError('eviction percentage threshold %s must be >= 0%%: %s' % (signal, value))
         if percentage > 1:
-            raise ValueError('eviction percentage threshold %s must be <= 100%%: %s' % (signal, value))
+            raise ParseError('eviction percentage threshold %s must be <= 100%%: %s' % (signal, value))
         return 'percentage', percentage
     quantity = _quantity.parse_quantity(value)
     if quantity <= 0:
-        raise ValueError('eviction threshold %s must be positive: %s' % (signal, value))
+        raise ParseError('eviction threshold %s must be positive: %s' % (signal, value))
     return 'quantity', quantity
 
 

@@ -17,6 +17,13 @@ the kubelet would read:
   is dropped (1.5 -> 2, -1.5 -> -2; amount.go ``negativeScaleInt64``).
 * ``String()``: ``CanonicalizeBytes``, including the cached input string
   that ``ParseQuantity`` keeps when the input is already canonical.
+
+Text from a node or a user is bounded before any arithmetic (issue 35): the slow path never works on
+more digits than its answer can hold (digits below 1e-9 only decide whether to round up; a binary
+value of 10^19 or more is the cap whatever its digits), so ``1e999999`` or a million digits cost as
+little as ``1``. A decimal value of 10^60 or more, which no int64 field of the kubelet can hold and
+which apimachinery keeps only as an unbounded ``inf.Dec``, is refused (``ParseError``) rather than
+computed. Every refusal is a ``ParseError``, which is also a ``ValueError``.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from __future__ import annotations
 import decimal
 import re
 from collections import namedtuple
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ParseError
 
 DECIMAL_SI = 'DecimalSI'
 BINARY_SI = 'BinarySI'
@@ -47,6 +56,11 @@ _EXPONENT_RE = re.compile(r'^[+-]?[0-9]+$')
 # any exponent the grammar produces in practice.
 _CONTEXT = decimal.Context(prec=4000, Emax=999999, Emin=-999999,
                            traps=[decimal.InvalidOperation, decimal.Overflow])
+# Decimal values from 10^60 up are refused (see the module docstring); binary ones from 10^19 up are the cap.
+_MAX_DECIMAL_ADJUSTED_EXPONENT = 59
+_BINARY_CAPPED_ADJUSTED_EXPONENT = 19
+# strconv.ParseInt(s, 10, 64): more significant digits than this cannot be an int64.
+_INT64_DIGITS = 19
 _NANO = decimal.Decimal(1).scaleb(_NANO_EXPONENT)
 
 ParsedQuantity = namedtuple('ParsedQuantity', ['value', 'format', 'cached_string'])
@@ -92,7 +106,7 @@ def _scan(text):
     while pos < end and text[pos] in _DIGITS:
         pos += 1
     if pos < end:
-        raise ValueError('quantities must match the regular expression '
+        raise ParseError('quantities must match the regular expression '
                          "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': %r" % text)
     return positive, value, num, denom, text[suffix_start:]
 
@@ -104,11 +118,14 @@ def _interpret_suffix(suffix):
     if suffix in _BINARY_SUFFIXES:
         return 2, _BINARY_SUFFIXES[suffix], BINARY_SI
     if len(suffix) > 1 and suffix[0] in 'eE' and _EXPONENT_RE.match(suffix[1:]):
-        exponent = int(suffix[1:])
-        if -(1 << 63) <= exponent <= _INT64_MAX:
+        sign, digits = (suffix[1], suffix[2:]) if suffix[1] in '+-' else ('+', suffix[1:])
+        digits = digits.lstrip('0') or '0'
+        # Counted before int(): a 5,000-digit exponent is no int64 (and int() of it would raise on Python's digit limit).
+        exponent = int(sign + digits) if len(digits) <= _INT64_DIGITS else None
+        if exponent is not None and -(1 << 63) <= exponent <= _INT64_MAX:
             # Go keeps int32(parsed): the exponent wraps like the kubelet's does.
             return 10, ((exponent + (1 << 31)) % (1 << 32)) - (1 << 31), DECIMAL_EXPONENT
-    raise ValueError('unable to parse quantity\'s suffix: %r' % suffix)
+    raise ParseError('unable to parse quantity\'s suffix: %r' % suffix)
 
 
 def _fast_path(num, denom, base, exponent, fmt, positive):
@@ -151,17 +168,24 @@ def _cached_string(text, fmt, exponent, shifted, scale, parsed_digits):
 def parse(text):
     """Parse a quantity string into ``ParsedQuantity(value, format, cached_string)``.
 
-    Raises ``ValueError`` on anything ``resource.ParseQuantity`` rejects.
+    Raises ``ParseError`` (a ``ValueError``) on anything ``resource.ParseQuantity`` rejects, and on a decimal value
+    of 10^60 or more.
     """
     if not isinstance(text, str):
-        raise ValueError('a quantity must be a string, not %s' % type(text).__name__)
+        raise ParseError('a quantity must be a string, not %s' % type(text).__name__)
     if not text:
-        raise ValueError('a quantity must not be empty')
+        raise ParseError('a quantity must not be empty')
     if text == '0':
         return ParsedQuantity(decimal.Decimal(0), DECIMAL_SI, text)
 
     positive, value_text, num, denom, suffix = _scan(text)
     base, exponent, fmt = _interpret_suffix(suffix)
+    if base == 10:
+        # Before any arithmetic, the fast path's too: 1e999999 is an int64 1 at scale 999999 there.
+        digits = (num + denom).lstrip('0')
+        if digits and len(digits) - 1 - len(denom) + exponent > _MAX_DECIMAL_ADJUSTED_EXPONENT:
+            raise ParseError('quantity %r is out of range: 1e%d or more (no kubelet field holds more than 2^63)'
+                             % (text, _MAX_DECIMAL_ADJUSTED_EXPONENT + 1))
 
     fast = _fast_path(num, denom, base, exponent, fmt, positive)
     if fast is not None:
@@ -172,20 +196,45 @@ def parse(text):
 
     # Slow path: inf.Dec.SetString needs at least one digit.
     if not any(c in _DIGITS for c in value_text):
-        raise ValueError('unable to parse numeric part of quantity: %r' % text)
-    magnitude = decimal.Decimal(num + ('.' + denom if denom else ''))
-    if base == 10:
-        magnitude = magnitude.scaleb(exponent, context=_CONTEXT)
-    else:
-        magnitude = _CONTEXT.multiply(magnitude, decimal.Decimal(1 << exponent))
-    if magnitude != 0:
-        magnitude = magnitude.quantize(_NANO, rounding=decimal.ROUND_UP, context=_CONTEXT)
+        raise ParseError('unable to parse numeric part of quantity: %r' % text)
+    magnitude = _slow_magnitude(num, denom, base, exponent)
     if fmt == BINARY_SI and magnitude > _INT64_MAX:
         magnitude = decimal.Decimal(_INT64_MAX)
     if fmt == BINARY_SI and 0 < magnitude < 1:
         fmt = DECIMAL_SI
     value = magnitude if positive else -magnitude
     return ParsedQuantity(_normalise(value), fmt, None)
+
+
+def _slow_magnitude(num, denom, base, exponent):
+    """|value| rounded away from zero to a multiple of 1e-9, from at most a hundred digits of the input.
+
+    The value is ``digits * 10**place`` (times ``2**exponent`` for a binary suffix). Only the digits down to the
+    place that still matters after the multiplication are kept (1e-9 for base 10, 1e-(9+exponent) for base 2,
+    since 2**exponent divides 10**exponent); when any digit below that is not 0, a 5 one place further down
+    stands for it: rounded up to 1e-9 it gives what the whole number gives, and it never carries into a new
+    multiple of 1e-9 by itself.
+    """
+    digits = (num + denom).lstrip('0')
+    if not digits:
+        return decimal.Decimal(0)
+    place = -len(denom) + (exponent if base == 10 else 0)
+    adjusted = place + len(digits) - 1  # the place of the first significant digit
+    if base == 2 and adjusted >= _BINARY_CAPPED_ADJUSTED_EXPONENT:
+        return decimal.Decimal(_INT64_MAX)  # 10^19 * 2^10 is past the cap whatever the other digits are
+    lowest = _NANO_EXPONENT - (exponent if base == 2 else 0)
+    drop = lowest - place
+    if drop > 0:
+        kept, dropped = digits[:max(0, len(digits) - drop)], digits[max(0, len(digits) - drop):]
+        digits, place = kept or '0', lowest
+        if dropped.strip('0'):
+            digits, place = digits + '5', lowest - 1
+    magnitude = decimal.Decimal((0, tuple(int(d) for d in digits), place))
+    if base == 2:
+        magnitude = _CONTEXT.multiply(magnitude, decimal.Decimal(1 << exponent))
+    if magnitude != 0:
+        magnitude = magnitude.quantize(_NANO, rounding=decimal.ROUND_UP, context=_CONTEXT)
+    return magnitude
 
 
 def _normalise(value):

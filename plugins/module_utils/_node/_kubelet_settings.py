@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _config_edit, _config_file, _defaults
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import (
+    _config_edit, _config_file, _config_rules, _defaults)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _kubelet_process, _procfs
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ConfigError, NodeallocError
 
 
 def read(options, proc_root, not_found, found):
@@ -49,6 +50,13 @@ def read(options, proc_root, not_found, found):
     config.update(flag_fields)
     if flag_fields:
         sources.append('kubelet command line flags: %s' % ', '.join(sorted(flag_fields)))
+    # The policy and the plan compute with the reservations in force: ones the kubelet would refuse stop here, named,
+    # rather than as an AttributeError in the arithmetic (issue 35: kubeReserved: '5').
+    for field in ('kubeReserved', 'systemReserved'):
+        try:
+            _config_rules.check_reserved(config, field)
+        except ValueError as exc:
+            raise ConfigError(', '.join(sources), 'the kubelet would refuse this configuration: %s' % exc)
     eviction_hard = config.get('evictionHard')
     current = {
         'kube_reserved': config.get('kubeReserved') or {},

@@ -31,7 +31,7 @@ import posixpath
 import re
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs, _state_dir
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _config_edit, _defaults
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _config_edit, _config_rules, _defaults
 
 RESERVATION_OPTIONS = ('kube_reserved', 'system_reserved')
 
@@ -154,6 +154,38 @@ def requests_fit_refusal(facts, _options, decided):
     return [refusal] if (_writing(decided) or decided['add_config_dir']) and refusal else []
 
 
+def _fields_in_force(facts):
+    """(where, field, value) of every kubeReserved/systemReserved the diff starts from: the merged config's and each
+    reservation file's own."""
+    current = facts.get('current') or {}
+    found = [('the kubelet config', field, current.get(key))
+             for key, field in (('kube_reserved', 'kubeReserved'), ('system_reserved', 'systemReserved'))]
+    files = (facts.get('kubelet') or {}).get('reservation_files') or {}
+    for path, known in sorted(files.items()):
+        fields = (known or {}).get('fields') if isinstance(known, dict) else None
+        if isinstance(fields, dict):
+            found.extend((path, field, fields.get(field)) for field in ('kubeReserved', 'systemReserved'))
+    return found
+
+
+def invalid_fields(facts):
+    """Why the reservations in force are not ones the kubelet would take (_config_rules), or None: the plan then
+    computes no "before" from them (issue 35: kubeReserved: '5' raised in the diff)."""
+    for where, field, value in _fields_in_force(facts):
+        try:
+            _config_rules.check_reserved({field: value}, field)
+        except ValueError as exc:
+            return '%s: %s' % (where, exc)
+    return None
+
+
+def invalid_fields_refusal(facts, _options, decided):
+    """The reservations in force do not parse: no change is written over a config the kubelet would refuse."""
+    problem = invalid_fields(facts)
+    return ['the reservations in force are not valid, nothing is written over them: %s' % problem] \
+        if problem and (_writing(decided) or decided['add_config_dir']) else []
+
+
 REFUSAL_SOURCES = (
     ownership_refusal,
     version_refusals,
@@ -161,6 +193,7 @@ REFUSAL_SOURCES = (
     drop_in_refusal,
     config_dir_stops,
     requests_fit_refusal,
+    invalid_fields_refusal,
 )
 
 
@@ -343,7 +376,7 @@ def config_diff(facts, where, apply):
 
 def report(facts, where, apply, rolls):
     """What the report shows: the exact diff the on-node step would write (nothing where it writes nothing)."""
-    if not rolls or not (facts.get('kubelet') or {}).get('config_path'):
+    if not rolls or not (facts.get('kubelet') or {}).get('config_path') or invalid_fields(facts):
         return {'target': None, 'config_diff': []}
     path, lines = config_diff(facts, where, apply)
     return {'target': path, 'config_diff': lines}

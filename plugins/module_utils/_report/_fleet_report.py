@@ -308,8 +308,9 @@ def summary(nodes):
     """Counts for the fleet: by status, by decision and by risk (what AWX's set_stats shows), and by history source."""
     counts = {'nodes': len(nodes), 'status': {}, 'decision': {}, 'risk': {}}
     for node in nodes:
-        for key, value in (('status', node['status']), ('decision', node.get('decision') or 'none'),
-                           ('risk', node['risk'])):
+        # Keys AWX shows (set_stats): one short word each, whatever a result file carried.
+        for key, value in (('status', units.word(node['status'])), ('decision', units.word(node.get('decision') or 'none')),
+                           ('risk', units.word(node['risk']))):
             counts[key][value] = counts[key].get(value, 0) + 1
     counts.update(history_counts(nodes))
     return counts
@@ -567,49 +568,54 @@ def render_text_lines(report):
             out.append('    ' + line)
             out.extend('      (%s: %s)' % term for term in terms)
         out.append('')
-    return out
+    # Values from nodes and result files stay on their line and cannot drive the terminal (units.plain_text).
+    return [units.plain_text(line) for line in out]
 
 
 def render_markdown(report):
+    md = units.markdown_text
     out = ['# Kubelet reservation report', '',
            'Generated %s. The fleet summary first; then each node: those that could not be measured, then by memory '
-           'risk, worst first, then those without a kubelet. Memory in MiB/GiB, CPU in millicores (m).' % report['generated_at'], '',
+           'risk, worst first, then those without a kubelet. Memory in MiB/GiB, CPU in millicores (m).' % md(report['generated_at']), '',
            history_sentence(report.get('summary') or {}), '']
     out += _fleet_summary.markdown_lines(report) + ['# Each node', '']
     for node in report['nodes']:
-        out.append('## %s' % node['host'])
+        out.append('## %s' % md(node['host']))
         out.append('')
         if not measured(node):
-            out.extend(['**%s:** %s' % (node['status'].capitalize(), node['status_reason']), ''])
+            out.extend(['**%s:** %s' % (md(str(node['status']).capitalize()), md(node['status_reason'])), ''])
             continue
         if node['status'] == 'no_kubelet':
             out.extend(['**%s.**' % NO_KUBELET.capitalize(), ''])
-        out.extend(units.markdown_table(('', 'memory', 'cpu', 'what it is'), rows(node)))
+        out.extend(units.markdown_table(('', 'memory', 'cpu', 'what it is'),
+                                        [tuple(md(cell) for cell in row) for row in rows(node)]))
         out.append('')
         if node['status'] == 'ok':
             action, _sep, reasons = decision_line(node).partition(': ')
-            out.append('**Decision: %s.** %s' % (action, reasons))
+            out.append('**Decision: %s.** %s' % (md(action), md(reasons)))
             out.append('')
-        out.extend('- %s' % line for line in node.get('pressure') or [])
-        out.extend('- %s' % line for line in node.get('protection') or [])
+        out.extend('- %s' % md(line, starts_block=True) for line in node.get('pressure') or [])
+        out.extend('- %s' % md(line, starts_block=True) for line in node.get('protection') or [])
         if out[-1]:
             out.append('')  # a paragraph straight after a list would join its last item (CommonMark lazy continuation)
         overcommit = _overcommit_line(node.get('overcommit'))
         if overcommit:
-            out.extend(['**Overcommit:** %s.' % overcommit, ''])
+            out.extend(['**Overcommit:** %s.' % md(overcommit), ''])
         if _requests_fit.describe(node.get('requests_fit')):
-            out.extend(['**Requests fit:** %s.' % _requests_fit.describe(node.get('requests_fit')), ''])
+            out.extend(['**Requests fit:** %s.' % md(_requests_fit.describe(node.get('requests_fit'))), ''])
         if node['current'] is None and node['status'] == 'ok':
             out.extend(['No kubelet configuration was found: current reservations are unknown and apply refuses.',
                         ''])
         for line in node['not_found']:
-            out.append('- not found: %s' % line)
+            out.append('- not found: %s' % md(line))
         if node.get('config_diff'):
-            out.extend(['', 'What apply would write:', '', '```diff'] + node['config_diff'] + ['```'])
+            diff = [units.plain_text(line) for line in node['config_diff']]
+            fence = units.markdown_fence(diff)
+            out.extend(['', 'What apply would write:', '', fence + 'diff'] + diff + [fence])
         out.extend(['', '<details><summary>Explanation</summary>', ''])
         for line, terms in zip(explanation(node), units.terms_in(node['explanation'])):
-            out.append('- `%s`' % line.replace('`', "'"))
-            out.extend('  - *%s*: %s' % term for term in terms)
+            out.append('- `%s`' % units.markdown_code(line))
+            out.extend('  - *%s*: %s' % (md(term), md(meaning)) for term, meaning in terms)
         out.extend(['', '</details>', ''])
     return '\n'.join(out)
 
@@ -638,7 +644,8 @@ def _memory_on_floor(cold_start):
 
 def summary_lines(report):
     """What a playbook prints: where the figures came from (history_sentence), then the fleet summary."""
-    return [history_sentence(report.get('summary') or {}), ''] + _fleet_summary.text_lines(report)
+    lines = [history_sentence(report.get('summary') or {}), ''] + _fleet_summary.text_lines(report)
+    return [units.plain_text(line) for line in lines]  # hosts and reasons cannot drive the terminal
 
 
 def render_json(report):

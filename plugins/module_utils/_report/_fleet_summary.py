@@ -102,19 +102,25 @@ def text_lines(report, files=None):
     return out
 
 
+def _escaped(rows):
+    """Every cell as Markdown text: hosts, classes and reasons come from nodes and result files (units.markdown_text)."""
+    return [tuple(units.markdown_text(cell) for cell in row) for row in rows]
+
+
 def markdown_lines(report):
     """The fleet summary as Markdown: the start of the Markdown report."""
-    out = ['## Fleet summary', '', headline(report), '', '### Per node class, what apply would do', '']
-    out.extend(units.markdown_table(CLASS_HEADER, class_rows(report), right=(1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)))
+    out = ['## Fleet summary', '', units.markdown_text(headline(report)), '', '### Per node class, what apply would do',
+           '']
+    out.extend(units.markdown_table(CLASS_HEADER, _escaped(class_rows(report)), right=(1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)))
     missed, more = not_measured(report)
     if missed:
         out += ['', '### Not measured', '']
-        out.extend('- **%s**: %s, %s' % row for row in missed)
+        out.extend('- **%s**: %s, %s' % row for row in _escaped(missed))
         if more:
             out.append('- ... and %d more, below' % more)
     rows = risky_rows(report)
     if rows:
         out += ['', '### The %d riskiest nodes' % len(rows), '']
-        out.extend(units.markdown_table(RISKY_HEADER, rows, right=(3, 4)))
+        out.extend(units.markdown_table(RISKY_HEADER, _escaped(rows), right=(3, 4)))
     out.append('')
     return out

@@ -81,6 +81,22 @@ COLUMNS = (('host', 'host'), ('status', 'status'), ('class', 'node class'), ('de
 CHART_RISKS = tuple(name for name in _memory_risk.ORDER if name != _memory_risk.NO_KUBELET)
 
 
+# status and risk are data (a module result, a slice report on the shared merge volume): they reach a class
+# attribute only as one of these words (issue 35), and as text only escaped.
+STATUS_CLASSES = ('ok', 'no_kubelet', 'unreachable', 'failed')
+
+
+def _status_class(status):
+    """The row's class: its status when it is one the style knows, else ``failed`` (any other status is a node
+    someone must look at)."""
+    return status if status in STATUS_CLASSES else 'failed'
+
+
+def _risk_class(risk):
+    """The risk as a class: one of _memory_risk's categories, else ``unknown``."""
+    return risk if risk in _memory_risk.ORDER else _memory_risk.UNKNOWN
+
+
 def _e(value):
     """Escaped for an attribute value or text."""
     return html.escape(str(value), quote=True)
@@ -360,9 +376,9 @@ def _row(index, node):
         cells.append('<td data-v="-1">-</td><td class="w failed">%s</td><td data-v="0">-</td><td data-v="0">-</td>'
                      % _t(node.get('status_reason')))
     cells.append('<td class="%s" data-v="%d">%s</td>' % (
-        node['risk'], _memory_risk.rank(node['risk']), _t(node['risk'].replace('_', ' '))))
+        _risk_class(node['risk']), _memory_risk.rank(_risk_class(node['risk'])), _t(str(node['risk']).replace('_', ' '))))
     cells.append(_spare_cell(node))
-    return '<tr class="%s">%s</tr>' % (status, ''.join(cells))
+    return '<tr class="%s">%s</tr>' % (_status_class(status), ''.join(cells))
 
 
 def _explanation(node, explanation):
@@ -383,7 +399,7 @@ def _detail(index, node, rows, decision_line, explanation):
         head = '%s: %s' % (_e(node['host']), _e(node['status_reason']))
     else:
         head = '%s: %s, memory risk %s' % (_e(node['host']), _e(node.get('decision')),
-                                            _t(node['risk'].replace('_', ' ')))
+                                            _t(str(node['risk']).replace('_', ' ')))
     out = ['<details id="n%d"><summary>%s</summary>' % (index, head)]
     if node['status'] == 'no_kubelet':
         out.append('<p><b>%s.</b> The figures below are what this machine uses and what a kubelet here would '
@@ -478,7 +494,8 @@ def _fleet_chart(nodes):
                 # A reservation passed by a few MiB is still passed: its dot stays visibly left of the zero line.
                 x = min(x_of(share), x_of(0) - 2) if share < 0 else x_of(share)
             parts.append('<a href="#n%d"><circle class="%s" r="3.5" cx="%.1f" cy="%d" data-risk="%s"><title>%s: %s'
-                         '</title></circle></a>' % (index, node['risk'], x, y0 + 6 + jitter, node['risk'],
+                         '</title></circle></a>' % (index, _risk_class(node['risk']), x, y0 + 6 + jitter,
+                                                    _risk_class(node['risk']),
                                                     _t(node['host']), _t(memory_risk['reason'])))
     parts.append('<path class="ax" d="M%d %dH%d"/><g class="m">' % (left, axis_y, left + FLEET_WIDTH))
     parts.append('<text x="%d" y="%d">reserves</text><text x="%d" y="%d">nothing</text>'

@@ -28,6 +28,9 @@ FIELDS = ('t', 'non_pod_bytes', 'non_pod_millicores')
 MEMORY_FIELDS = ('non_pod_bytes', 'kube_components_bytes', 'kubepods_bytes')
 CPU_FIELDS = ('non_pod_millicores',)
 FUTURE_TOLERANCE_SECONDS = 300
+# No figure of a node reaches 2^63 (bytes, millicores, seconds since 1970): a larger JSON integer is not a reading,
+# and math on it fails (float() of a 309-digit integer raises OverflowError).
+MAX_FIGURE = 1 << 63
 
 
 def _cut_torn_tail(fd):
@@ -111,6 +114,8 @@ def validate(sample, now, mem_total_bytes=None, capacity_millicores=None):
     for field in FIELDS + MEMORY_FIELDS:
         value = sample.get(field)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if isinstance(value, int) and abs(value) >= MAX_FIGURE:
+                return '%s is out of range (%d bits)' % (field, value.bit_length())
             if not math.isfinite(value):
                 return '%s is %r' % (field, value)
             if value < 0:
@@ -135,6 +140,9 @@ def parse_line(line, now, mem_total_bytes=None, capacity_millicores=None):
         sample = json.loads(line)
     except ValueError as exc:
         return None, 'not a sample (%s)' % exc
+    except RecursionError:
+        return None, 'not a sample (nested too deep)'
+
     reason = validate(sample, now, mem_total_bytes, capacity_millicores)
     return (None, reason) if reason else (sample, None)
 

@@ -51,9 +51,65 @@ def load_json(path):
     try:
         with open(path, 'r', encoding='utf-8') as handle:
             value = json.load(handle)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def _counts_problem(counts):
+    if not isinstance(counts, dict):
+        return 'not a mapping'
+    for bucket, count in counts.items():
+        if not (bucket.isdigit() and bucket.isascii() and len(bucket) < 19) or isinstance(count, bool) \
+                or not isinstance(count, int) or not 0 < count < 1 << 62:
+            return 'bucket %r: %r' % (bucket[:20], count)
+    return None
+
+
+def state_problem(state):
+    """What in a saved state of this version is not as ``run`` writes it (None when all is); its ``cpu`` snapshot is
+    checked where it is used (an unusable one is sampled again)."""
+    for key in ('offset', 'inode', 'rejected'):
+        value = state.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 63):
+            return '%s is %r' % (key, value)
+    if not state.get('hours_valid'):
+        return None  # rebuilt from the history by this run anyway
+    hours, totals = state.get('hours'), state.get('totals')
+    if not isinstance(hours, dict) or not isinstance(totals, dict) or set(totals) != {'m', 'c'}:
+        return 'hours or totals are not what a run writes'
+    for key in ('m', 'c'):
+        problem = _counts_problem(totals[key])
+        if problem:
+            return 'totals %s: %s' % (key, problem)
+    for name, hour in hours.items():
+        # Hours stay packed until a run touches one (a run parses one hour, not the window): a packed hour that does
+        # not unpack fails where it is unpacked, and update_history rebuilds the sketch.
+        if not (name.isdigit() and name.isascii() and len(name) < 19) or not isinstance(hour, str):
+            return 'hour %r is not what a run writes' % name[:20]
+    return None
+
+
+def load_state(path):
+    """(state, problem): the saved state, or a new one; a file that is not a state of this version's shape is moved
+    aside (``.unusable``) and named in ``problem``, so that the sampler rebuilds from the history instead of failing
+    on every later run (issue 35: a shape a run did not write stopped it for good)."""
+    fresh = {'version': STATE_VERSION}
+    if not os.path.exists(path):
+        return fresh, None
+    state = load_json(path)
+    if state is not None and state.get('version') != STATE_VERSION:
+        return fresh, None  # another version's: replaced when this run saves
+    problem = 'not a JSON object' if state is None else state_problem(state)
+    if problem is None:
+        return state, None
+    aside = path + '.unusable'
+    try:
+        os.replace(path, aside)
+    except OSError as exc:
+        aside = 'left in place (%s)' % (exc.strerror or exc)
+    return fresh, '%s: the sampler state could not be used (%s); moved to %s, rebuilt from the history' % (
+        path, problem, aside)
 
 
 def _unpack_hour(text):
@@ -174,7 +230,7 @@ def update_history(history_path, state, reading, now, window_seconds, limits, re
     inode, size = _file_id(history_path)
     try:
         ingested = _catch_up(history_path, state, now, window_seconds, limits, inode, size)
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError) as exc:
         # The state is a cache of the history: one a hand edit or another version left unusable is
         # rebuilt from the file instead of stopping every run until someone deletes it.
         problems.append('the sampler state could not be used (%s: %s); rebuilt from %s'
@@ -256,9 +312,7 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
     now = time.time() if now is None else now
     options = _option_specs.with_defaults(options, DEFAULTS)
     state_path = options['state_path']
-    state = load_json(state_path) or {}
-    if state.get('version') != STATE_VERSION:
-        state = {'version': STATE_VERSION}
+    state, state_problem_found = load_state(state_path)
     window_seconds = _duration.parse_window(options['history_window'])
     percent = float(options['percentile'])
 
@@ -298,8 +352,9 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
 
     reading = _history_store.reading(memory, cpu['non_pod_millicores'], 'sampler', now)
     history_path = options['history_path']
-    problems = update_history(history_path, state, reading, now, window_seconds,
-                              (meminfo['MemTotal'], capacity_millicores), record=not mid_change)
+    problems = ([state_problem_found] if state_problem_found else []) + update_history(
+        history_path, state, reading, now, window_seconds, (meminfo['MemTotal'], capacity_millicores),
+        record=not mid_change)
 
     figures = {
         'time': now,
@@ -348,7 +403,7 @@ def _cpu_since_previous_run(previous, snapshot, capacity_millicores):
             cpu = _measure.cpu_between(previous, snapshot, capacity_millicores)
             if cpu is not None:
                 return leave_out_own_cpu(cpu, own_cpu_ns(previous, snapshot))
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError, ZeroDivisionError):
         pass  # an unusable saved snapshot: sample instead
     return None
 

@@ -354,7 +354,16 @@ def test_without_report_unknown_other_names_are_skipped():
 @pytest.mark.parametrize('name,value,rule', [
     ('sampler_cpu_quota', '200', 'must be a percentage with a % sign'),
     ('sampler_cpu_quota', '0%', 'must be more than 0%'),
-    ('sampler_cpu_quota', '20%\nExecStartPre=/bin/sh', 'must be a percentage'),
+    ('sampler_cpu_quota', '20%\nExecStartPre=/bin/sh', 'must be printable ASCII'),
+    # Issue 35, each confirmed with systemd-analyze verify: passed the old checks and broke the sampler's units.
+    ('sampler_interval', '\n1min', 'must be printable ASCII'),  # "Timer unit lacks value setting"
+    ('sampler_interval', '1min\x0b', 'must be printable ASCII'),  # the interval ignored: one run per boot
+    ('sampler_interval', '1min ', 'must not start or end with whitespace'),
+    ('sampler_cpu_quota', '\uff12\uff10%', 'must be printable ASCII'),  # fullwidth digits: CPUQuota= ignored
+    ('sampler_memory_max', '\u0666\u0664M', 'must be printable ASCII'),  # Arabic-Indic digits: MemoryMax= ignored
+    ('history_path', '/history.jsonl', 'must not be directly under /'),  # ReadWritePaths=-/
+    ('sampler_dir', '/', 'must not be /'),
+    ('kubelet_unit', 'kubelet.service\n', 'must be a systemd unit name'),
     ('sampler_memory_max', '64 MB', "systemd's MemoryMax="),
     ('sampler_memory_max', '', 'must not be empty'),
     ('sampler_interval', 'every minute', 'systemd time span'),
@@ -400,7 +409,7 @@ def test_with_defaults_keeps_a_given_zero_or_empty_and_drops_what_the_table_does
 
 # What _option_specs may load: the kubelet's own model and the state paths (issue 34). The controller-side option
 # check (check_options.yml's option_problems filter) imports it, and kubelet_config ships what it imports to the node.
-LEAF_IMPORTS = {'_option_specs', '_option_forms', '_state_dir', '_kubelet', '_kubelet._defaults', '_kubelet._duration',
+LEAF_IMPORTS = {'_option_specs', '_option_forms', '_state_dir', '_errors', '_kubelet', '_kubelet._defaults', '_kubelet._duration',
                 '_kubelet._quantity', '_kubelet._vendor_formulas'}
 
 
@@ -465,3 +474,24 @@ def test_a_sampler_setting_given_in_sampler_json_reaches_the_run_under_its_own_n
     monkeypatch.setattr(script['_sample_once'], 'run', run)
     assert script['main'](['--config', str(config)]) == 0
     assert seen == {name: given[key] for name, key in _option_specs.sampler_option_keys()}
+
+
+# Issue 35: NaN passed every range (each comparison is false) and failed later; inf overflowed or waited for ever.
+@pytest.mark.parametrize('name,value,rule', [
+    ('memory_headroom_percent', 'nan', 'must be a finite number, not nan'),
+    ('memory_headroom_percent', float('nan'), 'must be a finite number, not nan'),
+    ('memory_headroom_percent', 'inf', 'must be a finite number, not inf'),
+    ('cpu_headroom_percent', '1e999', 'must be a finite number, not inf'),
+    ('lock_timeout', float('inf'), 'must be a finite number, not inf'),
+    ('sample_seconds', 'Infinity', 'must be a finite number, not inf'),
+    ('max_pods', float('inf'), 'must be a number (int)'),
+])
+def test_nan_and_infinities_are_refused_by_name(name, value, rule):
+    problems = _option_specs.check({name: value})
+    assert len(problems) == 1 and rule in problems[0], problems
+
+
+def test_the_on_node_steps_own_timeouts_refuse_infinity():
+    problems = _option_specs.check({'node_lock_timeout': float('inf'), 'config_lock_timeout': 30.0},
+                                   table=_option_specs.STEP_OPTIONS)
+    assert problems == ["node_lock_timeout: inf must be a finite number, not inf"]

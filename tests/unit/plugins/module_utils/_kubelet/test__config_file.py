@@ -9,6 +9,7 @@ import pytest
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _config_file as kc
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ConfigError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet._json_merge_patch import merge_patch
+from ansible_collections.nodealloc.kubelet.tests.unit.utils.time_limit import within
 
 # The head of the config kubeadm 1.30 writes to /var/lib/kubelet/config.yaml.
 KUBEADM_CONFIG = """apiVersion: kubelet.config.k8s.io/v1beta1
@@ -96,3 +97,18 @@ def test_missing_drop_in_dir_is_refused(tmp_path):
 ])
 def test_merge_patch_follows_rfc_7386(target, patch, expected):
     assert merge_patch(target, patch) == expected
+
+
+# Issue 35: deep nesting raised RecursionError (or took seconds in PyYAML's scanner); YAML aliases multiply a file.
+@pytest.mark.parametrize('text', [
+    '[' * 100000 + ']' * 100000,
+    '{"kind": ' + '{"a": ' * 100000 + '1' + '}' * 100001,
+    'kind: ' + '[' * 100000,
+    '- ' * 100000 + 'x',
+    'a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9, 0]\n' + ''.join('%s: &%s [%s]\n' % (n, n, ', '.join(['*' + p] * 10))
+                                                      for p, n in zip('abcde', 'bcdef')),
+])
+def test_deep_or_huge_documents_are_a_config_error(text):
+    with within(1):
+        with pytest.raises(ConfigError, match='levels deep|values'):
+            kc.parse_document(text, '/etc/kubernetes/kubelet.conf')

@@ -6,7 +6,8 @@ import decimal
 
 import pytest
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet._duration import parse_duration
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ParseError
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet._duration import parse_duration, parse_window
 
 D = decimal.Decimal
 
@@ -30,3 +31,10 @@ def test_valid_durations(text, seconds):
 def test_invalid_durations(text):
     with pytest.raises(ValueError):
         parse_duration(text)
+
+
+# Issue 35: \d took other scripts' digits, and a 400-digit day count was an infinite window.
+@pytest.mark.parametrize('text', ['\u0663d', '9' * 400 + 'd', '1e5d', '-1h', 'h', '1x'])
+def test_windows_out_of_form_or_range_fail_with_the_collections_error(text):
+    with pytest.raises(ParseError):
+        parse_window(text)

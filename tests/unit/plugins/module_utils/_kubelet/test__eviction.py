@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ParseError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _eviction as ev
+from ansible_collections.nodealloc.kubelet.tests.unit.utils.time_limit import within
 
 GI = 1 << 30
 
@@ -58,3 +60,22 @@ def test_the_default_memory_threshold_in_bytes_is_the_one_the_kubelet_parses():
     from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults
     assert ev.hard_eviction_memory_bytes(_defaults.EVICTION_HARD, 8 << 30) \
         == _defaults.EVICTION_HARD_MEMORY_AVAILABLE_BYTES == 100 * 1024 * 1024
+
+
+# Issue 35: Python's float() is wider than Go's ParseFloat, which the kubelet uses: these passed here and fail there.
+@pytest.mark.parametrize('value', ['-nan%', 'nan%', '5_0%', ' 5%', '5 %', '\u0665%', '\uff15%', '1e39%', '1e400%',
+                                   'inf%', '-Infinity%', '0x_1p-2%'])
+def test_percentages_the_kubelet_refuses_are_refused_with_the_collections_error(value):
+    with pytest.raises(ParseError):
+        ev.parse_threshold('memory.available', value)
+
+
+def test_a_long_run_of_digits_is_refused_fast():
+    with within(1):
+        with pytest.raises(ParseError):
+            ev.parse_percentage('1' * 100000 + 'x%')
+
+
+@pytest.mark.parametrize('value, fraction', [('5.%', 0.05), ('.5%', 0.005), ('1e1%', 0.1), ('0x1p-2%', 0.0025)])
+def test_forms_parsefloat_takes_are_taken(value, fraction):
+    assert ev.parse_threshold('memory.available', value) == ('percentage', pytest.approx(fraction, rel=1e-6))

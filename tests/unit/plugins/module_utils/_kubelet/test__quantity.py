@@ -12,7 +12,9 @@ import decimal
 import pytest
 from hypothesis import given, strategies as st
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ParseError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _quantity as q
+from ansible_collections.nodealloc.kubelet.tests.unit.utils.time_limit import within
 
 D = decimal.Decimal
 KI, MI, GI, TI, PI, EI = (1 << 10), (1 << 20), (1 << 30), (1 << 40), (1 << 50), (1 << 60)
@@ -282,3 +284,28 @@ def test_decimal_si_above_exa_prints_bare():
     value = q.parse_quantity('1000000000000G')
     assert value == 10 ** 21
     assert q.canonical_string(value, q.parse('1000000000000G').format) == '1'
+
+
+# Issue 35: bounded before any arithmetic. 1e999999 (a form apimachinery accepts) took over two minutes;
+# 1e999999999 and a 4,001-digit number raised decimal.InvalidOperation/Overflow, outside every caller's except.
+@pytest.mark.parametrize('text', ['1e999999', '1e999999999', '1' * 4001, '-1' + '0' * 4000, '1E2147483647',
+                                  '0.' + '1' * 100000 + 'e100000'])
+def test_values_no_kubelet_field_holds_are_refused_fast_with_the_collections_error(text):
+    with within(1):
+        with pytest.raises(ParseError, match='out of range'):
+            q.parse_quantity(text)
+
+
+@pytest.mark.parametrize('text, value', [
+    ('1' * 4001 + 'Ki', D((1 << 63) - 1)),  # binary values are capped at 2^63-1 whatever their digits
+    ('-' + '9' * 5000 + '.5Ei', D(-((1 << 63) - 1))),
+    ('1e-999999', D('1e-9')),  # anything above zero rounds up to 1n
+    ('0.' + '0' * 100000 + '1', D('1e-9')),
+    ('1.' + '0' * 100000 + '1', D('1.000000001')),  # a digit far below 1n still rounds up
+    ('1.' + '0' * 100000 + 'Ki', D(1024)),
+    ('1e4294967296', D(1)),  # Go keeps int32(exponent): it wraps
+    ('1e' + '0' * 5000 + '3', D(1000)),  # leading zeros in the exponent, as strconv.ParseInt takes them
+])
+def test_huge_inputs_keep_apimachinerys_answer_fast(text, value):
+    with within(1):
+        assert q.parse_quantity(text) == value

@@ -349,3 +349,19 @@ def test_the_report_diff_ends_in_the_text_the_on_node_step_writes(tmp_path, drop
         assert '\n'.join(after) + '\n' == written['text']
     else:  # the reservation fields of the main file, as the step's minimal edit leaves them
         assert set(after) <= set(written['text'].splitlines()) and '  memory: 2Gi' in after
+
+
+# Issue 35: the "before" of the diff was computed from reservations nobody had validated (kubeReserved: '5' raised).
+@pytest.mark.parametrize('in_file, in_current', [
+    ('5', None), (['memory'], None), ({'memory': 'lots'}, None), ({'memory': '1e999999'}, None), (None, '5'),
+])
+def test_reservations_in_force_that_do_not_parse_are_refused_not_diffed(in_file, in_current):
+    node = facts()
+    if in_file is not None:
+        node['kubelet']['reservation_files'] = {CONFIG: {'fields': {'kubeReserved': in_file}, 'format': 'yaml',
+                                                         'exists': True}}
+    if in_current is not None:
+        node['current']['kube_reserved'] = in_current
+    planned = _node_plan.plan(node, {})
+    assert planned['rolls'] and planned['report'] == {'target': None, 'config_diff': []}
+    assert [r for r in planned['refusals'] if r.startswith('the reservations in force are not valid')], planned

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import datetime
+import html
 import json
 import re
 
 import pytest
+from markdown_it import MarkdownIt
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _vendor_formulas
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _memory_accounting
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _decision, _recommend
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report, _memory_risk
 
 GI = 1 << 30
 MI = 1 << 20
@@ -80,7 +82,7 @@ def test_any_status_with_a_reason_is_a_row_of_its_own():
     assert '  UNMEASURED: no python3 on the node' in _fleet_report.render_text_lines(report)
     assert '**Unmeasured:** no python3 on the node' in _fleet_report.render_markdown(report)
     page = _fleet_report.render_html(report)
-    assert '<tr class="unmeasured">' in page and 'no python3 on the node</p>' in page
+    assert '<tr class="failed">' in page and 'no python3 on the node</p>' in page
     assert report['summary']['status'] == {'unmeasured': 1, 'ok': 1}
 
 
@@ -296,7 +298,8 @@ def test_memory_min_cost_and_the_enforcement_proposal_reach_the_text_and_markdow
     facts['recommendation']['explanation'].extend(_memory_protection.explain(
         protection, facts['memory_protection']['cost'], True, 'TieredReservation'))
     report = _fleet_report.build_report({'node1': facts})
-    text, markdown = _fleet_report.render_text(report), _fleet_report.render_markdown(report)
+    # The Markdown as a reader sees it (rendered): its source escapes what Markdown would read as markup.
+    text, markdown = _fleet_report.render_text(report), html.unescape(MarkdownIt().render(_fleet_report.render_markdown(report)))
     # The explanation's exact byte counts reach a person in MiB, with memory.min explained where it first appears.
     assert not RAW_BYTES.search(text), RAW_BYTES.search(text)
     assert 'memory.min beyond use of /system.slice = memory.min - working set = 300 MiB - 100 MiB = 200 MiB' in text
@@ -419,3 +422,53 @@ def test_a_warm_or_prometheus_history_has_no_floor_row():
         rows, node = _rows(_sources_report(), host)
         assert node['cold_start'] is None and not any(label.startswith('cold-start') for label in rows)
         assert rows['history source'][2].startswith(words)
+
+
+# Issue 35: a module result carrying its own status, or a slice report on the shared merge volume, reached the HTML
+# attributes unescaped, and the Markdown escaped nothing.
+HOSTILE_STATUS = '"><script>alert(1)</script><x class="'
+HOSTILE_TEXT = '<img src=x onerror=alert(1)> | x\n# heading\n```'
+
+
+def hostile_report():
+    node = result(GI, current_memory='1Gi', kubelet_pid=1, config_path='/etc/k|<b>.yaml')
+    node['not_found'] = [HOSTILE_TEXT]
+    report = _fleet_report.build_report({'h<i>': {'status': HOSTILE_STATUS, 'status_reason': HOSTILE_TEXT},
+                                         'm': node}, now=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc))
+    report['nodes'][1]['risk'] = HOSTILE_STATUS
+    return report
+
+
+def test_html_status_and_risk_are_data():
+    page = _fleet_report.render_html(hostile_report())
+    assert page.count('<script') == 1 and '<x class' not in page and '<img' not in page and '<i>' not in page
+    assert '<tr class="failed">' in page
+    assert '<td class="unknown" data-v="%d">"&gt;&lt;script&gt;' % _memory_risk.rank('unknown') in page
+
+
+# The headings the Markdown report writes itself: a value from a node must add none (one h2 per node after "Each node").
+OUR_HEADINGS = re.compile(r'^(Kubelet reservation report|Fleet summary|Per node class, what apply would do|Not measured|'
+                          r'The \d+ riskiest nodes|Each node)$')
+
+
+def headings_are_ours(tokens, node_count):
+    headings = [(t.tag, tokens[i + 1].content) for i, t in enumerate(tokens) if t.type == 'heading_open']
+    each = headings.index(('h1', 'Each node'))
+    return (all(OUR_HEADINGS.match(text) for _tag, text in headings[:each + 1])
+            and [tag for tag, _text in headings[each + 1:]] == ['h2'] * node_count)
+
+
+def test_markdown_values_add_no_html_block_or_cell():
+    tokens = MarkdownIt('commonmark').enable('table').parse(_fleet_report.render_markdown(hostile_report()))
+    assert not [t for t in tokens if t.type == 'html_inline' or t.type == 'html_block'
+                and t.content.strip() not in ('<details><summary>Explanation</summary>', '</details>')]
+    assert not [c for t in tokens for c in t.children or [] if c.type == 'html_inline']
+    assert headings_are_ours(tokens, 2)
+    assert not [t for t in tokens if t.type == 'fence' and t.info != 'diff']
+
+
+def test_text_lines_and_the_awx_summary_carry_no_control_character_or_markup():
+    report = hostile_report()
+    lines = _fleet_report.render_text_lines(report)
+    assert not [line for line in lines if '\n' in line or '\x1b' in line] and '# heading' not in lines
+    assert report['summary']['status'] == {'other': 1, 'ok': 1} and report['summary']['risk'].get('other') is None

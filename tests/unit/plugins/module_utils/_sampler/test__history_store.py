@@ -148,3 +148,21 @@ def test_a_full_file_is_rotated_once_then_appended_to_without_counting(tmp_path,
         lines = handle.read().splitlines()
     assert 45 <= len(lines) <= 60 and json.loads(lines[-1])['t'] == 199
     assert len(counted) < 40  # a full file is not counted on every append
+
+
+# Issue 35: lines that raised OverflowError (float() of a 309-digit integer) or RecursionError (deep brackets) and
+# stopped every reader of the history; each is skipped and named.
+@pytest.mark.parametrize('line, reason', [
+    ('{"t": 1, "non_pod_bytes": %s, "non_pod_millicores": 1}' % ('9' * 309), 'non_pod_bytes is out of range'),
+    ('{"t": 1, "non_pod_bytes": 1, "non_pod_millicores": 1, "kubepods_bytes": -%s}' % ('9' * 400),
+     'kubepods_bytes is out of range'),
+    ('[' * 100000 + ']' * 100000, 'nested too deep'),
+    ('{"t": 1, "non_pod_bytes": %s, "non_pod_millicores": 1}' % ('9' * 5000), 'not a sample'),
+])
+def test_a_hostile_line_is_skipped_and_named(tmp_path, line, reason):
+    path = tmp_path / 'history.jsonl'
+    good = '{"t": 100, "non_pod_bytes": 5, "non_pod_millicores": 2}'
+    path.write_text('%s\n%s\n' % (line, good))
+    samples, problems = _history_store.read(str(path), now=200, mem_total_bytes=1 << 40, capacity_millicores=4000)
+    assert [s['t'] for s in samples] == [100]
+    assert len(problems) == 1 and problems[0].startswith('%s line 1 skipped: ' % path) and reason in problems[0]

@@ -191,6 +191,11 @@ def test_hours_round_trip_through_their_packed_form():
     (lambda state: state.update(totals={'m': {'lots': 1}, 'c': {}}), True),
     (lambda state: state.update(hours=[]), True),
     (lambda state: state.update(cpu='yesterday'), False),  # the CPU is sampled instead
+    # Issue 35: shapes that stopped the sampler on every later run (OverflowError from seek, TypeError, IndexError).
+    (lambda state: state.update(offset=10 ** 30), True),
+    (lambda state: state.update(offset=1.5), True),
+    (lambda state: state.update(totals={'m': [], 'c': {}}), True),
+    (lambda state: state['cpu'].update(time=[]), False),
 ])
 def test_an_unusable_state_is_rebuilt_from_the_history_not_fatal(node, tmp_path, damage, rebuilt):
     opts = options(node, tmp_path)
@@ -217,6 +222,19 @@ def test_an_unusable_state_is_rebuilt_from_the_history_not_fatal(node, tmp_path,
     # And the next run is back to normal, from the state this one saved.
     _figures, problems = run(opts, sleep=lambda _s: None, now=now + 120)
     assert problems == []
+
+
+@pytest.mark.parametrize('text', [
+    '{"version": 2, "hours": ' + '[' * 100000 + ']' * 100000 + '}',  # RecursionError in json.load
+    '[2]', '{"version": 2, "hours_valid": true, "hours": {"1": "1:1;"}, "totals": {"m": {"1": 1}}}',
+])
+def test_a_state_file_of_another_shape_is_moved_aside_and_rebuilt(node, tmp_path, text):
+    opts = options(node, tmp_path)
+    (tmp_path / 'state.json').write_text(text)
+    figures, problems = run(opts, sleep=lambda _s: None, now=1700000000.0)
+    assert figures['recorded'] and len(problems) == 1 and 'moved to %s.unusable' % opts['state_path'] in problems[0]
+    assert (tmp_path / 'state.json.unusable').read_text() == text
+    assert run(opts, sleep=lambda _s: None, now=1700000060.0)[1] == []
 
 
 def cpu_clock(*seconds):

@@ -112,10 +112,25 @@ def test_a_hostile_path_that_would_stand_in_the_unit_is_refused(name, value):
     ('memory_max', '64M\nUser=nobody'), ('memory_max', '64M 1G'), ('memory_max', "'64M'"),
     ('cpu_quota', '20'), ('cpu_quota', '20%\nCPUQuota=100%'),
     ('interval', '1min\nOnBootSec=0'), ('interval', '1min;'), ('interval', '%n'),
+    # Issue 35, each confirmed with systemd-analyze verify: passed the old checks and broke the units.
+    ('interval', '\n1min'), ('interval', '1min\x0b'), ('cpu_quota', '\uff12\uff10%'), ('memory_max', '\u0666\u0664M'),
+    ('memory_max', '64M\n'),
+    # Found by tests/fuzz: accepted here, then ignored by systemd (systemd-analyze verify says so).
+    ('memory_max', '0'), ('memory_max', '0.5'), ('memory_max', '16E'), ('memory_max', '101%'), ('memory_max', '0.001%'),
+    ('cpu_quota', '0.555%'), ('cpu_quota', '21474837%'), ('interval', '999999999999min'), ('interval', '0'),
 ])
 def test_a_hostile_resource_setting_is_refused(name, value):
     settings, sampler_dir = sampler_unit.settings()
     settings[name] = value
+    with pytest.raises(NodeallocError, match=name):
+        _systemd_units.files(settings, sampler_dir, '/etc/systemd/system')
+
+
+@pytest.mark.parametrize('name', ('history_path', 'state_path', 'textfile_path'))
+def test_a_file_directly_under_the_root_is_refused(name):
+    # Issue 35: its directory would give ReadWritePaths=-/, which cancels ProtectSystem=strict.
+    settings, sampler_dir = sampler_unit.settings()
+    settings[name] = '/nodealloc-file'
     with pytest.raises(NodeallocError, match=name):
         _systemd_units.files(settings, sampler_dir, '/etc/systemd/system')
 
