@@ -17,6 +17,21 @@ attributes:
     description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
 '''
 
+    # The action plugins that run on the controller alone and change nothing anywhere (host_unreachable,
+    # prometheus_history): check mode is the same run, and a second run answers as the first.
+    ON_CONTROLLER = r'''
+options: {}
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+notes:
+  - This is an action plugin; it runs on the controller and never connects to the host.
+'''
+
     INFO_MODULE = r'''
 options: {}
 attributes:

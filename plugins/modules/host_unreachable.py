@@ -14,18 +14,11 @@ description:
   - C(playbooks/recommend.yml) measures with C(ignore_unreachable) so that a node it cannot reach stays in the play
     until the report (with a row for that node) is written, even when no node can be reached; this task then gives
     each such node the outcome Ansible gives an unreachable node.
-  - This is an action plugin; it runs on the controller and never connects to the host.
 author:
   - nodealloc.kubelet developers (@nodealloc)
 extends_documentation_fragment:
   - nodealloc.kubelet._attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
+  - nodealloc.kubelet._attributes.on_controller
 options:
   msg:
     description: Why the host could not be reached (the failed connection's message).

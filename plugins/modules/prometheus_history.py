@@ -19,18 +19,11 @@ description:
     Prometheus. Gaps and a series shorter than O(window) are named in C(history.problems).
   - Fails only on its own arguments (a O(query) that is not PromQL or has no C($node) in a label value, a O(window)
     or O(step) that is not a duration); the C(reservations) role checks them before any node is touched.
-  - This is an action plugin; it runs on the controller and never connects to the host.
 author:
   - nodealloc.kubelet developers (@nodealloc)
 extends_documentation_fragment:
   - nodealloc.kubelet._attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
+  - nodealloc.kubelet._attributes.on_controller
 options:
   url:
     description: The Prometheus server, such as V(https://prometheus.example.com) or V(http://127.0.0.1:9090).

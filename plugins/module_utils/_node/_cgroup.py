@@ -178,8 +178,11 @@ def memory_limit_path(layout, relative):
     return os.path.join(layout.memory_root, relative, memory_limit_file(layout))
 
 
-def memory_working_set(layout, relative):
-    """Return a dict: usage, inactive_file, working_set bytes, and the files read."""
+def memory_working_set(layout, relative, stats=None):
+    """Return a dict: usage, inactive_file, working_set bytes, and the files read.
+
+    ``stats``: a dict that keeps the parsed memory.stat by group, for the pass's other reader of it (_swap.measure's
+    swap cache), which then does not read and parse the file again."""
     directory = os.path.join(layout.memory_root, relative)
     stat_path = os.path.join(directory, 'memory.stat')
     if layout.version == 'v1':
@@ -190,6 +193,8 @@ def memory_working_set(layout, relative):
         inactive_key = 'inactive_file'
     usage_bytes = _read_int(usage_path)
     stat = parse_flat_keyed(read_text(stat_path), stat_path)
+    if stats is not None:
+        stats[relative] = stat
     if inactive_key not in stat:
         raise MeasurementError(stat_path, 'a %s line' % inactive_key)
     inactive_bytes = stat[inactive_key]

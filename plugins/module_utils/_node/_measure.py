@@ -138,12 +138,12 @@ def sample_cpu(layout, kubepods, component_cgroups, component_pids, capacity_mil
     return cpu_between(before, after, capacity_millicores) or cpu_between(after, after, capacity_millicores)
 
 
-def _component_memory(layout, component_cgroups):
+def _component_memory(layout, component_cgroups, stats=None):
     """The kubelet/runtime groups' memory; a group removed since its process was found is left out."""
     readings = []
     for relative in component_cgroups:
         try:
-            readings.append(_cgroup.memory_working_set(layout, relative))
+            readings.append(_cgroup.memory_working_set(layout, relative, stats))
         except _cgroup.MeasurementError:
             if _cgroup.cgroup_exists(layout, relative):
                 raise
@@ -157,18 +157,19 @@ def memory(layout, kubepods, meminfo, component_cgroups, component_pids, proc_ro
     figure and returned as ``measurement_tool`` (_tool_processes says why and how); ``cmdlines`` as for
     _tool_processes.find.
     """
+    stats = {}  # each group's memory.stat, parsed once for its working set and its swap cache
     if kubepods is None:
         kubepods_memory = {'cgroup': None, 'working_set_bytes': 0}
     else:
-        kubepods_memory = _cgroup.memory_working_set(layout, kubepods)
+        kubepods_memory = _cgroup.memory_working_set(layout, kubepods, stats)
     system_slice = None
     if _cgroup.cgroup_exists(layout, 'system.slice'):
-        system_slice = _cgroup.memory_working_set(layout, 'system.slice')
-    component_memory = _component_memory(layout, component_cgroups)
+        system_slice = _cgroup.memory_working_set(layout, 'system.slice', stats)
+    component_memory = _component_memory(layout, component_cgroups, stats)
     component_rss = sum(_procfs.read_process_rss_bytes(p, proc_root) or 0 for p in component_pids)
     kube_components_ws = sum(c['working_set_bytes'] for c in component_memory) + component_rss
     # Swapped-out non-pod memory is counted in the non-pod figure (_swap says why and how).
-    swap = _swap.measure(layout, kubepods, meminfo, component_cgroups)
+    swap = _swap.measure(layout, kubepods, meminfo, component_cgroups, stats)
     tool = _tool_processes.find(proc_root, kubepods, own_pids, cmdlines)
     accounting = _memory_accounting.non_pod_memory(meminfo, kubepods_memory,
                                                    _memory_accounting.read_low_watermark_bytes(proc_root),

@@ -114,7 +114,8 @@ def read_cmdlines(proc_root='/proc'):
         except OSError:
             continue
         if raw:
-            found[pid] = [part.decode('utf-8', 'replace') for part in raw.rstrip(b'\0').split(b'\0')]
+            # Decoded whole, then split: the same parts (no UTF-8 sequence spans a NUL), one decode per process.
+            found[pid] = raw.rstrip(b'\0').decode('utf-8', 'replace').split('\0')
     return found
 
 
@@ -175,6 +176,20 @@ def read_process_cgroups(pid, proc_root='/proc'):
     """{controller: path} of a process (parse_process_cgroups), or None when it has gone; any byte in a path kept."""
     raw = read_process_file(pid, 'cgroup', proc_root)
     return None if raw is None else parse_process_cgroups(decode(raw))
+
+
+def read_process_parent(pid, proc_root='/proc'):
+    """The parent's pid from the ``PPid:`` line of /proc/<pid>/status, or None when the process has gone or the line
+    is not a number. Only that line is looked at: a walk up a process's ancestors reads one status per step."""
+    raw = read_process_file(pid, 'status', proc_root)
+    if raw is None:
+        return None
+    # Each line follows a '\n' (the first, the file's start); no value holds one (the name's are escaped).
+    start = (b'\n' + raw).find(b'\nPPid:')
+    if start < 0:
+        return None
+    value = raw[start + len(b'PPid:'):].split(b'\n', 1)[0].strip()
+    return int(value) if value.isdigit() else None
 
 
 def read_process_uids(pid, proc_root='/proc'):

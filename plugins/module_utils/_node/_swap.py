@@ -99,7 +99,11 @@ def _int_or_none(text):
         return None
 
 
-def _stat_value(directory, key):
+def _stat_value(directory, key, stat=None):
+    """``key`` of the group's memory.stat: from ``stat`` where this pass parsed it already (_cgroup.memory_working_set's
+    ``stats``), else read; None where the line is absent or not a number."""
+    if stat is not None:
+        return stat.get(key)
     text = _read(os.path.join(directory, 'memory.stat'))
     for line in (text or '').splitlines():
         fields = line.split()
@@ -108,15 +112,16 @@ def _stat_value(directory, key):
     return None
 
 
-def cgroup_swap(memory_root, version, relative):
+def cgroup_swap(memory_root, version, relative, stat=None):
     """One group's swap as the kernel accounts it: ``swap_bytes`` (None when it does not), ``swapcached_bytes``
-    (None when unknown), ``swap_max`` (v2: an int, or None for "max"), ``accounted_by`` (the files read)."""
+    (None when unknown), ``swap_max`` (v2: an int, or None for "max"), ``accounted_by`` (the files read).
+    ``stat``: the group's memory.stat as this pass parsed it (_stat_value)."""
     directory = os.path.join(memory_root, relative)
     if version == 'v2':
         swap = _int_or_none(_read(os.path.join(directory, 'memory.swap.current')))
         limit_text = _read(os.path.join(directory, 'memory.swap.max'))
         return {'cgroup': '/' + relative, 'swap_bytes': swap,
-                'swapcached_bytes': _stat_value(directory, 'swapcached') if swap is not None else None,
+                'swapcached_bytes': _stat_value(directory, 'swapcached', stat) if swap is not None else None,
                 'swap_max': None if limit_text in (None, 'max') else _int_or_none(limit_text),
                 'swap_max_file': limit_text is not None,
                 'accounted_by': 'memory.swap.current' if swap is not None else None}
@@ -125,7 +130,8 @@ def cgroup_swap(memory_root, version, relative):
     swap = max(0, memsw - usage) if memsw is not None and usage is not None else None
     # v1 memory.stat's total_swapcached: the hierarchy's swap cache (Linux 5.12+, as v2's swapcached).
     return {'cgroup': '/' + relative, 'swap_bytes': swap,
-            'swapcached_bytes': _stat_value(directory, 'total_swapcached') if swap is not None else None, 'swap_max': None,
+            'swapcached_bytes': _stat_value(directory, 'total_swapcached', stat) if swap is not None else None,
+            'swap_max': None,
             'swap_max_file': False,
             'accounted_by': 'memory.memsw.usage_in_bytes - memory.usage_in_bytes' if swap is not None else None}
 
@@ -165,14 +171,17 @@ def non_pod_swap(meminfo, kubepods_swap):
             'explanation': lines}
 
 
-def measure(layout, kubepods, meminfo, component_cgroups):
-    """Non-pod swap and the swap of system.slice and of the kubelet's/runtime's own groups (v2 or v1)."""
-    kubepods_swap = cgroup_swap(layout.memory_root, layout.version, kubepods) if kubepods else None
+def measure(layout, kubepods, meminfo, component_cgroups, stats=None):
+    """Non-pod swap and the swap of system.slice and of the kubelet's/runtime's own groups (v2 or v1).
+
+    ``stats``: {group: parsed memory.stat} this pass read already (_cgroup.memory_working_set's)."""
+    stats = stats or {}
+    kubepods_swap = cgroup_swap(layout.memory_root, layout.version, kubepods, stats.get(kubepods)) if kubepods else None
     accounting = non_pod_swap(meminfo, kubepods_swap)
     groups = []
     for relative in ['system.slice'] + [c for c in component_cgroups if c != 'system.slice']:
         if os.path.isdir(os.path.join(layout.memory_root, relative)):
-            groups.append(cgroup_swap(layout.memory_root, layout.version, relative))
+            groups.append(cgroup_swap(layout.memory_root, layout.version, relative, stats.get(relative)))
     accounting['groups'] = groups
     return accounting
 

@@ -68,9 +68,15 @@ def _ansible_shell(argv):
     return script.endswith(PIPELINE_SUFFIX) or BECOME_MARK in script
 
 
+def _runs_tmp_file(argv):
+    """Whether an argument names a path under Ansible's remote temporary directory (one search over the joined
+    arguments: no argument holds a NUL)."""
+    return bool(argv) and ANSIBLE_TMP_MARK in '\0'.join(argv)
+
+
 def why_ansible(argv, parent_argv):
     """Why a process with ``argv`` (its parent's ``parent_argv``) is one of Ansible's module runs, or None."""
-    if argv and any(ANSIBLE_TMP_MARK in part for part in argv):
+    if _runs_tmp_file(argv):
         return 'runs a file of Ansible\'s remote temporary directory'
     if _is_python(argv) and _ansible_shell(parent_argv):
         return 'the interpreter of an Ansible module (its parent is Ansible\'s command wrapper)'
@@ -95,23 +101,18 @@ def _in_kubepods(pid, kubepods, proc_root):
     return any(path == prefix or path.startswith(prefix + '/') for path in groups.values())
 
 
-def _parent(pid, proc_root):
-    ppid = _procfs.read_process_status(pid, proc_root).get('PPid', '')
-    return int(ppid) if ppid.isdigit() else None
-
-
 def _own_chain(own_pids, cmdlines, proc_root):
     """{pid: why} of the measuring processes and their Python ancestors (async_wrapper's, a module's own chain)."""
     chain = {}
     for pid in own_pids:
         chain[pid] = 'the measuring process itself'
-        parent, seen = _parent(pid, proc_root), {pid}
+        parent, seen = _procfs.read_process_parent(pid, proc_root), {pid}
         while parent and parent not in seen and parent != 1:
             seen.add(parent)
             argv = cmdlines.get(parent)
-            if _is_python(argv) or any(ANSIBLE_TMP_MARK in part for part in argv or ()):
+            if _is_python(argv) or _runs_tmp_file(argv):
                 chain.setdefault(parent, 'an ancestor of the measuring process (its interpreter chain)')
-            parent = _parent(parent, proc_root)
+            parent = _procfs.read_process_parent(parent, proc_root)
     return chain
 
 
@@ -131,15 +132,20 @@ def find(proc_root='/proc', kubepods=None, own_pids=(), cmdlines=None, tool_uid=
             return {'bytes': 0, 'processes': [], 'note': str(exc)}
     tool_uid = os.geteuid() if tool_uid is None else tool_uid
     own = _own_chain(own_pids, cmdlines, proc_root)
+    # An interpreter is Ansible's only under one of these: without any, no interpreter's parent need be read (the
+    # read was a third of the facts' own cost on a machine running a score of Python programs).
+    shells = any(_ansible_shell(argv) for argv in cmdlines.values())
     processes = []
     room = TOTAL_CAP_BYTES
     for pid, argv in sorted(cmdlines.items()):
+        runs_tmp_file = _runs_tmp_file(argv)
         if pid in own:
             why = own[pid]
-        elif _is_python(argv) or any(ANSIBLE_TMP_MARK in part for part in argv):
-            # Only these can match: the parent is read for them alone (a node runs thousands of processes).
-            ppid = _parent(pid, proc_root)
-            why = why_ansible(argv, cmdlines.get(ppid) if ppid else None)
+        elif runs_tmp_file or (shells and _is_python(argv)):
+            # Only these can match: the parent is read for them alone (a node runs thousands of processes), and only
+            # where it decides (why_ansible does not look at it for a file of the temporary directory).
+            parent_argv = None if runs_tmp_file else cmdlines.get(_procfs.read_process_parent(pid, proc_root))
+            why = why_ansible(argv, parent_argv)
             if why and _procfs.read_process_uids(pid, proc_root) != (tool_uid,) * 4:
                 continue  # another user's program, whatever its command line says: counted
         else:

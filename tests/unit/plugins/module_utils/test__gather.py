@@ -93,21 +93,32 @@ def test_config_found_by_option_is_read(v2_node, tmp_path):
     assert facts['current']['enforce_node_allocatable'] == ['pods', 'system-reserved']
 
 
-def _recommend_from(path, v2_node, tmp_path, measurement, now):
-    options = _gather.with_defaults({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'history_path': str(path),
-                                     'history_window': '7d', 'kubelet_config_path': str(tmp_path / 'none.yaml')})
+def _measured(v2_node, tmp_path):
+    """The module's measurement of the v2 test node, with no kubelet config and no CPU sampling wait."""
+    return _gather.measure(_gather.with_defaults({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0,
+                                                  'kubelet_config_path': str(tmp_path / 'none.yaml')}),
+                           sleep=lambda _s: None)
+
+
+def _decide_with(options, measurement, now):
+    """(history, recommendation, decision): _gather.gather's steps after measuring, on ``measurement``."""
+    options = _gather.with_defaults(options)
     history, samples = _gather.read_history(options, measurement, now)
     reading = _gather.reading_from(measurement, 'module', now)
-    _gather.history_basis(options, history, samples, reading, now)
-    formulas, recommendation, decision = _gather.recommend(options, measurement, history)
+    samples = _gather.choose_history(options, history, samples, reading, measurement['memory']['mem_total_bytes'])
+    _gather.history_basis(options, history, samples, reading, now, history['source'])
+    _formulas, recommendation, decision = _gather.recommend(options, measurement, history)
     return history, recommendation, decision
+
+
+def _recommend_from(path, v2_node, tmp_path, measurement, now):
+    return _decide_with({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'history_path': str(path), 'history_window': '7d',
+                         'kubelet_config_path': str(tmp_path / 'none.yaml')}, measurement, now)
 
 
 def test_a_damaged_history_recommends_as_the_clean_one_it_came_from(v2_node, tmp_path):
     import json
-    measurement = _gather.measure(_gather.with_defaults({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0,
-                                                         'kubelet_config_path': str(tmp_path / 'none.yaml')}),
-                                  sleep=lambda _s: None)
+    measurement = _measured(v2_node, tmp_path)
     mem_total = measurement['memory']['mem_total_bytes']
     now = time.time()
     clean = [json.dumps({'t': now - 3600 + 60 * i, 'non_pod_bytes': (700 + (i * 37) % 400) * MIB,
@@ -307,8 +318,7 @@ def test_the_history_says_where_it_came_from_and_since_when(v2_node, tmp_path):
     # Issue 36: every report says where a figure came from; the source is the facts' own field, which the
     # Prometheus reader sets to 'prometheus' for the samples it hands over.
     import json
-    measurement = _gather.measure(_gather.with_defaults({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0,
-                                  'kubelet_config_path': str(tmp_path / 'none.yaml')}), sleep=lambda _s: None)
+    measurement = _measured(v2_node, tmp_path)
     now = time.time()
     (tmp_path / 'history.jsonl').write_text(''.join(
         json.dumps({'t': now - 7200 + 60 * i, 'non_pod_bytes': 700 * MIB, 'non_pod_millicores': 100,
@@ -335,27 +345,17 @@ def _prometheus(now, days, peak_bytes, reason=None):
             'reason': reason, 'problems': []}
 
 
-def _decide_with(options, measurement, now):
-    options = _gather.with_defaults(options)
-    history, samples = _gather.read_history(options, measurement, now)
-    reading = _gather.reading_from(measurement, 'module', now)
-    samples = _gather.choose_history(options, history, samples, reading, measurement['memory']['mem_total_bytes'])
-    _gather.history_basis(options, history, samples, reading, now, history['source'])
-    return history, _gather.recommend(options, measurement, history)[1]
-
-
 def test_prometheus_history_is_used_where_it_spans_longer_and_never_when_unusable(v2_node, tmp_path):
-    measurement = _gather.measure(_gather.with_defaults({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0,
-                                                         'kubelet_config_path': str(tmp_path / 'none.yaml')}),
-                                  sleep=lambda _s: None)
+    measurement = _measured(v2_node, tmp_path)
     mem_total = measurement['memory']['mem_total_bytes']
     now = time.time()
     options = {'history_path': str(tmp_path / 'none.jsonl')}  # no file: the node's own history is this reading alone
-    alone_history, alone = _decide_with(options, measurement, now)
+    alone_history, alone, _decision = _decide_with(options, measurement, now)
     assert alone_history['source'] == 'none' and alone_history['basis']['history_source'] == 'none'
 
     peak = mem_total * 2 // 5  # above this machine's reading, below MemTotal
-    history, used = _decide_with(dict(options, prometheus_history=_prometheus(now, 3, peak)), measurement, now)
+    history, used, _decision = _decide_with(dict(options, prometheus_history=_prometheus(now, 3, peak)), measurement,
+                                           now)
     assert history['source'] == 'prometheus' and history['prometheus']['used'] is True
     assert history['basis']['history_source'] == 'prometheus' and history['basis']['history_span_seconds'] > 2.9 * 86400
     assert history['basis']['non_pod_bytes'] == max(peak, measurement['memory']['non_pod_bytes'])
@@ -363,7 +363,7 @@ def test_prometheus_history_is_used_where_it_spans_longer_and_never_when_unusabl
 
     for bad in (_prometheus(now, 3, peak, reason='cannot reach http://prom:9090/api/v1/query_range: refused'),
                 _prometheus(now, 3, mem_total + 1)):  # a value the node cannot hold: another node's, or not memory
-        history, fallback = _decide_with(dict(options, prometheus_history=bad), measurement, now)
+        history, fallback, _decision = _decide_with(dict(options, prometheus_history=bad), measurement, now)
         assert history['source'] == 'none' and history['prometheus']['used'] is False
         assert history['prometheus']['reason'] and any('its history is not used' in p for p in history['problems'])
         assert fallback['reserved_memory_bytes'] == alone['reserved_memory_bytes']

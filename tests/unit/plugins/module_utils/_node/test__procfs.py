@@ -89,3 +89,24 @@ def test_huge_pages_of_every_size_are_summed(tmp_path):
         (base / name / 'nr_hugepages').write_text('%d\n' % count)
     assert _procfs.read_hugepages_bytes(str(tmp_path)) == 512 * 2 * 1024 * 1024 + 2 * 1024 ** 3
     assert _procfs.read_hugepages_bytes(str(tmp_path / 'absent')) == 0
+
+
+def test_a_parent_is_the_ppid_line_of_status_whatever_the_name_holds(tmp_path):
+    # This machine's /proc/self/status, first lines; then a name the kernel escaped ('PPid:\t9' inside comm).
+    (tmp_path / '7').mkdir()
+    (tmp_path / '7' / 'status').write_bytes(b'Name:\tpython3\nUmask:\t0022\nState:\tR (running)\nTgid:\t7\n'
+                                            b'Ngid:\t0\nPid:\t7\nPPid:\t6412\nTracerPid:\t0\n')
+    (tmp_path / '8').mkdir()
+    (tmp_path / '8' / 'status').write_bytes(b'Name:\tx\\nPPid:\t9\nPPid:\t1\n')
+    (tmp_path / '9').mkdir()
+    (tmp_path / '9' / 'status').write_bytes(b'Name:\tkthreadd\nPPid:\t\n')
+    assert [_procfs.read_process_parent(pid, str(tmp_path)) for pid in (7, 8, 9, 10)] == [6412, 1, None, None]
+    assert _procfs.read_process_parent(7, str(tmp_path)) == int(_procfs.read_process_status(7, str(tmp_path))['PPid'])
+
+
+def test_command_lines_keep_every_argument_and_replace_what_is_not_utf8(tmp_path):
+    (tmp_path / '12').mkdir()
+    (tmp_path / '12' / 'cmdline').write_bytes(b'/usr/bin/python3\0\0-c\0caf\xc3\xa9 \xe2\x82\0')
+    (tmp_path / '13').mkdir()
+    (tmp_path / '13' / 'cmdline').write_bytes(b'')
+    assert _procfs.read_cmdlines(str(tmp_path)) == {12: ['/usr/bin/python3', '', '-c', 'caf\xe9 \ufffd']}

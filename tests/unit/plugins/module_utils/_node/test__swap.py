@@ -224,3 +224,22 @@ def test_non_pod_memory_with_swap_stops_at_memtotal_so_the_history_keeps_the_rea
     assert accounting['bytes'] == meminfo['MemTotal'] and 'only what fits in MemTotal' in accounting['explanation'][-1]
     sample = {'t': 1700000000.0, 'non_pod_bytes': accounting['bytes'], 'non_pod_millicores': 100}
     assert _history_store.validate(sample, 1700000001.0, meminfo['MemTotal'], 2000) is None
+
+
+@pytest.mark.parametrize('name', ['v2-daemon-swapped', 'v1-pod-and-daemon-swapped'])
+def test_one_pass_reads_each_groups_memory_stat_once_and_measures_the_same_swap(name, monkeypatch):
+    """The working set and the swap cache come from one reading of a group's memory.stat (_measure.memory's pass)."""
+    _root, layout, meminfo = _case(name)
+    kubepods, daemon = 'kubepods.slice', ['system.slice/swap-test-daemon.service']
+    alone = _swap.measure(layout, kubepods, meminfo, daemon)
+    reads = []
+    real = _cgroup.read_text
+    monkeypatch.setattr(_cgroup, 'read_text', lambda path: reads.append(path) or real(path))
+    monkeypatch.setattr(_swap, '_read', lambda path, real=_swap._read: reads.append(path) or real(path))
+    stats = {}
+    for relative in [kubepods, 'system.slice'] + daemon:
+        _cgroup.memory_working_set(layout, relative, stats)
+    assert _swap.measure(layout, kubepods, meminfo, daemon, stats) == alone
+    assert all(group['swapcached_bytes'] is not None for group in alone['groups']) or layout.version == 'v1'
+    stat_reads = [path for path in reads if path.endswith('memory.stat')]
+    assert sorted(stat_reads) == sorted(set(stat_reads)) and len(stat_reads) == 3

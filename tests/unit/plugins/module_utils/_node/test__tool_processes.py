@@ -149,3 +149,26 @@ def test_the_measuring_process_and_its_interpreter_chain_are_the_tool(tmp_path):
     found = _tool_processes.find(str(proc), own_pids=(519,), tool_uid=0)
     assert [(p['pid'], p['why']) for p in found['processes']] == [
         (517, 'an ancestor of the measuring process (its interpreter chain)'), (519, 'the measuring process itself')]
+
+
+def test_no_interpreters_parent_is_read_while_no_ansible_wrapper_runs(tmp_path, monkeypatch):
+    # A node runs many Python programs and, between playbook runs, no Ansible wrapper shell: an interpreter is
+    # Ansible's only under one, so none of their parents is read then (only the measuring process's own chain).
+    proc = tmp_path / 'proc'
+    _process(proc, 1, ['/sbin/init'], 0, cgroup='0::/init.scope\n')
+    for pid in range(100, 120):
+        _process(proc, pid, ['/usr/bin/python3', '/opt/app%d.py' % pid], 1, pss_anon_kib=1000)
+    _process(proc, 520, ['/usr/bin/python3', '/usr/local/lib/nodealloc-sampler/nodealloc-sampler.py'], 1,
+             pss_anon_kib=5000)
+    reads = []
+    real = _tool_processes._procfs.read_process_file
+    monkeypatch.setattr(_tool_processes._procfs, 'read_process_file',
+                        lambda pid, name, root='/proc': reads.append((pid, name)) or real(pid, name, root))
+    found = _tool_processes.find(str(proc), own_pids=(520,), tool_uid=0)
+    assert [p['pid'] for p in found['processes']] == [520]
+    assert [pid for pid, name in reads if name == 'status'] == [520]
+    # With a wrapper running, its interpreter is found, so the parents are read again.
+    _process(proc, 525, ['/bin/sh', '-c', '/usr/bin/python3 && sleep 0'], 1)
+    _process(proc, 526, ['/usr/bin/python3'], 525, pss_anon_kib=11000)
+    found = _tool_processes.find(str(proc), own_pids=(520,), tool_uid=0)
+    assert [p['pid'] for p in found['processes']] == [520, 526]
