@@ -162,6 +162,8 @@ def recommend(options, measurement, history):
         'mem_available_bytes': memory['mem_available_bytes'],
         'kubepods_working_set_bytes': memory['kubepods_working_set_bytes'],
         'kube_components_working_set_bytes': memory['kube_components_working_set_bytes'],
+        # An older basis has no list: taken as found, as before.
+        'components_found': bool(measurement.get('components', True)),
         'capacity_millicores': cpu['capacity_millicores'],
         'hugepages_bytes': measurement['hugepages_bytes'],
         'non_pod_millicores': cpu['non_pod_millicores'],

@@ -40,8 +40,8 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
                          'pods working set taken as 0' % layout.memory_root)
     components, memory = _pipeline.read_memory(node, cmdlines, found, proc_root, own_pids=(os.getpid(),))
     if not components.seen:
-        not_found.append('no kubelet or container runtime processes (%s): kubeReserved gets no '
-                         'measured share, all non-pod memory goes to systemReserved' % ', '.join(names))
+        not_found.append('no kubelet or container runtime processes (%s): their share is unknown, so kubeReserved '
+                         'is left as it is and the reservation goes to systemReserved' % ', '.join(names))
     cpu = _pipeline.sample_cpu(node, components, options['sample_seconds'], proc_root, sleep)
     cpu['capacity_millicores'] = capacity_millicores
     return {

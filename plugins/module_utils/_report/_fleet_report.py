@@ -476,7 +476,9 @@ def rows(node):
          'reserved now minus non-pod usage; below zero a spike ends in a kernel OOM kill'),
         risk_row(node),
         ('recommended kubeReserved', units.quantity_memory(node['recommended']['kube_reserved'].get('memory'), _bytes),
-         _current_cpu(node['recommended']['kube_reserved']), 'the measured share of the kubelet and runtime'),
+         _current_cpu(node['recommended']['kube_reserved']),
+         'the measured share of the kubelet and runtime' if node.get('components_found', True) else
+         'left as it is: no kubelet or runtime process was found, so their share is unknown'),
         ('recommended systemReserved',
          units.quantity_memory(node['recommended']['system_reserved'].get('memory'), _bytes),
          _current_cpu(node['recommended']['system_reserved']), 'the rest of the non-pod usage'),

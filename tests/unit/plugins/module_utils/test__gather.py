@@ -93,6 +93,20 @@ def test_config_found_by_option_is_read(v2_node, tmp_path):
     assert facts['current']['enforce_node_allocatable'] == ['pods', 'system-reserved']
 
 
+def test_no_kubelet_or_runtime_process_found_plans_no_kube_reserved(v2_node, tmp_path):
+    # No process of either name (NO_HOST_PROCESSES), as on a k3s node whose kubelet is embedded: the plan must not
+    # write kubeReserved '0' from "not found"; the reservation goes to systemReserved.
+    config = tmp_path / 'config.yaml'
+    config.write_text('apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n'
+                      'systemReserved: {memory: 1Mi}\n')
+    facts = _gather.gather({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0,
+                            'kubelet_config_path': str(config), 'history': False})
+    assert facts['components'] == []
+    assert facts['recommendation']['kube_reserved'] == {}
+    assert facts['decision']['kube_reserved'] == {}
+    assert facts['decision']['system_reserved']['memory'] == facts['recommendation']['system_reserved']['memory']
+
+
 def _recommend_from(path, v2_node, tmp_path, measurement, now):
     options = _gather.with_defaults({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'history_path': str(path),
                                      'history_window': '7d', 'kubelet_config_path': str(tmp_path / 'none.yaml')})
