@@ -102,6 +102,10 @@ OPTIONS = {
                                 choices=['none'] + VENDOR_FORMULAS),
     'class_peers': _option('list', None, "what the other nodes of the run told their class (each one's "
                            'class_record): peaks to pool, reservations for a cold start', elements='dict'),
+    # The inventory's nodealloc_node_class (a Karpenter NodePool, a node group...): the one class name pooling, the
+    # report and the templates group a node by; None or empty: its size class (_headroom.node_class).
+    'node_class': _option('str', None, "the node's class (the inventory's nodealloc_node_class): pooling, the report "
+                          'and the templates group by it; unset: memory in whole GiB and CPU count'),
     'pool_class': _option('bool', True, 'pool peaks, and take the cold-start prior, over the nodes of the same class '
                           'measured in the same run', modules=()),
     'cpu_guarantee': _option('str', 'reserve', "reserve CPU until system.slice's guaranteed share covers its need, "
@@ -202,7 +206,7 @@ MODULE_ONLY = frozenset((
     'max_pods', 'class_peers', 'record', 'textfile_path', 'path', 'drop_in_name',
     'state', 'kube_reserved', 'system_reserved', 'eviction_hard', 'eviction_soft', 'eviction_soft_grace_period',
     'eviction_minimum_reclaim', 'enforce_node_allocatable', 'kube_reserved_cgroup', 'system_reserved_cgroup', 'backup',
-    'validate_against_node', 'lock_timeout', 'basis', 'pod_requests', 'prometheus_history'))
+    'validate_against_node', 'lock_timeout', 'basis', 'pod_requests', 'prometheus_history', 'node_class'))
 
 
 # The on-node step (kubelet_reservations_apply). It takes the kubelet_config options named in STEP_SHARED as they are

@@ -145,7 +145,8 @@ def _pooled_peaks(basis, lines):
     cpu = max(int(basis['non_pod_millicores']), int(peaks.get('millicores') or 0), 0)
     if peaks.get('class_nodes', 1) > 1:
         raised = peaks.get('raised_by_class')
-        lines.append('peaks pooled over %d nodes of the same class (memory size and CPU count)%s'
+        lines.append('peaks pooled over %d nodes of the same class (the inventory\'s nodealloc_node_class, else '
+                     'memory size and CPU count)%s'
                      % (peaks['class_nodes'], ": the class's largest raises %s to %s and %dm"
                         % (' and '.join(raised), describe_bytes(memory), cpu) if raised else ''))
     return memory, cpu
@@ -164,8 +165,9 @@ def _cold_start_prior(basis, formulas, settings, lines):
     class_prior = basis.get('class_prior')
     if class_prior:
         prior = tuple(class_prior[:2]) + ('class',)
-        source = ('the largest reservation recommended for the %d node(s) of the same class (memory size and CPU '
-                  'count) with a reaction time of history in this run' % class_prior[2])
+        source = ('the largest reservation recommended for the %d node(s) of the same class (the inventory\'s '
+                  'nodealloc_node_class, else memory size and CPU count) with a reaction time of history in this run'
+                  % class_prior[2])
     else:
         prior = _headroom.cold_start_floor(formulas, policy_settings['cold_start_prior'])
         prior = None if prior is None else tuple(prior) + (policy_settings['cold_start_prior'],)

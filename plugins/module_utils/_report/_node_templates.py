@@ -41,10 +41,14 @@ _RESOURCES = ('cpu', 'memory')
 
 
 def class_name(host_vars_class, facts):
-    """The class a host's template belongs to: the inventory's name for it, else '<GiB>gib-<cpus>cpu'."""
+    """The class a host's template belongs to: the inventory's name for it (given here, or as the facts' class_record
+    carries it, _headroom.class_record), else '<GiB>gib-<cpus>cpu'."""
     if host_vars_class:
         return str(host_vars_class)
-    node_class = ((facts or {}).get('class_record') or {}).get('node_class')
+    record = (facts or {}).get('class_record') or {}
+    if record.get('class_name'):
+        return str(record['class_name'])
+    node_class = record.get('node_class')
     if not node_class:
         return None
     return '%dgib-%dcpu' % (int(node_class[0]), int(node_class[1]))

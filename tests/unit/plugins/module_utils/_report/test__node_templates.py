@@ -190,3 +190,10 @@ def test_each_signal_is_the_largest_of_the_class_and_names_its_node():
             assert '# Not expressible here' in content and 'containerfs.available' not in json.dumps(document)
         else:
             assert 'containerfs.available' in json.dumps(document)
+
+
+def test_the_class_record_s_name_is_the_template_class_without_an_inventory_map():
+    node = dict(facts('900Mi', '80m', '1Gi', '100m'), class_record={'node_class': [16, 4], 'class_name': 'gpu'})
+    assert nt.class_name(None, node) == 'gpu'
+    assert nt.class_name('override', node) == 'override'
+    assert nt.class_name(None, facts('1', '1m', '1', '1m')) == '16gib-4cpu'
