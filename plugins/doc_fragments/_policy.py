@@ -115,7 +115,8 @@ options:
     default: 24h
   jump_headroom_factor:
     description:
-      - Deprecated and ignored since the climb rule it scaled is gone; the headroom is O(memory_headroom_percent) of P.
+      - Deprecated and ignored since the climb rule it scaled is gone; the headroom is O(memory_headroom_percent) of
+        the history window's peak of non-pod memory.
         Setting it warns; it is removed in 1.0.0.
     type: float
   cold_start_prior:

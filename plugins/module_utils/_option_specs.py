@@ -60,7 +60,7 @@ OPTIONS = {
     # Measuring.
     'sample_seconds': _option('float', 5, 'CPU sampling time', 'seconds', rule=AT_LEAST_0),
     # Policy.
-    'memory_headroom_percent': _option('float', 50.0, 'memory headroom: this share of P, the history window\'s peak',
+    'memory_headroom_percent': _option('float', 50.0, 'memory headroom: this share of the history window\'s peak of non-pod memory',
                                        'percent',
                                        rule=AT_LEAST_0),
     'memory_headroom_min_bytes': _option('int', 100 * 1024 * 1024, 'least memory headroom', 'bytes', rule=AT_LEAST_0),

@@ -251,7 +251,7 @@ memory:
           kubelet's and runtime's own groups (C(groups)).
       type: dict
     non_pod_poc_bytes:
-      description: The PoC's figure, C(mem_total_bytes - mem_available_bytes - kubepods_working_set_bytes), exactly, for comparison.
+      description: The uncorrected figure, C(mem_total_bytes - mem_available_bytes - kubepods_working_set_bytes), exactly, for comparison (before the page-cache correction).
       type: int
     non_pod_accounting:
       description:
