@@ -18,8 +18,9 @@ options:
     default: 50.0
   memory_headroom_min_bytes:
     description:
-      - The least memory headroom, in bytes, however small the measured usage.
-    type: int
+      - The least memory headroom, however small the measured usage. Plain bytes (V(104857600)) or a Kubernetes
+        quantity (V(100Mi), V(1Gi)).
+    type: raw
     default: 104857600
   cpu_headroom_percent:
     description:
@@ -41,8 +42,10 @@ options:
     type: float
     default: 10.0
   change_threshold_min_bytes:
-    description: The least memory difference, in bytes, that is worth a kubelet restart.
-    type: int
+    description:
+      - The least memory difference that is worth a kubelet restart. Plain bytes (V(67108864)) or a Kubernetes
+        quantity (V(64Mi)).
+    type: raw
     default: 67108864
   change_threshold_min_millicores:
     description: The least CPU difference, in millicores, that is worth a kubelet restart.
@@ -115,7 +118,8 @@ options:
     default: 24h
   jump_headroom_factor:
     description:
-      - Deprecated and ignored since the climb rule it scaled is gone; the headroom is O(memory_headroom_percent) of P.
+      - Deprecated and ignored since the climb rule it scaled is gone; the headroom is O(memory_headroom_percent) of
+        the history window's peak of non-pod memory.
         Setting it warns; it is removed in 1.0.0.
     type: float
   cold_start_prior:

@@ -9,8 +9,9 @@ short_description: The records of a node's class peers that would change its dec
 version_added: 0.1.0
 description:
   - Takes every node's C(class_record) (as M(nodealloc.kubelet.node_reservation_facts) returns it), keyed by host,
-    and returns the records of the other nodes of the given host's class (memory size rounded to whole GiB, CPU
-    count) when deciding with them would change something - a larger window peak than the host's own,
+    and returns the records of the other nodes of the given host's class (the inventory's C(nodealloc_node_class)
+    where set, else memory size rounded to whole GiB and CPU count, the class the report and the node templates
+    group by; a named class never pools with a size class) when deciding with them would change something - a larger window peak than the host's own,
     or, for a host whose history does not yet span one reaction time, a peer that has such a history.
   - Returns an empty list otherwise, so the role decides a node again (with the reading it already took, not a
     second measurement) only where pooling matters.

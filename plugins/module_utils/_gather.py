@@ -124,6 +124,7 @@ def history_basis(options, history, samples, reading, now, source='node'):
 
 def pool_with_class(options, node_class, history):
     """Raise the basis's climbs to its class's largest and add the class prior, from ``class_peers``.
+    ``node_class``: this node's class (_headroom.class_key: its inventory name, else its size).
 
     Returns the peers of this node's class that were used ([] without ``class_peers``: the node alone).
     """
@@ -162,6 +163,8 @@ def recommend(options, measurement, history):
         'mem_available_bytes': memory['mem_available_bytes'],
         'kubepods_working_set_bytes': memory['kubepods_working_set_bytes'],
         'kube_components_working_set_bytes': memory['kube_components_working_set_bytes'],
+        # An older basis has no list: taken as found, as before.
+        'components_found': bool(measurement.get('components', True)),
         'capacity_millicores': cpu['capacity_millicores'],
         'hugepages_bytes': measurement['hugepages_bytes'],
         'non_pod_millicores': cpu['non_pod_millicores'],
@@ -235,13 +238,16 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
     basis = {'measurement': _copied(measurement), 'history': _copied(history)}
     mem_total, cpus = measurement['memory']['mem_total_bytes'], measurement['cpu']['capacity_millicores'] // 1000
     own_jumps = history['basis']['jumps']  # pooling replaces the basis's jumps; the class hears the node's own
-    pooled_with = pool_with_class(options, _headroom.node_class(mem_total, cpus), history)
+    own_class = _headroom.class_key({'class_name': options['node_class'],
+                                     'node_class': _headroom.node_class(mem_total, cpus)})
+    pooled_with = pool_with_class(options, own_class, history)
     formulas, recommendation, decision = recommend(options, measurement, history)
     result = {k: v for k, v in measurement.items() if k not in ('hugepages_bytes', 'cpu_weights', 'kubelet_config')}
     result['memory_protection'], result['enforcement_proposal'] = protection_and_enforcement(measurement, recommendation)
     result.update(recommendation=recommendation, decision=decision, formulas=formulas,
                   history={k: v for k, v in history.items() if k != 'basis'},
-                  class_record=_headroom.class_record(mem_total, cpus, own_jumps, recommendation),
+                  class_record=_headroom.class_record(mem_total, cpus, own_jumps, recommendation,
+                                                      options['node_class']),
                   class_peers_used=len(pooled_with), basis=basis)
     # Issue 30 item 4: the pods bound to the node (read from the API server by the role) against the new allocatable.
     result['requests_fit'] = _requests_fit.for_change(options['pod_requests'], measurement, decision)

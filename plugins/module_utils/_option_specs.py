@@ -41,7 +41,8 @@ def _option(type_, default=None, description='', unit=None, modules=(FACTS,), ru
 
 
 # rule: ('range', low, low_inclusive, high, high_inclusive) with None for no bound, 'duration' (Go duration
-# or whole days, not negative), 'quantity' (a Kubernetes quantity, not negative), 'nonempty'.
+# or whole days, not negative), 'quantity' (a Kubernetes quantity, not negative), 'quantity_bytes' (a memory amount:
+# plain bytes or a Kubernetes quantity, not negative; with_defaults turns it into bytes), 'nonempty'.
 AT_LEAST_0 = ('range', 0, True, None, False)
 AT_LEAST_1 = ('range', 1, True, None, False)
 KUBELET = (FACTS,)
@@ -61,17 +62,17 @@ OPTIONS = {
     # Measuring.
     'sample_seconds': _option('float', 5, 'CPU sampling time', 'seconds', rule=AT_LEAST_0),
     # Policy.
-    'memory_headroom_percent': _option('float', 50.0, 'memory headroom: this share of P, the history window\'s peak',
-                                       'percent',
-                                       rule=AT_LEAST_0),
-    'memory_headroom_min_bytes': _option('int', 100 * 1024 * 1024, 'least memory headroom', 'bytes', rule=AT_LEAST_0),
+    'memory_headroom_percent': _option('float', 50.0, 'memory headroom: this share of the history window\'s peak '
+                                       'of non-pod memory', 'percent', rule=AT_LEAST_0),
+    'memory_headroom_min_bytes': _option('raw', 100 * 1024 * 1024, 'least memory headroom', 'bytes',
+                                         rule='quantity_bytes'),
     'cpu_headroom_percent': _option('float', 10.0, 'CPU headroom over measured non-pod use', 'percent',
                                     rule=AT_LEAST_0),
     'cpu_headroom_min_millicores': _option('int', 50, 'least CPU headroom', 'millicores', rule=AT_LEAST_0),
     'change_threshold_percent': _option('float', 10.0, 'least relative change worth a restart', 'percent',
                                         rule=AT_LEAST_0),
-    'change_threshold_min_bytes': _option('int', 64 * 1024 * 1024, 'least memory change worth a restart', 'bytes',
-                                          rule=AT_LEAST_0),
+    'change_threshold_min_bytes': _option('raw', 64 * 1024 * 1024, 'least memory change worth a restart', 'bytes',
+                                          rule='quantity_bytes'),
     'change_threshold_min_millicores': _option('int', 50, 'least CPU change worth a restart', 'millicores',
                                                rule=AT_LEAST_0),
     'history': _option('bool', True, 'keep and use a history of readings'),
@@ -103,6 +104,10 @@ OPTIONS = {
                                 choices=['none'] + VENDOR_FORMULAS),
     'class_peers': _option('list', None, "what the other nodes of the run told their class (each one's "
                            'class_record): peaks to pool, reservations for a cold start', elements='dict'),
+    # The inventory's nodealloc_node_class (a Karpenter NodePool, a node group...): the one class name pooling, the
+    # report and the templates group a node by; None or empty: its size class (_headroom.node_class).
+    'node_class': _option('str', None, "the node's class (the inventory's nodealloc_node_class): pooling, the report "
+                          'and the templates group by it; unset: memory in whole GiB and CPU count'),
     'pool_class': _option('bool', True, 'pool peaks, and take the cold-start prior, over the nodes of the same class '
                           'measured in the same run', modules=()),
     'cpu_guarantee': _option('str', 'reserve', "reserve CPU until system.slice's guaranteed share covers its need, "
@@ -198,12 +203,15 @@ OPTIONS = {
 # Options only the modules take: the role works them out itself (class_peers, record, the kubelet_config ones) or
 # leaves them at the module's default. Every other option is the role's variable reservations_<name>
 # (meta/argument_specs.yml; tests/unit/plugins/module_utils/test__option_specs.py keeps the two in step).
+# The memory options that take bytes or a quantity: with_defaults gives them to the code in bytes.
+QUANTITY_BYTES_OPTIONS = frozenset(name for name, option in OPTIONS.items() if option['rule'] == 'quantity_bytes')
+
 MODULE_ONLY = frozenset((
     'kubelet_config_dir', 'kubelet_process_names', 'runtime_process_names', 'kubepods_cgroup', 'cgroup_root', 'history',
     'max_pods', 'class_peers', 'record', 'textfile_path', 'path', 'drop_in_name',
     'state', 'kube_reserved', 'system_reserved', 'eviction_hard', 'eviction_soft', 'eviction_soft_grace_period',
     'eviction_minimum_reclaim', 'enforce_node_allocatable', 'kube_reserved_cgroup', 'system_reserved_cgroup', 'backup',
-    'validate_against_node', 'lock_timeout', 'basis', 'pod_requests', 'prometheus_history'))
+    'validate_against_node', 'lock_timeout', 'basis', 'pod_requests', 'prometheus_history', 'node_class'))
 
 
 # The on-node step (kubelet_reservations_apply). It takes the kubelet_config options named in STEP_SHARED as they are
@@ -338,9 +346,31 @@ def with_defaults(settings, table):
     """``table`` (name -> default) with the values ``settings`` gives for its names; None counts as not given.
 
     The one place defaults are applied: a function takes its options through this once, at its start, and reads
-    ``options[name]`` after (not ``options.get(name) or DEFAULT``, which also replaces a legitimate 0 or '').
+    ``options[name]`` after (not ``options.get(name) or DEFAULT``, which also replaces a legitimate 0 or ''). A memory
+    option that takes a quantity (rule 'quantity_bytes': '256Mi' or 268435456) comes out in bytes.
     """
-    return dict(table, **{name: value for name, value in (settings or {}).items() if name in table and value is not None})
+    filled = dict(table, **{name: value for name, value in (settings or {}).items()
+                            if name in table and value is not None})
+    for name in QUANTITY_BYTES_OPTIONS.intersection(filled):
+        filled[name] = quantity_bytes(filled[name])
+    return filled
+
+
+def quantity_bytes(value):
+    """Bytes from a memory option: an int (or a string of digits, as a role's template hands it over) is bytes; any
+    other string a Kubernetes quantity ('256Mi', '1G'), its value rounded up as Quantity.Value() does. ValueError when it
+    is neither, or negative."""
+    if isinstance(value, bool):
+        raise ValueError('not a memory amount: %r' % (value,))
+    if isinstance(value, int):
+        amount = value
+    elif isinstance(value, float) and value.is_integer():
+        amount = int(value)
+    else:
+        amount = _quantity.quantity_value(_quantity.parse_quantity(str(value).strip()))
+    if amount < 0:
+        raise ValueError('negative memory amount: %r' % (value,))
+    return amount
 
 
 def _number(value, type_):
@@ -420,6 +450,12 @@ def problem(name, value, table=None):
         except ValueError:
             return 'must be a Kubernetes quantity such as 256Mi, 1Gi or 500M'
         return 'must not be negative' if amount < 0 else None
+    if rule == 'quantity_bytes':
+        try:
+            quantity_bytes(value)
+        except (TypeError, ValueError):
+            return 'must be bytes (104857600) or a Kubernetes quantity (100Mi, 1Gi, 500M), not negative'
+        return None
     if rule == 'drop_in_name':
         return _defaults.drop_in_name_problem(text)
     if rule == 'promql_template':

@@ -16,9 +16,10 @@ GIB = 1 << 30
 # Terms a reader meets in the report, each with what it means; the renderers print the meaning next to
 # the first figure that uses the term (docs/arithmetic.md has the full derivations).
 GLOSSARY = (
-    ('PoC non-pod memory', 'the figure of the proof of concept this collection grew from (MemTotal - MemAvailable - '
-                           'the pods\' working set), shown for comparison; it comes out too low when pods keep files '
-                           'hot in the page cache, which the lines below add back'),
+    ('uncorrected non-pod memory', 'MemTotal - MemAvailable - the pods\' working set, shown for comparison; it '
+                                   'comes out too low when pods keep files hot in the page cache (MemAvailable counts '
+                                   'that cache as free and the working set counts it again), which the lines below '
+                                   'add back'),
     ('non-pod memory', 'memory in use outside the pods: the kubelet, the container runtime, systemd and every other '
                        'daemon, and the kernel\'s own memory; kubeReserved + systemReserved must cover it'),
     ('working set', 'a cgroup\'s memory usage minus its inactive file cache, the figure the kubelet evicts on'),
@@ -34,6 +35,8 @@ GLOSSARY = (
     ('cold-start prior', 'with no history yet, a vendor formula\'s reservation is the floor until enough readings '
                          'show how the node climbs'),
     ('ceil_MiB', 'rounded up to a whole MiB'),
+    ('reaction time', 'how often the role is meant to run (reservations_reaction_time, 24 h by default): a history '
+                      'shorter than one has not yet seen the node\'s daily cycle, so it is not trusted alone'),
     ('formula', 'what a cloud vendor\'s published formula would reserve for a node of this size, for comparison'),
     ('PSI', 'pressure stall information: the share of time tasks waited for CPU or memory (/proc/pressure)'),
     ('memory.min', 'cgroup v2 hard protection: the group\'s memory up to this is never reclaimed; the kernel OOM-kills '

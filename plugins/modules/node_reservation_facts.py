@@ -60,13 +60,24 @@ options:
   class_peers:
     description:
       - What other nodes measured in the same run told their class, each one's RV(class_record) as returned by this
-        module. Records of another class (memory size rounded to whole GiB, CPU count) are ignored.
+        module. Records of another class (O(node_class), else memory size rounded to whole GiB and CPU count) are
+        ignored.
       - With peers of this node's class, its P (the history window's peak) is raised to the largest of the class, and a
         node whose history does not yet span one reaction time takes as its cold-start prior the largest reservation
         recommended for a peer with such a history (instead of the O(cold_start_prior) formula).
       - The reservations role passes them where they change the decision (C(reservations_pool_class)).
     type: list
     elements: dict
+    version_added: 0.1.0
+  node_class:
+    description:
+      - The node's class, as the inventory names it in C(nodealloc_node_class) (a Karpenter NodePool, a
+        MachineDeployment, a node group). Pooling over O(class_peers), the report's fleet view and the node templates
+        group nodes by it, so a GPU pool and a general pool of one size stay apart.
+      - Unset or empty, the node's size class (memory in whole GiB and CPU count) is its class. A named class never
+        pools with a size class, even of the same size.
+      - The reservations role passes the host's C(nodealloc_node_class).
+    type: str
     version_added: 0.1.0
   pod_requests:
     description:
@@ -240,7 +251,7 @@ memory:
           kubelet's and runtime's own groups (C(groups)).
       type: dict
     non_pod_poc_bytes:
-      description: The PoC's figure, C(mem_total_bytes - mem_available_bytes - kubepods_working_set_bytes), exactly, for comparison.
+      description: The uncorrected figure, C(mem_total_bytes - mem_available_bytes - kubepods_working_set_bytes), exactly, for comparison (before the page-cache correction).
       type: int
     non_pod_accounting:
       description:
@@ -492,7 +503,7 @@ formulas:
 class_record:
   description:
     - What this node tells the other nodes of its class, to pass to their O(class_peers) - its class
-      (C(node_class), memory GiB and CPU count), its own P (C(jumps), before any pooling - C(memory_bytes),
+      (C(node_class), memory GiB and CPU count, and C(class_name), the O(node_class) it was given, or null), its own P (C(jumps), before any pooling - C(memory_bytes),
       C(millicores), C(reaction_seconds), C(span_seconds) and C(warm), true once the history spans one reaction
       time), C(cold_start), and once warm C(reserved_memory_bytes) and C(reserved_millicores).
   returned: always

@@ -34,16 +34,55 @@ MAX_PODS = 110
 # becomes ["pods"]; an explicit empty list stays empty (no enforcement).
 ENFORCE_NODE_ALLOCATABLE = ('pods',)
 
-# pkg/kubelet/eviction/defaults_linux.go DefaultEvictionHard: used when evictionHard is not set at all (a set map
-# replaces it whole unless mergeDefaultEvictionSettings). Its memory.available also as bytes, for the readers that must
-# not load the quantity parser (the sampler's metrics).
+# pkg/kubelet/eviction/defaults_linux.go DefaultEvictionHard, which cmd/kubelet/app/server.go loadConfigFile applies
+# only when the config sets no evictionHard at all. imagefs.inodesFree joined it in 1.30 (kubernetes#121834, not
+# cherry-picked: "only valid for >= 1.30", kubernetes/website#44696); before, four signals. Its memory.available also as
+# bytes, for the readers that must not load the quantity parser (the sampler's metrics).
 EVICTION_HARD_MEMORY_AVAILABLE_BYTES = 100 * 1024 * 1024
-EVICTION_HARD = {
+EVICTION_HARD_BEFORE_1_30 = {
     'memory.available': '%dMi' % (EVICTION_HARD_MEMORY_AVAILABLE_BYTES // (1024 * 1024)),
     'nodefs.available': '10%',
     'nodefs.inodesFree': '5%',
     'imagefs.available': '15%',
 }
+EVICTION_HARD = dict(EVICTION_HARD_BEFORE_1_30, **{'imagefs.inodesFree': '5%'})
+EVICTION_HARD_IMAGEFS_INODES_FROM = (1, 30)
+# mergeDefaultEvictionSettings (k8s.io/kubelet config/v1beta1 types.go): new in 1.33 (kubernetes#127577, release-1.33
+# notes). Without it, or before 1.33 (an older kubelet ignores the unknown field), a config's evictionHard replaces
+# the default whole: "other signals that are not specified in this configuration will be set to 0".
+MERGE_DEFAULT_EVICTION_FROM = (1, 33)
+
+
+def _release(version):
+    """(major, minor) from a {'version': '1.35.0', ...} (the facts' kubelet.version, _version_rules.parse), or None."""
+    text = (version or {}).get('version')
+    if not text:
+        return None
+    major, minor = str(text).split('.')[:2]
+    return int(major), int(minor)
+
+
+def default_eviction_hard(version=None):
+    """The kubelet's default evictionHard for its version; an unknown version is taken as a current one."""
+    release = _release(version)
+    if release is not None and release < EVICTION_HARD_IMAGEFS_INODES_FROM:
+        return dict(EVICTION_HARD_BEFORE_1_30)
+    return dict(EVICTION_HARD)
+
+
+def effective_eviction_hard(config, version=None):
+    """The evictionHard map a kubelet of ``version`` runs with ``config``: the default when the config sets none; a
+    set map alone (every other signal 0, no threshold), unless mergeDefaultEvictionSettings (1.33+) fills the
+    default's other signals in. cmd/kubelet/app/server.go loadConfigFile."""
+    hard = config.get('evictionHard')
+    if hard is None:
+        return default_eviction_hard(version)
+    release = _release(version)
+    if config.get('mergeDefaultEvictionSettings') is True and (release is None
+                                                              or release >= MERGE_DEFAULT_EVICTION_FROM):
+        return dict(default_eviction_hard(version), **hard)
+    return dict(hard)
+
 
 # cmd/kubelet/app/server.go mergeKubeletConfigurations: under --config-dir the kubelet reads only files whose
 # extension (filepath.Ext) is ".conf", walked in lexical order; anything else there is ignored.

@@ -19,7 +19,7 @@ from __future__ import annotations
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _quantity
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet._eviction import hard_eviction_memory_bytes
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet._defaults import (
-    ENFORCE_NODE_ALLOCATABLE, EVICTION_HARD, effective_enforce_node_allocatable)
+    ENFORCE_NODE_ALLOCATABLE, effective_enforce_node_allocatable, effective_eviction_hard)
 
 MIN_SHARES = 2
 MAX_SHARES = 262144
@@ -87,13 +87,12 @@ def compute(capacity_memory_bytes, capacity_millicores, kube_reserved, system_re
 def compute_for_config(config, capacity_memory_bytes, capacity_millicores, hugepages_bytes=0):
     """``compute`` for a KubeletConfiguration dict, with the kubelet's defaults for what it leaves out.
 
-    No ``evictionHard`` means the Linux default (pkg/kubelet/eviction/defaults_linux.go); no
+    No ``evictionHard`` means the Linux default (pkg/kubelet/eviction/defaults_linux.go; _defaults.effective_eviction_hard
+    for mergeDefaultEvictionSettings); no
     ``enforceNodeAllocatable`` means ``[pods]`` (the v1beta1 default).
     """
-    eviction_hard = config.get('evictionHard')
     return compute(capacity_memory_bytes, capacity_millicores, config.get('kubeReserved'),
-                   config.get('systemReserved'),
-                   eviction_hard if eviction_hard is not None else EVICTION_HARD,
+                   config.get('systemReserved'), effective_eviction_hard(config),
                    effective_enforce_node_allocatable(config.get('enforceNodeAllocatable')), hugepages_bytes)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _quantity, _version_rules
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _quantity, _version_rules
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import (
     _cgroup, _cpu_guarantee, _kubelet_ownership, _kubelet_process, _kubelet_settings, _kubelet_version,
     _memory_protection, _overcommit, _pipeline, _probe, _procfs, _swap)
@@ -31,6 +31,8 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
                             proc_root)
     meminfo, capacity_millicores, layout, driver, kubepods = node[:5]
     kubelet['version'] = _kubelet_version.kubelet_version(kubelet, config, layout.version, not_found, proc_root)
+    if current is not None:  # the default thresholds, and whether they merge, depend on the version
+        current['eviction_hard'] = _defaults.effective_eviction_hard(config, kubelet['version'])
     kubelet['reservation_files'] = _kubelet_settings.reservation_files(kubelet, options['drop_in_dir'],
                                                                        options['config_dir_path'])
     if kubepods is None:
@@ -38,8 +40,8 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
                          'pods working set taken as 0' % layout.memory_root)
     components, memory = _pipeline.read_memory(node, cmdlines, found, proc_root, own_pids=(os.getpid(),))
     if not components.seen:
-        not_found.append('no kubelet or container runtime processes (%s): kubeReserved gets no '
-                         'measured share, all non-pod memory goes to systemReserved' % ', '.join(names))
+        not_found.append('no kubelet or container runtime processes (%s): their share is unknown, so kubeReserved '
+                         'is left as it is and the reservation goes to systemReserved' % ', '.join(names))
     cpu = _pipeline.sample_cpu(node, components, options['sample_seconds'], proc_root, sleep)
     cpu['capacity_millicores'] = capacity_millicores
     return {

@@ -61,7 +61,7 @@ def read(options, proc_root, not_found, found):
     current = {
         'kube_reserved': config.get('kubeReserved') or {},
         'system_reserved': config.get('systemReserved') or {},
-        'eviction_hard': eviction_hard if eviction_hard is not None else dict(_defaults.EVICTION_HARD),
+        'eviction_hard': _defaults.effective_eviction_hard(config),
         'eviction_hard_source': 'config' if eviction_hard is not None else 'default',
         'eviction_soft': config.get('evictionSoft') or {},
         'eviction_soft_grace_period': config.get('evictionSoftGracePeriod') or {},

@@ -108,17 +108,19 @@ def non_pod_memory(meminfo, kubepods_memory, wmark_low_bytes, non_pod_swap_bytes
     swap_counted = min(non_pod_swap_bytes, max(0, total - resident))
     corrected = resident + swap_counted
     lines = [
-        'PoC non-pod memory = MemTotal - MemAvailable - kubepods working set = %d - %d - %d = %d B (%.1f MiB)'
+        'uncorrected non-pod memory = MemTotal - MemAvailable - kubepods working set = %d - %d - %d = %d B (%.1f MiB)'
         % (total, available, pods_ws, poc, poc / MIB),
-        'MemAvailable counts of the page cache pagecache - min(pagecache/2, wmark_low) = %d - min(%d, %d) = %d B '
-        '(kernel si_mem_available; Active(file) + Inactive(file) from /proc/meminfo, wmark_low from /proc/zoneinfo%s)'
+        'page cache the kernel counts as available in MemAvailable = page cache - min(page cache / 2, wmark_low) '
+        '= %d - min(%d, %d) = %d B (the kernel\'s si_mem_available; page cache is Active(file) + Inactive(file) '
+        'from /proc/meminfo, wmark_low from /proc/zoneinfo%s)'
         % (pagecache, pagecache // 2, watermark, cache_available,
            '' if wmark_low_bytes is not None else ', unreadable: taken as 0'),
         'pods active page cache (memory.stat) = %d B, of which MemAvailable already counts min(%d, %d) = %d B%s'
         % (pods_active_file, pods_active_file, cache_available, counted_cache,
            ('; pods reclaimable slab %d B, counted min(%d, %d) = %d B'
             % (pods_slab, pods_slab, slab_available, counted_slab)) if pods_slab else ''),
-        'non-pod memory = PoC figure + what MemAvailable already counts = %d + %d = %d B (%.1f MiB)'
+        'non-pod memory = uncorrected figure + the pods\' page cache MemAvailable already counts = %d + %d = %d B '
+        '(%.1f MiB)'
         % (poc, counted, with_tool, with_tool / MIB),
     ]
     if tool_bytes:

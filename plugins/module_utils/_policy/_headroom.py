@@ -92,9 +92,11 @@ def pool_jumps(own, peers):
 PEAK_KEYS = ('reaction_seconds', 'span_seconds', 'memory_bytes', 'millicores', 'warm')
 
 
-def class_record(mem_total_bytes, cpus, jumps, recommendation):
+def class_record(mem_total_bytes, cpus, jumps, recommendation, class_name=None):
     """What one node tells the nodes of its class: its class, its own peaks and, once warm, its reservation.
 
+    ``class_name`` is the inventory's ``nodealloc_node_class`` (None or empty: the size class alone decides): the
+    class pooling, the report and the templates use, so a GPU pool and a general pool of one size never pool.
     ``jumps`` are the node's own peaks (before any pooling: a peer's pooled figures would echo back round the
     class). A node whose history does not yet span a reaction time (``cold_start``) offers no reservation: it
     rests on a prior itself.
@@ -102,17 +104,29 @@ def class_record(mem_total_bytes, cpus, jumps, recommendation):
     jumps = jumps or {}
     cold = bool(recommendation.get('single_reading')) or not jumps.get('warm')
     return {'node_class': list(node_class(mem_total_bytes, cpus)),
+            'class_name': class_name or None,
             'jumps': {key: jumps.get(key) for key in PEAK_KEYS},
             'cold_start': cold,
             'reserved_memory_bytes': None if cold else recommendation.get('reserved_memory_bytes'),
             'reserved_millicores': None if cold else recommendation.get('reserved_millicores')}
 
 
+def class_key(record):
+    """The class a record belongs to: its inventory class name where set, else its size class; None if neither."""
+    record = record or {}
+    if record.get('class_name'):
+        return 'name', str(record['class_name'])
+    if record.get('node_class'):
+        return ('size',) + tuple(int(part) for part in record['node_class'])
+    return None
+
+
 def same_class(wanted, peers):
-    """The peers' records (dicts as ``class_record`` makes them) of class ``wanted``; anything else is dropped."""
-    wanted = list(wanted or ())
+    """The peers' records (dicts as ``class_record`` makes them) of ``wanted``'s class (a record, or its class_key);
+    anything else is dropped. A named class and a size class never match, even of one size."""
+    wanted = class_key(wanted) if isinstance(wanted, dict) else wanted
     return [peer for peer in peers or () if isinstance(peer, dict) and wanted
-            and list(peer.get('node_class') or ()) == wanted and isinstance(peer.get('jumps'), dict)]
+            and class_key(peer) == wanted and isinstance(peer.get('jumps'), dict)]
 
 
 def class_prior(peers):
@@ -132,7 +146,7 @@ def peers_that_matter(record, peers):
     """
     if not record:
         return []
-    peers = same_class(record.get('node_class'), peers)
+    peers = same_class(record, peers)
     if record.get('cold_start') and class_prior(peers):
         return peers
     pooled = pool_jumps(record['jumps'], [peer['jumps'] for peer in peers])

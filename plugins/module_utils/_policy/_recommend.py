@@ -145,7 +145,8 @@ def _pooled_peaks(basis, lines):
     cpu = max(int(basis['non_pod_millicores']), int(peaks.get('millicores') or 0), 0)
     if peaks.get('class_nodes', 1) > 1:
         raised = peaks.get('raised_by_class')
-        lines.append('peaks pooled over %d nodes of the same class (memory size and CPU count)%s'
+        lines.append('peaks pooled over %d nodes of the same class (the inventory\'s nodealloc_node_class, else '
+                     'memory size and CPU count)%s'
                      % (peaks['class_nodes'], ": the class's largest raises %s to %s and %dm"
                         % (' and '.join(raised), describe_bytes(memory), cpu) if raised else ''))
     return memory, cpu
@@ -164,8 +165,9 @@ def _cold_start_prior(basis, formulas, settings, lines):
     class_prior = basis.get('class_prior')
     if class_prior:
         prior = tuple(class_prior[:2]) + ('class',)
-        source = ('the largest reservation recommended for the %d node(s) of the same class (memory size and CPU '
-                  'count) with a reaction time of history in this run' % class_prior[2])
+        source = ('the largest reservation recommended for the %d node(s) of the same class (the inventory\'s '
+                  'nodealloc_node_class, else memory size and CPU count) with a reaction time of history in this run'
+                  % class_prior[2])
     else:
         prior = _headroom.cold_start_floor(formulas, policy_settings['cold_start_prior'])
         prior = None if prior is None else tuple(prior) + (policy_settings['cold_start_prior'],)
@@ -261,6 +263,25 @@ def _measured_split(measured, mem_needed, cpu_needed, non_pod_now, lines):
     return kube_mem, system_mem, kube_cpu, system_cpu
 
 
+def _system_only_split(current, mem_needed, cpu_needed, lines):
+    """No kubelet or runtime process was found (a k3s or RKE2 kubelet inside another binary, unless
+    kubelet_process_names names it): their share is unknown, not 0. The reservation goes to systemReserved, less what
+    kubeReserved holds today, and kubeReserved is left as it is: (kube map, kube memory, system memory, kube m,
+    system m)."""
+    kept = {resource: value for resource, value in ((current or {}).get('kube_reserved') or {}).items()
+            if resource in ('cpu', 'memory')}
+    kube_mem = _node_allocatable.reserved_amount(kept, 'memory', 0)
+    kube_cpu = _node_allocatable.reserved_amount(kept, 'cpu', -3)
+    system_mem, system_cpu = max(0, mem_needed - kube_mem), max(0, cpu_needed - kube_cpu)
+    lines.append('no kubelet or container runtime process was found on this node (an embedded kubelet, as on k3s or '
+                 'RKE2, unless kubelet_process_names names its program), so their share of the reservation is '
+                 'unknown: kubeReserved is left as it is (%s) and the rest of the reservation goes to systemReserved: '
+                 'memory %d - %d = %s, CPU %dm - %dm = %dm'
+                 % ('memory %s, CPU %s' % (kept.get('memory', 'unset'), kept.get('cpu', 'unset')),
+                    mem_needed, kube_mem, _quantity.format_memory(system_mem), cpu_needed, kube_cpu, system_cpu))
+    return kept, kube_mem, system_mem, kube_cpu, system_cpu
+
+
 def _allocatable(measured, current, kube_reserved, system_reserved, amounts, lines):
     """What the kubelet derives from the reservations (_node_allocatable), explained; and the enforced list.
 
@@ -299,7 +320,8 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     ``measured`` holds integers: mem_total_bytes, mem_available_bytes,
     kubepods_working_set_bytes, kube_components_working_set_bytes,
     capacity_millicores, non_pod_millicores, kube_components_millicores; optionally session_millicores
-    and session_cgroups (the SSH sessions' CPU left out of non_pod_millicores, _measure.SESSION_CGROUPS).
+    and session_cgroups (the SSH sessions' CPU left out of non_pod_millicores, _measure.SESSION_CGROUPS), and
+    components_found (False: no kubelet or runtime process was found; kubeReserved is then left as it is).
     ``current`` holds the kubelet's eviction_hard and enforce_node_allocatable
     (defaults apply when it is None). The steps: non-pod memory now, the history's P pooled over the class,
     the cold-start prior, P + headroom (or a vendor formula), floors and ceiling, the split, allocatable.
@@ -328,6 +350,8 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
             guarantee_input['version'], capacity_m, guarantee_input.get('system_slice_weight'), cpu_needed, cpu_needed,
             (settings or {}).get('cpu_guarantee') or 'reserve')
         lines.extend(guarantee_lines)
+    # Without a kubelet or runtime process found, their share is unknown, not measured as 0.
+    system_only = measuring and measured.get('components_found') is False
     if not measuring:
         kube_mem, system_mem, kube_cpu, system_cpu = _vendor_split(options['policy'], formulas, lines)
         mem_needed, cpu_needed = kube_mem + system_mem, kube_cpu + system_cpu
@@ -335,9 +359,14 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
         floor = formulas.get(options['floor_policy']) if options['floor_policy'] != 'none' else None
         mem_needed, cpu_needed = _apply_bounds(mem_needed, cpu_needed, measured['mem_total_bytes'], capacity_m,
                                                options, floor, lines)
-        kube_mem, system_mem, kube_cpu, system_cpu = _measured_split(measured, mem_needed, cpu_needed, non_pod_now,
-                                                                     lines)
-    kube_reserved = {'cpu': _quantity.format_cpu(kube_cpu), 'memory': _quantity.format_memory(kube_mem)}
+        if system_only:
+            kube_reserved, kube_mem, system_mem, kube_cpu, system_cpu = _system_only_split(current, mem_needed,
+                                                                                           cpu_needed, lines)
+        else:
+            kube_mem, system_mem, kube_cpu, system_cpu = _measured_split(measured, mem_needed, cpu_needed,
+                                                                         non_pod_now, lines)
+    if not system_only:
+        kube_reserved = {'cpu': _quantity.format_cpu(kube_cpu), 'memory': _quantity.format_memory(kube_mem)}
     system_reserved = {'cpu': _quantity.format_cpu(system_cpu), 'memory': _quantity.format_memory(system_mem)}
     derived, enforce = _allocatable(measured, current, kube_reserved, system_reserved,
                                     (kube_mem, system_mem, kube_cpu, system_cpu), lines)

@@ -163,7 +163,7 @@ def _node(host, result, inventory_class=None):
         'decision_reasons': [] if no_kubelet else decision.get('reasons') or [],
         'memory_delta_bytes': None if no_kubelet else decision.get('memory_delta_bytes'),
         'cpu_delta_millicores': None if no_kubelet else decision.get('cpu_delta_millicores'),
-        # Evidence of starvation (PSI); the CPU guarantee and the PoC's memory figure are in the explanation.
+        # Evidence of starvation (PSI); the CPU guarantee and the uncorrected memory figure are in the explanation.
         'pressure': _cpu_guarantee.describe_pressure(result.get('pressure') or {}),
         'history': {k: (result.get('history') or {}).get(k) for k in ('samples', 'span_seconds', 'series', 'source',
                                                                        'since')},
@@ -431,8 +431,8 @@ def _swap_rows(node):
     return out
 
 
-POC_ROW = ('PoC non-pod memory', '-', 'the proof of concept\'s figure, before the page-cache correction; '
-           'for comparison')
+POC_ROW = ('uncorrected non-pod memory', '-', 'MemTotal - MemAvailable - the pods\' working set, before the '
+           'page-cache correction; for comparison')
 
 
 def rows(node):
@@ -477,7 +477,9 @@ def rows(node):
          'reserved now minus non-pod usage; below zero a spike ends in a kernel OOM kill'),
         risk_row(node),
         ('recommended kubeReserved', units.quantity_memory(node['recommended']['kube_reserved'].get('memory'), _bytes),
-         _current_cpu(node['recommended']['kube_reserved']), 'the measured share of the kubelet and runtime'),
+         _current_cpu(node['recommended']['kube_reserved']),
+         'the measured share of the kubelet and runtime' if node.get('components_found', True) else
+         'left as it is: no kubelet or runtime process was found, so their share is unknown'),
         ('recommended systemReserved',
          units.quantity_memory(node['recommended']['system_reserved'].get('memory'), _bytes),
          _current_cpu(node['recommended']['system_reserved']), 'the rest of the non-pod usage'),

@@ -5,7 +5,10 @@ Fleets that replace nodes instead of restarting kubelets size reservations in a 
 class (the inventory's ``nodealloc_node_class``, else the size class the recommendation pools over: memory in
 whole GiB and CPU count, _headroom.node_class), the class recommendation is the largest of its nodes'
 recommendations, resource by resource (each already sized with its class's pooled headroom where pooling is on),
-and the largest hard ``memory.available`` threshold its nodes run with. It is written as:
+and ``evictionHard``: every hard threshold its nodes run with (their config's, or the kubelet's default for their
+version), each signal the largest of the class. Never ``memory.available`` alone: a config's evictionHard replaces
+the kubelet's default map whole, so a map naming one signal turns the others off (k8s.io/kubelet config/v1beta1
+types.go, mergeDefaultEvictionSettings). It is written as:
 
 * ``karpenter-ec2nodeclass-patch.yaml``: a merge patch of a Karpenter ``EC2NodeClass`` ``spec.kubelet``
   (``kubeReserved``, ``systemReserved``, ``evictionHard``; aws/karpenter-provider-aws
@@ -18,7 +21,7 @@ and the largest hard ``memory.available`` threshold its nodes run with. It is wr
   which nodeadm merges over its own defaults (nodeadm/crds/node.eks.aws_nodeconfigs.yaml).
 * ``gardener-worker-kubelet.yaml``: the ``kubernetes.kubelet`` of a Gardener Shoot worker pool. Gardener's
   KubeletConfig has ``kubeReserved`` only (``systemReserved`` is tombstoned in pkg/apis/core/v1beta1/types_shoot.go),
-  so both reservations go there, summed; ``evictionHard.memoryAvailable``.
+  so both reservations go there, summed; ``evictionHard`` in its field names (``memoryAvailable``, ...).
 * ``50-nodealloc.conf``: a plain KubeletConfiguration drop-in for a ``--config-dir``.
 """
 
@@ -38,10 +41,14 @@ _RESOURCES = ('cpu', 'memory')
 
 
 def class_name(host_vars_class, facts):
-    """The class a host's template belongs to: the inventory's name for it, else '<GiB>gib-<cpus>cpu'."""
+    """The class a host's template belongs to: the inventory's name for it (given here, or as the facts' class_record
+    carries it, _headroom.class_record), else '<GiB>gib-<cpus>cpu'."""
     if host_vars_class:
         return str(host_vars_class)
-    node_class = ((facts or {}).get('class_record') or {}).get('node_class')
+    record = (facts or {}).get('class_record') or {}
+    if record.get('class_name'):
+        return str(record['class_name'])
+    node_class = record.get('node_class')
     if not node_class:
         return None
     return '%dgib-%dcpu' % (int(node_class[0]), int(node_class[1]))
@@ -57,14 +64,40 @@ def _format(resource, amount):
     return _quantity.format_cpu(amount) if resource == 'cpu' else _quantity.format_memory(amount)
 
 
-def _eviction_bytes(facts):
-    """(text, bytes) of the hard memory.available threshold the node runs with, or None."""
+def _effective_eviction_hard(facts):
+    """The hard thresholds the node's kubelet runs with, every signal: what its facts read (its config's map, the
+    kubelet's default, or both merged: _defaults.effective_eviction_hard), or the kubelet's default for its version
+    when no config was found. A template that wrote only memory.available would turn the others off: a config's
+    evictionHard replaces the default whole (k8s.io/kubelet config/v1beta1 types.go, mergeDefaultEvictionSettings:
+    "other signals that are not specified in this configuration will be set to 0")."""
     current = (facts or {}).get('current') or {}
-    text = (current.get('eviction_hard') or {}).get('memory.available')
-    if text is None:
+    hard = current.get('eviction_hard')
+    if hard is None:
+        return _defaults.default_eviction_hard((facts.get('kubelet') or {}).get('version'))
+    return dict(hard)
+
+
+def _threshold_rank(signal, text, capacity_bytes):
+    """(kind, amount) to compare two values of one signal (a higher one evicts earlier); None for no threshold."""
+    try:
+        parsed = _eviction.parse_threshold(signal, text)
+    except ValueError:
         return None
-    capacity = ((facts.get('memory') or {}).get('mem_total_bytes')) or 0
-    return text, _eviction.hard_eviction_memory_bytes({'memory.available': text}, capacity)
+    if parsed is None:
+        return None  # '0%' and '100%' turn the signal off
+    if signal == 'memory.available':
+        return 'bytes', _eviction.threshold_bytes(parsed, capacity_bytes)
+    return parsed
+
+
+def _larger_threshold(rank, held):
+    """Whether ``rank`` is a stricter threshold than ``held``: only values of one kind compare (a disk percentage and
+    a disk quantity do not without the disk's size: the first node's value is kept)."""
+    if rank is None:
+        return False
+    if held is None:
+        return True
+    return rank[0] == held[0] and rank[1] > held[1]
 
 
 def facts_of_report_node(node):
@@ -76,7 +109,7 @@ def facts_of_report_node(node):
             'kubelet': {'config_path': node.get('kubelet_config'), 'found': True},
             'components': [True] if node.get('components_found', True) else [],
             'class_record': {'node_class': node.get('node_class')},
-            'current': {'eviction_hard': ((node.get('current') or {}).get('eviction_hard') or {})},
+            'current': {'eviction_hard': (node.get('current') or {}).get('eviction_hard')},
             'memory': {'mem_total_bytes': node.get('capacity_memory_bytes')}}
 
 
@@ -84,8 +117,9 @@ def class_recommendations(hosts):
     """{class: summary} from ``hosts``: {host: {'node_class': inventory name or None, 'facts': facts}}.
 
     The summary: ``hosts`` (sorted), ``kube_reserved`` and ``system_reserved`` ({cpu, memory} quantities, each the
-    largest of the class), ``eviction_hard`` ({'memory.available': the largest threshold}, or {}), and ``from``,
-    for each value the host it came from. Hosts without a recommendation (not measured) are left out.
+    largest of the class), ``eviction_hard`` (every hard threshold the class's nodes run with, each signal the
+    largest of the class: memory.available in bytes of each node's memory), and ``from``, for each value the host
+    it came from. Hosts without a recommendation (not measured) are left out.
     """
     classes = {}
     for host in sorted(hosts):
@@ -98,7 +132,7 @@ def class_recommendations(hosts):
         if name is None:
             continue
         summary = classes.setdefault(name, {'hosts': [], 'not_used': [], 'kube_reserved': {}, 'system_reserved': {},
-                                            'eviction_hard': {}, 'from': {}, '_amounts': {}})
+                                            'eviction_hard': {}, 'from': {}, '_amounts': {}, '_ranks': {}})
         if not has_kubelet(facts):
             # A machine without a kubelet has no reservation to tell a pool's template: listed, not used.
             summary['not_used'].append(host)
@@ -117,13 +151,16 @@ def class_recommendations(hosts):
                     summary['_amounts'][key] = amount
                     summary[field][resource] = _format(resource, amount)
                     summary['from'][key] = host
-        threshold = _eviction_bytes(facts)
-        if threshold is not None and threshold[1] > summary['_amounts'].get('eviction_hard', -1):
-            summary['_amounts']['eviction_hard'] = threshold[1]
-            summary['eviction_hard'] = {'memory.available': threshold[0]}
-            summary['from']['eviction_hard.memory.available'] = host
+        capacity = ((facts.get('memory') or {}).get('mem_total_bytes')) or 0
+        for signal, text in sorted(_effective_eviction_hard(facts).items()):
+            rank = _threshold_rank(signal, text, capacity)
+            held = summary['_ranks'].get(signal)
+            if signal not in summary['eviction_hard'] or _larger_threshold(rank, held):
+                summary['_ranks'][signal] = rank
+                summary['eviction_hard'][signal] = text
+                summary['from']['eviction_hard.' + signal] = host
     for summary in classes.values():
-        del summary['_amounts']
+        del summary['_amounts'], summary['_ranks']
     return {name: summary for name, summary in classes.items() if summary['hosts']}
 
 
@@ -158,7 +195,7 @@ def _kubelet_fields(summary):
     for field, key in (('kube_reserved', 'kubeReserved'), ('system_reserved', 'systemReserved'),
                        ('eviction_hard', 'evictionHard')):
         if summary[field]:
-            fields[key] = dict(summary[field])
+            fields[key] = dict(sorted(summary[field].items()))
     return fields
 
 
@@ -179,17 +216,42 @@ def dns_label(name):
     return label or 'nodealloc'
 
 
+# The evictionHard signals each tool takes. Karpenter: its EC2NodeClass CRD's CEL key rule (the schema's
+# propertyNames); Gardener: KubeletConfigEviction's fields (pkg/apis/core/v1beta1/types_shoot.go). The kubelet
+# files (drop-in, Cluster API patch, nodeadm's config) take every signal.
+KARPENTER_EVICTION_SIGNALS = ('memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available',
+                              'imagefs.inodesFree', 'pid.available')
+GARDENER_EVICTION_FIELDS = {'memory.available': 'memoryAvailable', 'nodefs.available': 'nodeFSAvailable',
+                            'nodefs.inodesFree': 'nodeFSInodesFree', 'imagefs.available': 'imageFSAvailable',
+                            'imagefs.inodesFree': 'imageFSInodesFree'}
+
+
+def left_out_signals(file_name, summary):
+    """The class's thresholds ``file_name``'s tool has no field for (its own default applies there)."""
+    allowed = {'karpenter-ec2nodeclass-patch.yaml': KARPENTER_EVICTION_SIGNALS,
+               'gardener-worker-kubelet.yaml': tuple(GARDENER_EVICTION_FIELDS)}.get(file_name)
+    if allowed is None:
+        return []
+    return sorted(signal for signal in summary['eviction_hard'] if signal not in allowed)
+
+
 def documents(name, summary):
     """{file name: document (dict)} for one class."""
     kubelet = _kubelet_fields(summary)
     drop_in = dict({'apiVersion': _defaults.API_VERSION, 'kind': _defaults.KIND}, **kubelet)
+    karpenter = dict(kubelet)
+    if 'evictionHard' in karpenter:
+        karpenter['evictionHard'] = {signal: text for signal, text in kubelet['evictionHard'].items()
+                                     if signal in KARPENTER_EVICTION_SIGNALS}
     gardener = {}
     if _summed_reserved(summary):
         gardener['kubeReserved'] = _summed_reserved(summary)
-    if summary['eviction_hard']:
-        gardener['evictionHard'] = {'memoryAvailable': summary['eviction_hard']['memory.available']}
+    gardener_eviction = {GARDENER_EVICTION_FIELDS[signal]: text for signal, text in sorted(
+        summary['eviction_hard'].items()) if signal in GARDENER_EVICTION_FIELDS}
+    if gardener_eviction:
+        gardener['evictionHard'] = gardener_eviction
     return {
-        'karpenter-ec2nodeclass-patch.yaml': {'spec': {'kubelet': kubelet}},
+        'karpenter-ec2nodeclass-patch.yaml': {'spec': {'kubelet': karpenter}},
         'capi-kubeadmconfigtemplate-patch.yaml': {
             'apiVersion': 'bootstrap.cluster.x-k8s.io/v1beta2', 'kind': 'KubeadmConfigTemplate',
             'metadata': {'name': dns_label(name) + '-nodealloc'},
@@ -268,6 +330,12 @@ def render(hosts):
                       '# Each value is the largest its class recommended; from: %s.'
                       % ', '.join('%s %s' % (key, host) for key, host in sorted(summary['from'].items())),
                       '# Use: %s.' % HOW_TO_USE[file_name]] + PRECEDENCE.get(file_name, [])
+            if summary['eviction_hard']:
+                header.append('# evictionHard is every hard threshold the class runs with, not memory.available '
+                              'alone: a map that names some signals turns the others off.')
+            if left_out_signals(file_name, summary):
+                header.append('# Not expressible here (the tool\'s default applies): evictionHard %s.'
+                              % ', '.join(left_out_signals(file_name, summary)))
             rendered.append({'path': '%s/%s' % (directory, file_name), 'class': name,
                              'content': '\n'.join(header + to_yaml(document)) + '\n'})
     return rendered

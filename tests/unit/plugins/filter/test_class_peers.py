@@ -30,3 +30,13 @@ def test_a_node_gets_its_class_peers_only_where_they_change_its_decision():
 def test_anything_but_a_dict_of_records_is_an_error():
     with pytest.raises(AnsibleFilterError, match='keyed by host'):
         class_peers([record(1)], 'a')
+
+
+def test_a_named_class_pools_only_with_its_own_name_never_with_a_pool_of_the_same_size():
+    # A GPU pool and a general pool, both 16 GiB / 4 CPUs: the inventory's nodealloc_node_class keeps them apart.
+    gpu, general, unnamed = (dict(record(10), class_name='gpu'), dict(record(900), class_name='general'),
+                             record(900))
+    gpu_busy = dict(record(300), class_name='gpu')
+    records = {'gpu': gpu, 'general': general, 'unnamed': unnamed, 'gpu-busy': gpu_busy}
+    assert class_peers(records, 'gpu') == [gpu_busy]
+    assert class_peers(records, 'unnamed') == []  # a size class does not take a named pool's peaks either

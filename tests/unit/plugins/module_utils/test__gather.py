@@ -93,6 +93,36 @@ def test_config_found_by_option_is_read(v2_node, tmp_path):
     assert facts['current']['enforce_node_allocatable'] == ['pods', 'system-reserved']
 
 
+def test_no_kubelet_or_runtime_process_found_plans_no_kube_reserved(v2_node, tmp_path):
+    # No process of either name (NO_HOST_PROCESSES), as on a k3s node whose kubelet is embedded: the plan must not
+    # write kubeReserved '0' from "not found"; the reservation goes to systemReserved.
+    config = tmp_path / 'config.yaml'
+    config.write_text('apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n'
+                      'systemReserved: {memory: 1Mi}\n')
+    facts = _gather.gather({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0,
+                            'kubelet_config_path': str(config), 'history': False})
+    assert facts['components'] == []
+    assert facts['recommendation']['kube_reserved'] == {}
+    assert facts['decision']['kube_reserved'] == {}
+    assert facts['decision']['system_reserved']['memory'] == facts['recommendation']['system_reserved']['memory']
+
+
+def test_the_node_class_option_names_the_class_pooled_over_and_the_record(v2_node, tmp_path):
+    options = {'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0, 'history': False,
+               'kubelet_config_path': str(tmp_path / 'none.yaml')}
+    alone = _gather.gather(options)
+    size = alone['class_record']['node_class']
+    assert alone['class_record']['class_name'] is None
+    # A peer of the same size but of a named pool (a GPU pool) with a far larger peak: not this node's class.
+    peer = dict(alone['class_record'], class_name='gpu', jumps=dict(alone['class_record']['jumps'],
+                                                                    memory_bytes=64 * GIB))
+    named = _gather.gather(dict(options, node_class='general', class_peers=[peer]))
+    assert named['class_record']['class_name'] == 'general' and named['class_record']['node_class'] == size
+    assert named['class_peers_used'] == 0
+    same = _gather.gather(dict(options, node_class='gpu', class_peers=[peer]))
+    assert same['class_peers_used'] == 1
+
+
 def _measured(v2_node, tmp_path):
     """The module's measurement of the v2 test node, with no kubelet config and no CPU sampling wait."""
     return _gather.measure(_gather.with_defaults({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0,

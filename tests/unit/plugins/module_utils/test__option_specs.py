@@ -266,11 +266,11 @@ def test_enforce_node_allocatable_default_applies_only_when_absent(configured, e
     ('max_reserved_fraction', 0, 'must be > 0 and < 1'),
     ('max_reserved_fraction', 2, 'must be > 0 and < 1'),
     ('memory_headroom_percent', -1, 'must be >= 0'),
-    ('memory_headroom_min_bytes', -1, 'must be >= 0'),
+    ('memory_headroom_min_bytes', -1, 'not negative'),
     ('cpu_headroom_percent', -0.5, 'must be >= 0'),
     ('cpu_headroom_min_millicores', -50, 'must be >= 0'),
     ('change_threshold_percent', -5, 'must be >= 0'),
-    ('change_threshold_min_bytes', -1, 'must be >= 0'),
+    ('change_threshold_min_bytes', -1, 'not negative'),
     ('change_threshold_min_millicores', -1, 'must be >= 0'),
     ('sample_seconds', -1, 'must be >= 0'),
     ('max_pods', 0, 'must be >= 1'),
@@ -495,3 +495,38 @@ def test_the_on_node_steps_own_timeouts_refuse_infinity():
     problems = _option_specs.check({'node_lock_timeout': float('inf'), 'config_lock_timeout': 30.0},
                                    table=_option_specs.STEP_OPTIONS)
     assert problems == ["node_lock_timeout: inf must be a finite number, not inf"]
+
+
+@pytest.mark.parametrize('value,expected', [
+    (104857600, 104857600), ('104857600', 104857600), ('256Mi', 256 << 20), ('1G', 10 ** 9), ('0', 0),
+    ('1.5Ki', 1536), (' 64Mi ', 64 << 20),
+])
+def test_a_memory_option_takes_bytes_or_a_quantity(value, expected):
+    assert _option_specs.quantity_bytes(value) == expected
+    assert _option_specs.check({'reservations_memory_headroom_min_bytes': value,
+                                'reservations_change_threshold_min_bytes': value}, 'reservations_') == []
+
+
+@pytest.mark.parametrize('value', ['lots', '-1Mi', -5, True, '100 MiB'])
+def test_a_memory_option_refuses_what_is_neither(value):
+    assert _option_specs.check({'reservations_memory_headroom_min_bytes': value}, 'reservations_') == [
+        'reservations_memory_headroom_min_bytes: %r must be bytes (104857600) or a Kubernetes quantity (100Mi, 1Gi, '
+        '500M), not negative' % (value,)]
+
+
+def test_every_option_named_in_bytes_takes_a_quantity():
+    assert {name for name in OPTIONS if name.endswith('_bytes')} == _option_specs.QUANTITY_BYTES_OPTIONS
+
+
+def test_the_policy_reads_a_quantity_as_its_bytes():
+    small = {'mem_total_bytes': 8 << 30, 'mem_available_bytes': (8 << 30) - (10 << 20),
+             'kubepods_working_set_bytes': 0, 'kube_components_working_set_bytes': 0, 'capacity_millicores': 2000,
+             'non_pod_millicores': 10, 'kube_components_millicores': 0}
+    as_quantity = _recommend.recommend(small, {'memory_headroom_min_bytes': '1Gi', 'min_reserved': '0'})
+    as_bytes = _recommend.recommend(small, {'memory_headroom_min_bytes': 1 << 30, 'min_reserved': '0'})
+    assert as_quantity['memory_headroom_bytes'] == as_bytes['memory_headroom_bytes'] == 1 << 30
+    recommendation = {'kube_reserved': {'memory': '0'}, 'system_reserved': {'memory': '1100Mi', 'cpu': '100m'}}
+    current = {'system_reserved': {'memory': '1000Mi', 'cpu': '100m'}}
+    assert _decision.decide(current, recommendation, {'change_threshold_min_bytes': '128Mi'})['memory']['action'] \
+        == _decision.decide(current, recommendation, {'change_threshold_min_bytes': 128 << 20})['memory']['action'] \
+        == 'keep'

@@ -81,9 +81,9 @@ def test_a_pods_hot_page_cache_does_not_lower_non_pod_memory(tmp_path):
 def test_explanation_keeps_the_pocs_figure_beside_the_corrected_one(tmp_path):
     after = gather(tmp_path, 'after', AFTER)
     lines = after['recommendation']['explanation']
-    assert any(line.startswith('PoC non-pod memory = ') and str(after['memory']['non_pod_poc_bytes']) in line
+    assert any(line.startswith('uncorrected non-pod memory = ') and str(after['memory']['non_pod_poc_bytes']) in line
                for line in lines)
-    assert any(line.startswith('non-pod memory = PoC figure + ') and line.find(str(after['memory']['non_pod_bytes'])) > 0
+    assert any(line.startswith('non-pod memory = uncorrected figure + ') and line.find(str(after['memory']['non_pod_bytes'])) > 0
                for line in lines)
 
 

@@ -194,3 +194,17 @@ def test_a_node_class_is_its_memory_size_and_cpu_count():
     assert _headroom.node_class(16 * GIB - 300 * MIB, 4) == _headroom.node_class(16 * GIB - 120 * MIB, 4)
     assert _headroom.node_class(16 * GIB, 4) != _headroom.node_class(16 * GIB, 8)
     assert _headroom.node_class(16 * GIB, 4) != _headroom.node_class(32 * GIB, 4)
+
+
+def test_the_class_is_the_inventory_name_where_set_else_the_size():
+    measured = _node()
+    basis = _basis(_days(3, [600]))
+    recommendation = _recommend.recommend(measured, None, None, basis)
+    named = _headroom.class_record(16 * GIB, 4, basis['jumps'], recommendation, 'gpu-pool')
+    sized = _headroom.class_record(16 * GIB, 4, basis['jumps'], recommendation)
+    assert named['class_name'] == 'gpu-pool' and sized['class_name'] is None
+    assert _headroom.class_key(named) == ('name', 'gpu-pool') and _headroom.class_key(sized) == ('size', 16, 4)
+    other_pool = dict(named, class_name='general')
+    assert _headroom.same_class(named, [named, other_pool, sized]) == [named]
+    assert _headroom.same_class(sized, [named, other_pool, sized]) == [sized]
+    assert _headroom.same_class(('name', 'general'), [named, other_pool]) == [other_pool]

@@ -159,3 +159,33 @@ def test_a_warm_history_or_a_vendor_policy_has_no_cold_start():
     vendor = _recommend.recommend(values, {'policy': 'eks'}, None, short_history(HOUR, 'node'),
                                   formulas.all_formulas(10 * GI, 4))
     assert vendor['cold_start'] is None
+
+
+def _no_components(current=None):
+    values = measured(kube_components_working_set_bytes=0, kube_components_millicores=0, components_found=False)
+    basis = {'samples': 100, 'span_seconds': 7 * 86400, 'percentile': 100.0, 'non_pod_bytes': 2 * GI,
+             'non_pod_millicores': 300}
+    return _recommend.recommend(values, {'min_reserved': '0'}, current, basis, formulas.all_formulas(10 * GI, 4))
+
+
+def test_no_kubelet_or_runtime_process_found_leaves_kube_reserved_out():
+    # k3s, RKE2: the kubelet runs inside another binary. Its share is unknown, not measured as 0: no kubeReserved '0'.
+    rec = _no_components()
+    assert rec['kube_reserved'] == {}
+    assert parse_quantity(rec['system_reserved']['memory']) == rec['reserved_memory_bytes']
+    assert milli_value(parse_quantity(rec['system_reserved']['cpu'])) == rec['reserved_millicores']
+    assert any('no kubelet or container runtime process was found' in line for line in rec['explanation'])
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _decision
+    decision = _decision.decide({'system_reserved': {'memory': '100Mi'}}, rec, {}, {'span_seconds': 7 * 86400})
+    assert decision['action'] == 'increase' and decision['kube_reserved'] == {}
+
+
+def test_no_process_found_keeps_the_configured_kube_reserved_and_reserves_the_rest_as_system():
+    current = {'kube_reserved': {'memory': '512Mi', 'cpu': '100m'}, 'system_reserved': {}}
+    rec = _no_components(current)
+    assert rec['kube_reserved'] == {'memory': '512Mi', 'cpu': '100m'}
+    assert parse_quantity(rec['system_reserved']['memory']) == rec['reserved_memory_bytes'] - 512 * MI
+    assert total_memory(rec) == rec['reserved_memory_bytes']
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _decision
+    decision = _decision.decide(current, rec, {}, {'span_seconds': 7 * 86400})
+    assert decision['kube_reserved'] == {'memory': '512Mi', 'cpu': '100m'}

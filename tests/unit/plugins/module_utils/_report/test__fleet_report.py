@@ -243,13 +243,13 @@ def test_html_charts_have_axes_units_capacity_and_a_legend():
 
 def test_every_term_is_explained_next_to_the_line_that_first_uses_it():
     text = _fleet_report.render_text_lines(_reports())
-    poc = [i for i, line in enumerate(text) if line.strip().startswith('PoC non-pod memory =')][0]
+    poc = [i for i, line in enumerate(text) if line.strip().startswith('uncorrected non-pod memory =')][0]
     following = text[poc + 1:poc + 4]
-    assert any(line.strip().startswith('(PoC non-pod memory: ') and 'proof of concept' in line for line in following)
+    assert any(line.strip().startswith('(uncorrected non-pod memory: ') and 'page cache' in line for line in following)
     html_page = _fleet_report.render_html(_reports())
-    assert re.search(r'<li>PoC non-pod memory = [^<]*<div><b>PoC non-pod memory</b>: [^<]*proof of concept', html_page)
+    assert re.search(r'<li>uncorrected non-pod memory = [^<]*<div><b>uncorrected non-pod memory</b>: [^<]*page cache', html_page)
     markdown = _fleet_report.render_markdown(_reports())
-    assert re.search(r'`PoC non-pod memory = [^`]*`\n  - \*PoC non-pod memory\*: [^\n]*proof of concept', markdown)
+    assert re.search(r'`uncorrected non-pod memory = [^`]*`\n  - \*uncorrected non-pod memory\*: [^\n]*page cache', markdown)
     # Every row of the figure table says what the figure is.
     for row in _fleet_report.rows([n for n in _reports()['nodes'] if n['host'] == 'tight'][0]):
         assert len(row) == 4 and row[3]
