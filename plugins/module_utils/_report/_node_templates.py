@@ -277,8 +277,8 @@ def history_header(name, class_history):
         return ["# History: each node's own; the class history from Prometheus is not used: %s."
                 % class_history['reason']]
     selector = '%s="%s"' % (class_history['label'], name) if class_history.get('label') else 'size class %s' % name
-    return ['# History: Prometheus, %d nodes of %s over %.1f days (%.1f days with a reading, in a %.1f-day '
-            'window), gone nodes included.'
+    return ['# History: Prometheus, %d nodes of %s over %.1f days (%.1f days with a reading; window %.1f days), '
+            'gone nodes included.'
             % (class_history.get('nodes') or len(class_history.get('members') or ()), selector,
                (class_history.get('span_seconds') or 0) / 86400.0, (class_history.get('covered_seconds') or 0) / 86400.0,
                (class_history.get('window_seconds') or 0) / 86400.0)]

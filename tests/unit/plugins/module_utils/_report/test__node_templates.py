@@ -132,3 +132,32 @@ def test_kube_reserved_zero_from_no_process_found_is_not_written():
 def test_the_cluster_api_file_names_the_kubelet_extra_args_precedence():
     capi = next(item['content'] for item in nt.render(HOSTS) if item['path'] == '16gib-4cpu/' + nt.FILES[1])
     assert 'kubeletExtraArgs' in capi and '--eviction-hard' in capi
+
+
+def class_template(used=True, reason=None):
+    """_gather.class_template's answer for a node of the nodepool 'batch' (two gone nodes and this one)."""
+    return {'class': 'batch', 'label': 'label_karpenter_sh_nodepool', 'members': ['gone-1', 'gone-2', 'new'],
+            'nodes': 3, 'span_seconds': 13.5 * 86400, 'covered_seconds': 6 * 86400, 'window_seconds': 14 * 86400,
+            'used': used, 'reason': reason, 'problems': [],
+            'recommendation': {'kube_reserved': {'cpu': '70m', 'memory': '400Mi'},
+                               'system_reserved': {'cpu': '90m', 'memory': '1500Mi'}} if used else None}
+
+
+def test_a_class_history_from_prometheus_names_the_class_gives_the_figures_and_says_nodes_and_days():
+    new = dict(facts('300Mi', '40m', '200Mi', '50m', node_class=(8, 2)), class_template=class_template())
+    classes = nt.class_recommendations({'new': {'facts': new, 'node_class': 'ignored-by-the-label'}})
+    assert list(classes) == ['batch']
+    assert classes['batch']['system_reserved'] == {'cpu': '90m', 'memory': '1500Mi'}
+    content = nt.render({'new': {'facts': new, 'node_class': None}})[0]['content']
+    assert ('# History: Prometheus, 3 nodes of label_karpenter_sh_nodepool="batch" over 13.5 days (6.0 days with a '
+            'reading; window 14.0 days), gone nodes included.') in content
+
+
+def test_a_class_history_not_used_leaves_the_nodes_own_figures_and_says_why():
+    new = dict(facts('300Mi', '40m', '200Mi', '50m', node_class=(8, 2)),
+               class_template=class_template(used=False, reason='no series for node class batch'))
+    classes = nt.class_recommendations({'new': {'facts': new, 'node_class': None}})
+    assert classes['batch']['system_reserved'] == {'cpu': '50m', 'memory': '200Mi'}
+    content = nt.render({'new': {'facts': new, 'node_class': None}})[0]['content']
+    assert "# History: each node's own; the class history from Prometheus is not used: no series" in content
+    assert "# History: each node's own (no class history from Prometheus)." in nt.render(HOSTS)[0]['content']
