@@ -10,7 +10,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_forms, _option_specs
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _duration
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _prometheus_history
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _prometheus_class, _prometheus_history
 
 _ROLE = _option_specs.OPTIONS
 
@@ -30,7 +30,11 @@ class ActionModule(ActionBase):
     _SPEC = {
         'url': {'type': 'str', 'required': True},
         'query': {'type': 'str', 'default': _ROLE['prometheus_query']['default']},
-        'node': {'type': 'str', 'required': True},
+        'mode': {'type': 'str', 'default': 'node', 'choices': ['node', 'classes']},
+        'node': {'type': 'str'},
+        # mode classes: host to how Prometheus names it ('' : the host's name), and the label naming the class.
+        'nodes': {'type': 'dict', 'default': {}},
+        'class_label': {'type': 'str', 'default': _ROLE['prometheus_class_label']['default']},
         'window': {'type': 'str', 'default': _ROLE['history_window']['default']},
         'step': {'type': 'str', 'default': _ROLE['sampler_interval']['default']},
         'bearer_token': {'type': 'str', 'default': '', 'no_log': True},
@@ -44,19 +48,37 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
-        dummy, args = self.validate_argument_spec(argument_spec=self._SPEC)
+        dummy, args = self.validate_argument_spec(argument_spec=self._SPEC,
+                                                  required_if=[('mode', 'node', ('node',))])
         problem = _option_forms.query_problem(args['query'])
         if problem:
             return dict(result, failed=True, msg='query %s' % problem)
+        problem = _option_forms.prometheus_label(args['class_label']) if args['class_label'] else None
+        if problem:
+            return dict(result, failed=True, msg='class_label %s' % problem)
         try:
             window = _duration.parse_window(args['window'])
             step = int(_option_forms.timespan_seconds(args['step']))
         except ValueError as exc:
             return dict(result, failed=True, msg=str(exc))
-        settings = {'url': args['url'], 'query': args['query'], 'node': args['node'], 'window_seconds': window,
+        settings = {'url': args['url'], 'query': args['query'], 'node': args['node'] or '', 'window_seconds': window,
                     'step_seconds': max(1, step), 'timeout_seconds': args['timeout'],
                     'validate_certs': args['validate_certs'], 'ca_file': args['ca_file'],
                     'bearer_token': args['bearer_token'], 'username': args['username'], 'password': args['password']}
+        if args['mode'] == 'classes':
+            return dict(result, changed=False, **self._classes(args, settings))
         history = _prometheus_history.fetch(open_url, settings, time.time())
         result.update(changed=False, history=history)
         return result
+
+    @staticmethod
+    def _classes(args, settings):
+        """{classes, host_classes, label, reason}: each class's history (_prometheus_class.fetch_classes) and the
+        class of each host Prometheus knows."""
+        names = {host: (name or host) for host, name in args['nodes'].items()}
+        read = _prometheus_class.fetch_classes(open_url, dict(settings, class_label=args['class_label']), time.time(),
+                                               sorted(set(names.values())))
+        host_classes = {host: read['node_classes'][name] for host, name in names.items()
+                        if name in read['node_classes']}
+        return {'classes': read['classes'], 'host_classes': host_classes, 'label': read['label'],
+                'reason': read['reason']}

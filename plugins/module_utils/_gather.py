@@ -136,6 +136,42 @@ def pool_with_class(options, node_class, history):
     return peers
 
 
+# What a node template takes from the recommendation the class's history gives (_report/_node_templates).
+CLASS_TEMPLATE_FIELDS = ('kube_reserved', 'system_reserved', 'reserved_memory_bytes', 'reserved_millicores',
+                         'cold_start', 'explanation')
+
+
+def class_template(options, measurement, history, reading, now):
+    """The recommendation for this node's class template from the class's history (option ``class_history``, read
+    on the controller by _policy/_prometheus_class: every node of the class Prometheus saw in the window, gone ones
+    included), or None when none was given.
+
+    The same path as the node's own history (``history_basis``, ``recommend``) with this node's measurement, this
+    run's reading and its own CPU figure (Prometheus gives memory): one recommendation, two sources. The node's own
+    decision is not changed; only the class's templates rest on it. No MemTotal check as for the node's own series:
+    a class (a Karpenter nodepool) may mix sizes, and its template must hold the largest of them.
+    Returns {class, label, members, nodes, span_seconds, covered_seconds, window_seconds, reason, problems, used,
+    recommendation: CLASS_TEMPLATE_FIELDS of it, or None when the class's history cannot be used}.
+    """
+    given = options.get('class_history')
+    if not given:
+        return None
+    out = {key: given.get(key) for key in ('class', 'label', 'members', 'nodes', 'span_seconds', 'covered_seconds',
+                                           'window_seconds', 'reason', 'url')}
+    out.update(problems=list(given.get('problems') or ()), used=False, recommendation=None)
+    if out['reason'] or not given.get('samples'):
+        out['reason'] = out['reason'] or 'no sample in the class history'
+        return out
+    cpu = history['basis']['non_pod_millicores']
+    samples = [{'t': t, 'non_pod_bytes': int(value), 'non_pod_millicores': cpu} for t, value in given['samples']]
+    from_class = {'problems': []}
+    history_basis(options, from_class, samples, reading, now, 'prometheus')
+    recommendation = recommend(options, measurement, from_class)[1]
+    out.update(used=True, recommendation={key: recommendation[key] for key in CLASS_TEMPLATE_FIELDS},
+               non_pod_bytes=from_class['basis']['non_pod_bytes'])
+    return out
+
+
 def _downsample(samples, points):
     """At most ``points`` [t, non_pod_bytes] pairs for a chart, keeping each bucket's peak."""
     if len(samples) <= points:
@@ -222,6 +258,7 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
     if options['basis']:
         measurement = copy.deepcopy(options['basis']['measurement'])
         history = copy.deepcopy(options['basis']['history'])
+        template = copy.deepcopy(options['basis'].get('class_template'))
     else:
         measurement = measure(options, proc_root, sleep)
         now = time.time()
@@ -234,8 +271,9 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
         history['not_recorded'] = problems[0] if problems and not history['recorded'] else None
         samples = choose_history(options, history, samples, reading, measurement['memory']['mem_total_bytes'])
         history_basis(options, history, samples, reading, now, history['source'])
+        template = class_template(options, measurement, history, reading, now)
     # Before pooling, which changes the basis's jumps: a second call pools this node's own basis again.
-    basis = {'measurement': _copied(measurement), 'history': _copied(history)}
+    basis = {'measurement': _copied(measurement), 'history': _copied(history), 'class_template': _copied(template)}
     mem_total, cpus = measurement['memory']['mem_total_bytes'], measurement['cpu']['capacity_millicores'] // 1000
     own_jumps = history['basis']['jumps']  # pooling replaces the basis's jumps; the class hears the node's own
     own_class = _headroom.class_key({'class_name': options['node_class'],
@@ -248,7 +286,7 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
                   history={k: v for k, v in history.items() if k != 'basis'},
                   class_record=_headroom.class_record(mem_total, cpus, own_jumps, recommendation,
                                                       options['node_class']),
-                  class_peers_used=len(pooled_with), basis=basis)
+                  class_peers_used=len(pooled_with), basis=basis, class_template=template)
     # Issue 30 item 4: the pods bound to the node (read from the API server by the role) against the new allocatable.
     result['requests_fit'] = _requests_fit.for_change(options['pod_requests'], measurement, decision)
     result['plan'] = _node_plan.plan(result, options)

@@ -184,11 +184,21 @@ def unit_name(text):
     return None
 
 
+def prometheus_label(text):
+    """A label of kube-state-metrics' kube_node_labels (``label_karpenter_sh_nodepool``) or the Kubernetes label it
+    stands for (``karpenter.sh/nodepool``: a DNS prefix, '/', a name), as _prometheus_class.kube_state_label reads it."""
+    if not re.match(r'^[A-Za-z0-9_]([A-Za-z0-9_./-]{0,315})$', text) or text.endswith('/'):
+        return ('must be a label of kube_node_labels such as label_karpenter_sh_nodepool, or a Kubernetes node label '
+                'such as node.kubernetes.io/instance-type')
+    return None
+
+
 RULES = {
     'node_path': node_path,
     'unit_path': unit_path,
     'unit_file_path': unit_file_path,
     'http_url': http_url,
+    'prometheus_label': prometheus_label,
     'systemd_percent': systemd_percent,
     'systemd_bytes': systemd_bytes,
     'systemd_timespan': systemd_timespan,

@@ -198,6 +198,10 @@ OPTIONS = {
                                           modules=(), rule=AT_LEAST_1),
     'prometheus_history': _option('dict', None, 'the history the controller read from Prometheus (the role reads it '
                                   'with the prometheus_history action)'),
+    'prometheus_class_label': _option('str', '', "the node label naming a node's class in Prometheus (kube_node_labels; "
+                                      'empty: the size class)', modules=(), rule='prometheus_label'),
+    'class_history': _option('dict', None, "the history of the node's class the controller read from Prometheus, for "
+                             'its node templates (the role reads it with the prometheus_history action, mode classes)'),
 }
 
 # Options only the modules take: the role works them out itself (class_peers, record, the kubelet_config ones) or
@@ -211,7 +215,8 @@ MODULE_ONLY = frozenset((
     'max_pods', 'class_peers', 'record', 'textfile_path', 'path', 'drop_in_name',
     'state', 'kube_reserved', 'system_reserved', 'eviction_hard', 'eviction_soft', 'eviction_soft_grace_period',
     'eviction_minimum_reclaim', 'enforce_node_allocatable', 'kube_reserved_cgroup', 'system_reserved_cgroup', 'backup',
-    'validate_against_node', 'lock_timeout', 'basis', 'pod_requests', 'prometheus_history', 'node_class'))
+    'validate_against_node', 'lock_timeout', 'basis', 'pod_requests', 'prometheus_history', 'class_history',
+    'node_class'))
 
 
 # The on-node step (kubelet_reservations_apply). It takes the kubelet_config options named in STEP_SHARED as they are

@@ -112,6 +112,16 @@ options:
         on the node's own readings either way (Prometheus gives memory).
     type: dict
     version_added: 0.1.0
+  class_history:
+    description:
+      - The history of this node's class as the controller read it from Prometheus - every node of the class
+        Prometheus saw in the history window, gone ones included, the largest non-pod memory of them at each step -
+        one entry of RV(nodealloc.kubelet.prometheus_history#module:classes) (the reservations role reads it where
+        C(reservations_prometheus_url) is set).
+      - Used only for the class's node templates (RV(class_template)), with this node's measurement and CPU; the
+        node's own recommendation and decision do not change.
+    type: dict
+    version_added: 0.1.0
   basis:
     description:
       - What an earlier call on this node returned as RV(basis). Nothing is measured, read or recorded; the
@@ -506,6 +516,16 @@ class_record:
       (C(node_class), memory GiB and CPU count, and C(class_name), the O(node_class) it was given, or null), its own P (C(jumps), before any pooling - C(memory_bytes),
       C(millicores), C(reaction_seconds), C(span_seconds) and C(warm), true once the history spans one reaction
       time), C(cold_start), and once warm C(reserved_memory_bytes) and C(reserved_millicores).
+  returned: always
+  type: dict
+  version_added: 0.1.0
+class_template:
+  description:
+    - The recommendation for this node's class template from O(class_history) (null without it) - C(class),
+      C(label), C(members) and C(nodes) (the nodes of the class Prometheus saw, and how many have a series),
+      C(span_seconds), C(covered_seconds), C(window_seconds), C(used), C(reason) (why the class history is not used),
+      C(problems), and C(recommendation) (C(kube_reserved), C(system_reserved), C(reserved_memory_bytes),
+      C(reserved_millicores), C(cold_start), C(explanation)) or null.
   returned: always
   type: dict
   version_added: 0.1.0

@@ -35,10 +35,33 @@ options:
         C($node) in a label value where the node's name goes. The default is for kube-prometheus-stack's metric and
         label names (docs/arithmetic.md, "History from Prometheus").
     type: str
-  node:
-    description: How Prometheus names the node (the value C($node) is replaced with).
+  mode:
+    description:
+      - V(node) reads O(node)'s history. V(classes) reads the class of each of O(nodes) and each class's history -
+        every node of the class Prometheus saw in O(window), gone ones included, as the largest value of O(query)
+        over them at each step (C(max) over O(query) with C($node) matching all of them) - for the node templates.
     type: str
-    required: true
+    choices: [node, classes]
+    default: node
+    version_added: 0.1.0
+  node:
+    description: How Prometheus names the node (the value C($node) is replaced with). Required with O(mode=node).
+    type: str
+  nodes:
+    description: With O(mode=classes), each host and how Prometheus names it (an empty name is the host's).
+    type: dict
+    default: {}
+    version_added: 0.1.0
+  class_label:
+    description:
+      - With O(mode=classes), the label of kube-state-metrics' C(kube_node_labels) whose value is a node's class
+        (V(label_karpenter_sh_nodepool)), or the Kubernetes label it exposes (V(karpenter.sh/nodepool),
+        V(node.kubernetes.io/instance-type)).
+      - Empty - the size class (C(<GiB>gib-<cpus>cpu)) from C(node_memory_MemTotal_bytes), named by its node as the
+        default O(query) does, and cAdvisor's C(machine_cpu_cores).
+    type: str
+    default: ''
+    version_added: 0.1.0
   window:
     description: How far back to read, a Go duration or whole days (the role passes C(reservations_history_window)).
     type: str
@@ -86,12 +109,27 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+classes:
+  description:
+    - With O(mode=classes), each class's history - as RV(history), plus C(class), C(label), C(members) (the nodes of
+      the class in the window), C(nodes) (how many had a series) and C(covered_seconds). A step where no node of the
+      class ran is not counted against it (no coverage reason, unlike a node's history).
+  returned: mode is classes
+  type: dict
+host_classes:
+  description: With O(mode=classes), the class of each host of O(nodes) that Prometheus knows.
+  returned: mode is classes
+  type: dict
+reason:
+  description: With O(mode=classes), why no class could be read (or V(null)).
+  returned: mode is classes
+  type: str
 history:
   description:
     - What Prometheus gave for the node; pass it to node_reservation_facts' C(prometheus_history).
     - C(samples) (C([time, bytes]) pairs, oldest first), C(span_seconds), C(reason) (why the history cannot be used,
       or V(null)), C(problems) (gaps, a span shorter than the window, warnings), C(url), C(node), C(query) (with the
       node's name in it), C(step_seconds), C(window_seconds).
-  returned: always
+  returned: mode is node
   type: dict
 '''

@@ -12,7 +12,7 @@ import html.parser
 from hypothesis import given, settings
 from markdown_it import MarkdownIt
 
-from ansible_collections.nodealloc.kubelet.tests.fuzz.cpu_deadline import cpu_deadline
+from ansible_collections.nodealloc.kubelet.tests.fuzz.cpu_deadline import within_deadline
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report, _html_page, _memory_risk
 from ansible_collections.nodealloc.kubelet.tests.fuzz.strategies import hostile_text
 from ansible_collections.nodealloc.kubelet.tests.unit.plugins.module_utils._report.test__fleet_report import (
@@ -56,7 +56,7 @@ class Page(html.parser.HTMLParser):
 
 def _page(report):
     page = Page()
-    page.feed(_fleet_report.render_html(report))
+    page.feed(within_deadline(_fleet_report.render_html, report))
     return page
 
 
@@ -64,7 +64,8 @@ def _page(report):
 # reach a class only as one of the fixed words).
 PLAIN = _page(report_of('plain', 'failed', 'plain', 'plain'))
 # markdown-it loads its rules on its first parse (about 0.1 s of CPU): spent here, not in the first example's limit.
-MarkdownIt('commonmark').enable('table').parse(_fleet_report.render_markdown(report_of('plain', 'failed', 'plain', 'plain')))
+MarkdownIt('commonmark').enable('table').parse(
+    _fleet_report.render_markdown(report_of('plain', 'failed', 'plain', 'plain')))
 PAGE_TAGS = set(PLAIN.tags)
 # The style's row classes (tr.failed, tr.unreachable; ok and no_kubelet rows) and its risk classes.
 CLASS_WORDS = PLAIN.classes | {'ok', 'no_kubelet', 'failed', 'unreachable'} | set(_memory_risk.ORDER)
@@ -72,7 +73,6 @@ CLASS_WORDS = PLAIN.classes | {'ok', 'no_kubelet', 'failed', 'unreachable'} | se
 
 @REPORT_EXAMPLES
 @given(hostile_text, hostile_text, hostile_text, hostile_text)
-@cpu_deadline
 def test_html_page(host, status, reason, words):
     report = report_of(host or 'h', status or 's', reason, words)
     for node in report['nodes']:
@@ -102,10 +102,9 @@ def _cells_match_headers(tokens):
 
 @REPORT_EXAMPLES
 @given(hostile_text, hostile_text, hostile_text, hostile_text)
-@cpu_deadline
 def test_markdown(host, status, reason, words):
     report = report_of(host or 'h', status or 's', reason, words)
-    tokens = MarkdownIt('commonmark').enable('table').parse(_fleet_report.render_markdown(report))
+    tokens = MarkdownIt('commonmark').enable('table').parse(within_deadline(_fleet_report.render_markdown, report))
     assert not [t for t in tokens if t.type == 'html_inline' or (t.type == 'html_block' and t.content.strip() not in (
         '<details><summary>Explanation</summary>', '</details>'))]
     assert not [t for t in tokens for c in (t.children or []) if c.type == 'html_inline']
@@ -117,10 +116,9 @@ def test_markdown(host, status, reason, words):
 
 @REPORT_EXAMPLES
 @given(hostile_text, hostile_text, hostile_text, hostile_text)
-@cpu_deadline
 def test_text_and_awx_summary(host, status, reason, words):
     report = report_of(host or 'h', status or 's', reason, words)
-    for line in _fleet_report.render_text_lines(report):
+    for line in within_deadline(_fleet_report.render_text_lines, report) + _fleet_report.summary_lines(report):
         assert not [c for c in line if ord(c) < 32 or 127 <= ord(c) < 160 or c in '\u2028\u2029'], repr(line)
     for counts in report['summary'].values():
         if isinstance(counts, dict):

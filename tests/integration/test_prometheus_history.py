@@ -25,7 +25,9 @@ from ansible.module_utils.urls import open_url
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather, _option_forms, _option_specs
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _vendor_formulas
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _prometheus_history, _recommend
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import (
+    _prometheus_class, _prometheus_history, _recommend)
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _node_templates
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store
 
 pytestmark = pytest.mark.skipif(not (shutil.which('prometheus') and shutil.which('promtool')),
@@ -45,25 +47,57 @@ def non_pod_bytes(node_index, t):
     return level
 
 
+# Issue 36 item 2: a class whose nodes were all replaced during the window (a Karpenter nodepool "batch"). Two nodes
+# lived only in the window's first five days, with a nightly peak the node now in the inventory never showed; the
+# replacement has lived for the last day. kube-state-metrics' kube_node_labels names each node's nodepool.
+CLASS_LABEL = 'karpenter.sh/nodepool'
+BATCH_MEM_TOTAL, BATCH_CPUS = 8 * GIB, 2
+BATCH_GONE = {'batch-old-1': (0, 3), 'batch-old-2': (2, 5)}  # days after the window's start
+BATCH_NEW = 'batch-new'  # the last day only, in the inventory now
+
+
+def batch_non_pod_bytes(node, t):
+    """The gone nodes ran a job with 1.2 GiB outside the pods at night; the new one has not yet."""
+    hour = (t // 3600) % 24
+    gone = node != BATCH_NEW
+    return (350 + (850 if gone and hour == 3 else 0) + (t // STEP) % 23) * MIB
+
+
+def node_spans(end):
+    """{node: (first, last, MemTotal, CPUs, nodepool)}: the three long-lived nodes and the batch class."""
+    start = end - DAYS * 86400
+    spans = {node: (start, end, MEM_TOTAL, 4, 'general') for node in NODES}
+    for node, (first_day, last_day) in BATCH_GONE.items():
+        spans[node] = (start + first_day * 86400, start + last_day * 86400, BATCH_MEM_TOTAL, BATCH_CPUS, 'batch')
+    spans[BATCH_NEW] = (end - 86400, end, BATCH_MEM_TOTAL, BATCH_CPUS, 'batch')
+    return spans
+
+
 def generate(now, path):
-    """OpenMetrics of DAYS days for NODES; returns {node: [(t, non_pod_bytes)]}, the truth the file will hold."""
+    """OpenMetrics of DAYS days for NODES and the batch class; returns {node: [(t, non_pod_bytes)]}, the truth a
+    history file holds."""
     end = now // STEP * STEP - 2 * STEP
-    times = range(end - DAYS * 86400, end + 1, STEP)
     truth, families = {}, {'node_memory_MemTotal_bytes': [], 'node_memory_MemAvailable_bytes': [],
-                           'node_namespace_pod:kube_pod_info:': [], 'container_memory_working_set_bytes': []}
-    for index, node in enumerate(NODES):
+                           'node_namespace_pod:kube_pod_info:': [], 'container_memory_working_set_bytes': [],
+                           'machine_cpu_cores': [], 'kube_node_labels': []}
+    for index, (node, (first, last, mem_total, cpus, pool)) in enumerate(sorted(node_spans(end).items())):
         exporter = 'job="node-exporter",namespace="monitoring",pod="node-exporter-%s",instance="10.0.0.%d:9100"' % (
             node, index + 1)
-        peak_at = end - (3 + index) * 86400 - 5 * 3600  # inside the 3-day and 14-day windows alike for node-a
+        if node in NODES:
+            node_index = NODES.index(node)
+            peak_at = end - (3 + node_index) * 86400 - 5 * 3600  # inside the 3-day and 14-day windows for node-a
         truth[node] = []
-        for t in times:
-            value = non_pod_bytes(index, t) + (900 * MIB if t == peak_at else 0)
-            app = (2000 + (t // STEP) % 300) * MIB
+        for t in range(first, last + 1, STEP):
+            if node in NODES:
+                value = non_pod_bytes(node_index, t) + (900 * MIB if t == peak_at else 0)
+            else:
+                value = batch_non_pod_bytes(node, t)
+            app = (2000 + (t // STEP) % 300) * MIB if mem_total == MEM_TOTAL else 1000 * MIB
             sidecar = 120 * MIB
             truth[node].append((t, value))
-            families['node_memory_MemTotal_bytes'].append('node_memory_MemTotal_bytes{%s} %d %d' % (exporter, MEM_TOTAL, t))
+            families['node_memory_MemTotal_bytes'].append('node_memory_MemTotal_bytes{%s} %d %d' % (exporter, mem_total, t))
             families['node_memory_MemAvailable_bytes'].append('node_memory_MemAvailable_bytes{%s} %d %d' % (
-                exporter, MEM_TOTAL - value - app - sidecar, t))
+                exporter, mem_total - value - app - sidecar, t))
             families['node_namespace_pod:kube_pod_info:'].append(
                 'node_namespace_pod:kube_pod_info:{namespace="monitoring",pod="node-exporter-%s",node="%s"} 1 %d'
                 % (node, node, t))
@@ -73,6 +107,12 @@ def generate(now, path):
                     'namespace="default",pod="web-%s",container="%s",image="example/%s:1",'
                     'id="/kubepods.slice/kubepods-burstable.slice/pod-%s/%s"} %d %d'
                     % (node, node, container, container, node, container, used, t))
+            if (t - first) % 3600 == 0 or t == last:  # slow-changing series: an hourly point is enough here
+                families['machine_cpu_cores'].append(
+                    'machine_cpu_cores{job="kubelet",metrics_path="/metrics/cadvisor",node="%s"} %d %d' % (node, cpus, t))
+                families['kube_node_labels'].append(
+                    'kube_node_labels{job="kube-state-metrics",node="%s",label_karpenter_sh_nodepool="%s"} 1 %d'
+                    % (node, pool, t))
     with open(path, 'w') as out:
         for name, lines in families.items():
             out.write('# TYPE %s gauge\n' % name)
@@ -197,6 +237,98 @@ def test_a_server_that_is_not_there_gives_a_reason(prometheus):
     closed = 'http://127.0.0.1:%d' % free_port()
     fetched = _prometheus_history.fetch(open_url, settings(prometheus, 'node-a', 3, url=closed), prometheus['now'])
     assert 'cannot reach' in fetched['reason'] and fetched['samples'] == []
+
+
+BATCH_MEASURED = dict(mem_total_bytes=BATCH_MEM_TOTAL, mem_available_bytes=5 * GIB, kubepods_working_set_bytes=2 * GIB,
+                      kube_components_working_set_bytes=200 * MIB, capacity_millicores=2000,
+                      non_pod_millicores=CPU_MILLICORES, kube_components_millicores=100)
+
+
+def batch_measurement():
+    """batch-new as _facts_measure gives it, to the fields _gather.recommend reads."""
+    m = BATCH_MEASURED
+    return {'memory': {'mem_total_bytes': m['mem_total_bytes'], 'mem_available_bytes': m['mem_available_bytes'],
+                       'kubepods_working_set_bytes': m['kubepods_working_set_bytes'],
+                       'kube_components_working_set_bytes': m['kube_components_working_set_bytes'],
+                       'non_pod_accounting': None},
+            'cpu': {'capacity_millicores': m['capacity_millicores'], 'non_pod_millicores': m['non_pod_millicores'],
+                    'kube_components_millicores': m['kube_components_millicores']},
+            'current': None, 'hugepages_bytes': 0, 'cpu_weights': None}
+
+
+def history_file(tmp_path, name, pairs):
+    path = tmp_path / name
+    path.write_text(''.join(json.dumps({'t': t, 'non_pod_bytes': v, 'non_pod_millicores': CPU_MILLICORES}) + '\n'
+                            for t, v in pairs))
+    return str(path)
+
+
+@pytest.mark.parametrize('class_label, class_name', [(CLASS_LABEL, 'batch'), ('', '8gib-2cpu')])
+def test_the_template_of_a_class_whose_nodes_were_all_replaced_comes_from_their_history(prometheus, tmp_path,
+                                                                                      class_label, class_name):
+    now, truth = prometheus['now'], prometheus['truth']
+    options = _gather.with_defaults({'history_window': '%dd' % DAYS})
+    read = _prometheus_class.fetch_classes(open_url, dict(settings(prometheus, '', DAYS), class_label=class_label),
+                                           now, [BATCH_NEW, 'node-a'])
+    assert read['reason'] is None, read['reason']
+    assert read['node_classes'][BATCH_NEW] == class_name
+    class_history = read['classes'][class_name]
+    assert class_history['reason'] is None, class_history['reason']
+    assert class_history['members'] == sorted(list(BATCH_GONE) + [BATCH_NEW]) and class_history['nodes'] == 3
+    assert 'node-a' not in class_history['members']
+
+    # batch-new, measured now: its own file holds its one day.
+    own, problems = _history_store.read(history_file(tmp_path, 'own.jsonl', truth[BATCH_NEW]), now, DAYS * 86400,
+                                        BATCH_MEM_TOTAL, 2000)
+    assert problems == []
+    measurement = batch_measurement()
+    reading = {'t': now, 'non_pod_bytes': 300 * MIB, 'non_pod_millicores': CPU_MILLICORES}
+    history = {'problems': []}
+    _gather.history_basis(options, history, own, reading, now)
+    own_recommendation = _gather.recommend(options, measurement, history)[1]
+    template = _gather.class_template(dict(options, class_history=class_history), measurement, history, reading, now)
+    assert template['used'] and template['reason'] is None
+
+    # The replay of the class's nodes as one history file (each minute the largest of the nodes then running).
+    merged = {}
+    for node in list(BATCH_GONE) + [BATCH_NEW]:
+        for t, value in truth[node]:
+            merged[t] = max(merged.get(t, 0), value)
+    replayed, problems = _history_store.read(history_file(tmp_path, 'class.jsonl', sorted(merged.items())), now,
+                                             DAYS * 86400, BATCH_MEM_TOTAL, 2000)
+    assert problems == []
+    replay = {'problems': []}
+    _gather.history_basis(options, replay, replayed, reading, now)
+    from_replay = _gather.recommend(options, measurement, replay)[1]
+    assert template['non_pod_bytes'] == replay['basis']['non_pod_bytes'] > history['basis']['non_pod_bytes']
+    for key in ('reserved_memory_bytes', 'reserved_millicores', 'kube_reserved', 'system_reserved'):
+        assert template['recommendation'][key] == from_replay[key], key
+    assert template['recommendation']['reserved_memory_bytes'] > own_recommendation['reserved_memory_bytes']
+
+    # The templates: the class's figures from that history, and the header says how many nodes and days.
+    facts = {'recommendation': own_recommendation, 'kubelet': {'found': True}, 'components': [True],
+             'class_record': {'node_class': [8, 2]}, 'current': {}, 'memory': {'mem_total_bytes': BATCH_MEM_TOTAL},
+             'class_template': template}
+    rendered = _node_templates.render({BATCH_NEW: {'facts': facts, 'node_class': None}})
+    drop_in = [item for item in rendered if item['path'].endswith('50-nodealloc.conf')][0]
+    assert drop_in['class'] == class_name
+    for field, key in (('kube_reserved', 'kubeReserved'), ('system_reserved', 'systemReserved')):
+        assert '%s:\n  cpu: "%s"\n  memory: "%s"\n' % (key, from_replay[field]['cpu'], from_replay[field]['memory']) \
+            in drop_in['content'], drop_in['content']
+    span_days = (max(merged) - min(merged)) / 86400.0
+    header = drop_in['content'].splitlines()[1]
+    assert header.startswith('# History: Prometheus, 3 nodes of %s over %.1f days (6.0 days with a reading' % (
+        'label_karpenter_sh_nodepool="batch"' if class_label else 'size class 8gib-2cpu', span_days)), header
+
+
+def test_a_node_prometheus_does_not_know_has_no_class_and_a_missing_label_no_classes(prometheus):
+    now = prometheus['now']
+    read = _prometheus_class.fetch_classes(open_url, dict(settings(prometheus, '', DAYS), class_label=CLASS_LABEL),
+                                           now, ['node-new-unknown'])
+    assert read['reason'] is None and read['node_classes'] == {} and read['classes'] == {}
+    read = _prometheus_class.fetch_classes(open_url, dict(settings(prometheus, '', DAYS), class_label='no.such/label'),
+                                           now, [BATCH_NEW])
+    assert read['node_classes'] == {} and read['classes'] == {}
 
 
 def test_the_server_starts_fast_enough_for_the_suite(prometheus):

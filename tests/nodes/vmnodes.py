@@ -252,13 +252,18 @@ def free_port():
         return sock.getsockname()[1]
 
 
-def start_guest(name, disk, state_dir, memory_mib=1280, cgroup='v2', cpus=1, release=DEFAULT_RELEASE):
+def start_guest(name, disk, state_dir, memory_mib=1280, cgroup='v2', cpus=1, release=DEFAULT_RELEASE, forwards=()):
+    """Boot one guest. ``forwards``: guest TCP ports also reached from a free port of the host's 127.0.0.1 (as SSH is);
+    the guest's record maps each (as a string, JSON's keys) to its host port under ``forwards``."""
     overlay = os.path.join(VM_DIR, name + '.qcow2')
     if os.path.exists(overlay):
         os.unlink(overlay)
     testnodes.run('qemu-img', 'create', '-q', '-f', 'qcow2', '-F', 'raw', '-b', disk, overlay)
     version = kernel_version()
     port = free_port()
+    host_ports = {str(guest_port): free_port() for guest_port in forwards}
+    netdev = 'user,id=n0,hostfwd=tcp:127.0.0.1:%d-:22' % port + ''.join(
+        ',hostfwd=tcp:127.0.0.1:%d-:%s' % (host_port, guest_port) for guest_port, host_port in host_ports.items())
     append = ['root=/dev/vda', 'rw', 'console=ttyS0', 'quiet', 'systemd.hostname=' + name,
               'systemd.show_status=0', 'panic=1']
     if cgroup == 'v1':
@@ -268,12 +273,13 @@ def start_guest(name, disk, state_dir, memory_mib=1280, cgroup='v2', cpus=1, rel
         [QEMU, '-accel', 'tcg', '-m', str(memory_mib), '-smp', str(cpus), '-nographic', '-nodefaults', '-no-reboot',
          '-kernel', '/boot/vmlinuz-' + version, '-initrd', '/boot/initrd.img-' + version,
          '-append', ' '.join(append), '-drive', 'file=%s,if=virtio,format=qcow2' % overlay,
-         '-netdev', 'user,id=n0,hostfwd=tcp:127.0.0.1:%d-:22' % port, '-device', 'virtio-net-pci,netdev=n0',
+         '-netdev', netdev, '-device', 'virtio-net-pci,netdev=n0',
          '-serial', 'file:' + console],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     _LIVE_PIDS.add(process.pid)
     return {'name': name, 'state_dir': state_dir, 'address': '127.0.0.1', 'port': port, 'qemu_pid': process.pid, 'overlay': overlay,
-            'memory_mib': memory_mib, 'cgroup': cgroup, 'release': release, 'started': time.time(), 'console': console}
+            'memory_mib': memory_mib, 'cgroup': cgroup, 'release': release, 'started': time.time(), 'console': console,
+            'forwards': host_ports}
 
 
 def ssh_command(node, state_dir):
@@ -371,7 +377,7 @@ def _live_nodes():
 
 def up(guests, state_dir, api_port=None):
     """Boot guests in parallel. ``guests`` is a list of dicts: name, and optionally memory_mib, cgroup, release
-    (a key of RELEASES; DEFAULT_RELEASE when absent).
+    (a key of RELEASES; DEFAULT_RELEASE when absent), forwards (guest ports reached from the host, start_guest).
 
     ``api_port``: the guests' kubelets report their Node status to a stand-in API server on this port of the
     host's loopback (the test starts it: testnodes.start_apiserver).
@@ -393,7 +399,8 @@ def up(guests, state_dir, api_port=None):
                     disks[release] = make_disk(state_dir, public_key, api_port=api_port, release=release)
                     image_seconds[release] = round(time.time() - started, 1)
                 nodes.append(start_guest(guest['name'], disks[release], state_dir, guest.get('memory_mib', 1280),
-                                         guest.get('cgroup', 'v2'), release=release))
+                                         guest.get('cgroup', 'v2'), release=release,
+                                         forwards=guest.get('forwards', ())))
                 testnodes.write(state_path, json.dumps(nodes, indent=2))
         for node in nodes:
             wait_ready(node, state_dir)

@@ -76,13 +76,14 @@ def _series_name(metric):
     return '{%s}' % ', '.join('%s="%s"' % item for item in sorted((metric or {}).items()))
 
 
-def parse(answers, step_seconds, window_seconds, node):
+def parse(answers, step_seconds, window_seconds, node, min_coverage=MIN_COVERAGE):
     """The history in ``answers`` (each a decoded query_range answer, one per chunk, oldest first).
 
     Returns {'samples': [[t, non_pod_bytes], ...], 'span_seconds', 'reason': why the history cannot be used (None when
     it can), 'problems': what is worth knowing but does not stop it}. A reason is given for an error answer, no series,
     more than one series for the node, a value that is not a number, infinite, NaN or negative (a query that does not
-    compute non-pod memory; dropping the point could drop the peak), and too few steps present (``MIN_COVERAGE``).
+    compute non-pod memory; dropping the point could drop the peak), and too few steps present (``min_coverage``; a
+    class's history passes 0: a step where none of its nodes ran is no reading lost, _prometheus_class).
     """
     result = {'samples': [], 'span_seconds': 0, 'reason': None, 'problems': []}
     series, points = set(), {}
@@ -130,11 +131,11 @@ def parse(answers, step_seconds, window_seconds, node):
     expected = int(round((last - first) / step_seconds)) + 1
     coverage = len(samples) / float(expected)
     widest = max([b[0] - a[0] for a, b in zip(samples, samples[1:])] or [step_seconds])
-    if coverage < MIN_COVERAGE:
+    if coverage < min_coverage:
         result['reason'] = ('only %d of the %d steps from %s to %s have a value (%.0f %%, less than %.0f %%; the '
                             'widest gap %.1f h): too much of the history is missing'
                             % (len(samples), expected, _when(first), _when(last), 100 * coverage,
-                               100 * MIN_COVERAGE, widest / 3600.0))
+                               100 * min_coverage, widest / 3600.0))
         return result
     if widest > GAP_STEPS_REPORTED * step_seconds:
         result['problems'].append('gaps in the series (a restart, failed scrapes): %d of %d steps have a value, the '
@@ -174,41 +175,49 @@ def http_reason(status, body):
                                                  if isinstance(body, bytes) else str(body)[:200])
 
 
-def fetch(open_url, settings, now):
+def fetch(open_url, settings, now, query=None, min_coverage=MIN_COVERAGE):
     """Ask Prometheus for ``settings['node']``'s history and read it: what ``parse`` returns, with the query and URL.
 
     ``open_url`` is ansible.module_utils.urls.open_url's signature (the action plugin passes it). ``settings``:
     url, query (the template), node, window_seconds, step_seconds, timeout_seconds, validate_certs, ca_file,
     bearer_token, username, password. Every failure (unreachable, TLS, authentication, an error answer, JSON that is
     not an answer) becomes the result's ``reason``: the node then rests on its own history, never on a guess.
+    ``query``: the query already rendered (a class's, _prometheus_class), instead of the template with the node's name.
     """
-    query = render(settings['query'], settings['node'])
+    query = query or render(settings['query'], settings['node'])
     step = int(settings['step_seconds'])
     base = {'source': 'prometheus', 'url': settings['url'], 'node': settings['node'], 'query': query,
             'step_seconds': step, 'window_seconds': int(settings['window_seconds'])}
-    headers = {'Content-Type': 'application/x-www-form-urlencoded', 'Accept': 'application/json'}
-    if settings.get('bearer_token'):
-        headers['Authorization'] = 'Bearer %s' % settings['bearer_token']
-    endpoint = settings['url'].rstrip('/') + '/api/v1/query_range'
     answers = []
     for start, end in chunks(now, settings['window_seconds'], step):
         body = request_body(step_query(query, step), start, end, step, settings['timeout_seconds'])
-        try:
-            response = open_url(endpoint, data=body, headers=headers, method='POST',
-                                timeout=settings['timeout_seconds'], validate_certs=settings['validate_certs'],
-                                ca_path=settings.get('ca_file') or None, url_username=settings.get('username') or None,
-                                url_password=settings.get('password') or None,
-                                force_basic_auth=bool(settings.get('username')), use_proxy=True)
-            text = response.read()
-        except Exception as exc:  # pylint: disable=broad-except  # every failure is a reason, none a crash
-            return dict(base, samples=[], span_seconds=0, problems=[], reason=_exception_reason(exc, endpoint))
-        try:
-            answers.append(json.loads(text))
-        except ValueError as exc:
-            return dict(base, samples=[], span_seconds=0, problems=[],
-                        reason='%s did not answer JSON (%s): is reservations_prometheus_url the Prometheus server?'
-                               % (endpoint, exc))
-    return dict(base, **parse(answers, step, settings['window_seconds'], settings['node']))
+        answer, reason = post(open_url, settings, 'query_range', body)
+        if reason:
+            return dict(base, samples=[], span_seconds=0, problems=[], reason=reason)
+        answers.append(answer)
+    return dict(base, **parse(answers, step, settings['window_seconds'], settings['node'], min_coverage))
+
+
+def post(open_url, settings, api, body):
+    """(the decoded answer, None) of a POST of ``body`` to /api/v1/``api``, or (None, why there is none)."""
+    headers = {'Content-Type': 'application/x-www-form-urlencoded', 'Accept': 'application/json'}
+    if settings.get('bearer_token'):
+        headers['Authorization'] = 'Bearer %s' % settings['bearer_token']
+    endpoint = settings['url'].rstrip('/') + '/api/v1/' + api
+    try:
+        response = open_url(endpoint, data=body, headers=headers, method='POST',
+                            timeout=settings['timeout_seconds'], validate_certs=settings['validate_certs'],
+                            ca_path=settings.get('ca_file') or None, url_username=settings.get('username') or None,
+                            url_password=settings.get('password') or None,
+                            force_basic_auth=bool(settings.get('username')), use_proxy=True)
+        text = response.read()
+    except Exception as exc:  # pylint: disable=broad-except  # every failure is a reason, none a crash
+        return None, _exception_reason(exc, endpoint)
+    try:
+        return json.loads(text), None
+    except ValueError as exc:
+        return None, ('%s did not answer JSON (%s): is reservations_prometheus_url the Prometheus server?'
+                      % (endpoint, exc))
 
 
 def _exception_reason(exc, endpoint):

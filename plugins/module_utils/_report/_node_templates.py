@@ -42,12 +42,17 @@ _RESOURCES = ('cpu', 'memory')
 
 def class_name(host_vars_class, facts):
     """The class a host's template belongs to: the inventory's name for it (given here, or as the facts' class_record
-    carries it, _headroom.class_record), else '<GiB>gib-<cpus>cpu'."""
+    carries it, _headroom.class_record: what pooling and the report use too), else the class Prometheus gave its node
+    (``class_template``: the value of reservations_prometheus_class_label, or its size class there), else
+    '<GiB>gib-<cpus>cpu'."""
     if host_vars_class:
         return str(host_vars_class)
     record = (facts or {}).get('class_record') or {}
     if record.get('class_name'):
         return str(record['class_name'])
+    from_prometheus = ((facts or {}).get('class_template') or {}).get('class')
+    if from_prometheus:
+        return str(from_prometheus)
     node_class = record.get('node_class')
     if not node_class:
         return None
@@ -132,12 +137,22 @@ def class_recommendations(hosts):
         if name is None:
             continue
         summary = classes.setdefault(name, {'hosts': [], 'not_used': [], 'kube_reserved': {}, 'system_reserved': {},
-                                            'eviction_hard': {}, 'from': {}, '_amounts': {}, '_ranks': {}})
+                                            'eviction_hard': {}, 'from': {}, 'class_history': None,
+                                            '_amounts': {}, '_ranks': {}})
         if not has_kubelet(facts):
             # A machine without a kubelet has no reservation to tell a pool's template: listed, not used.
             summary['not_used'].append(host)
             continue
         summary['hosts'].append(host)
+        template = facts.get('class_template') or {}
+        if template.get('used'):
+            # The class's history from Prometheus (every node of the class in the window, gone ones included) with
+            # this node's measurement: the same for every host of the class but for its own measured figures.
+            recommendation = template['recommendation']
+            summary['class_history'] = {key: template.get(key) for key in (
+                'label', 'nodes', 'members', 'span_seconds', 'covered_seconds', 'window_seconds')}
+        elif template.get('reason') and not summary['class_history']:
+            summary['class_history'] = {'reason': template['reason']}
         for field in ('kube_reserved', 'system_reserved'):
             if field == 'kube_reserved' and not components_found(facts):
                 continue  # its kubeReserved share is 0 because no kubelet or runtime process was found, not measured
@@ -316,6 +331,22 @@ def to_yaml(value, indent=0):
     return lines
 
 
+def history_header(name, class_history):
+    """The header lines saying what the class's figures rest on: how many nodes and days of its Prometheus history,
+    or each node's own history (and why not the class's)."""
+    if not class_history:
+        return ["# History: each node's own (no class history from Prometheus)."]
+    if class_history.get('reason'):
+        return ["# History: each node's own; the class history from Prometheus is not used: %s."
+                % class_history['reason']]
+    selector = '%s="%s"' % (class_history['label'], name) if class_history.get('label') else 'size class %s' % name
+    return ['# History: Prometheus, %d nodes of %s over %.1f days (%.1f days with a reading; window %.1f days), '
+            'gone nodes included.'
+            % (class_history.get('nodes') or len(class_history.get('members') or ()), selector,
+               (class_history.get('span_seconds') or 0) / 86400.0, (class_history.get('covered_seconds') or 0) / 86400.0,
+               (class_history.get('window_seconds') or 0) / 86400.0)]
+
+
 def render(hosts):
     """[{'path': '<class>/<file>', 'content': text}] for every class of ``hosts`` (see class_recommendations)."""
     rendered = []
@@ -326,6 +357,7 @@ def render(hosts):
                       % (name, len(summary['hosts']), ', '.join(summary['hosts']))]
             if summary['not_used']:
                 header.append('# Not used (no kubelet found): %s.' % ', '.join(summary['not_used']))
+            header += history_header(name, summary.get('class_history'))
             header += [
                       '# Each value is the largest its class recommended; from: %s.'
                       % ', '.join('%s %s' % (key, host) for key, host in sorted(summary['from'].items())),

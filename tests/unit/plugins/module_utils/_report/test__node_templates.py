@@ -197,3 +197,39 @@ def test_the_class_record_s_name_is_the_template_class_without_an_inventory_map(
     assert nt.class_name(None, node) == 'gpu'
     assert nt.class_name('override', node) == 'override'
     assert nt.class_name(None, facts('1', '1m', '1', '1m')) == '16gib-4cpu'
+
+
+def class_template(used=True, reason=None):
+    """_gather.class_template's answer for a node of the nodepool 'batch' (two gone nodes and this one)."""
+    return {'class': 'batch', 'label': 'label_karpenter_sh_nodepool', 'members': ['gone-1', 'gone-2', 'new'],
+            'nodes': 3, 'span_seconds': 13.5 * 86400, 'covered_seconds': 6 * 86400, 'window_seconds': 14 * 86400,
+            'used': used, 'reason': reason, 'problems': [],
+            'recommendation': {'kube_reserved': {'cpu': '70m', 'memory': '400Mi'},
+                               'system_reserved': {'cpu': '90m', 'memory': '1500Mi'}} if used else None}
+
+
+def test_a_class_history_from_prometheus_names_the_class_gives_the_figures_and_says_nodes_and_days():
+    new = dict(facts('300Mi', '40m', '200Mi', '50m', node_class=(8, 2)), class_template=class_template())
+    classes = nt.class_recommendations({'new': {'facts': new, 'node_class': None}})
+    assert list(classes) == ['batch']
+    assert classes['batch']['system_reserved'] == {'cpu': '90m', 'memory': '1500Mi'}
+    content = nt.render({'new': {'facts': new, 'node_class': None}})[0]['content']
+    assert ('# History: Prometheus, 3 nodes of label_karpenter_sh_nodepool="batch" over 13.5 days (6.0 days with a '
+            'reading; window 14.0 days), gone nodes included.') in content
+
+
+def test_the_inventorys_class_wins_over_the_label_so_pooling_the_report_and_the_templates_agree():
+    # Issue 37: one node class for pooling, the HTML and the templates: the inventory's nodealloc_node_class where
+    # set. Pooling and the report do not read Prometheus' label, so a template named after it would disagree with them.
+    new = dict(facts('300Mi', '40m', '200Mi', '50m', node_class=(8, 2)), class_template=class_template())
+    assert list(nt.class_recommendations({'new': {'facts': new, 'node_class': 'gpu'}})) == ['gpu']
+
+
+def test_a_class_history_not_used_leaves_the_nodes_own_figures_and_says_why():
+    new = dict(facts('300Mi', '40m', '200Mi', '50m', node_class=(8, 2)),
+               class_template=class_template(used=False, reason='no series for node class batch'))
+    classes = nt.class_recommendations({'new': {'facts': new, 'node_class': None}})
+    assert classes['batch']['system_reserved'] == {'cpu': '50m', 'memory': '200Mi'}
+    content = nt.render({'new': {'facts': new, 'node_class': None}})[0]['content']
+    assert "# History: each node's own; the class history from Prometheus is not used: no series" in content
+    assert "# History: each node's own (no class history from Prometheus)." in nt.render(HOSTS)[0]['content']
