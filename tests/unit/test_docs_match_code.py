@@ -80,3 +80,83 @@ def test_the_history_window_quoted_in_prose_is_the_code_s():
                     found.append(('%s:%d' % (os.path.relpath(path, ROOT), number), quoted))
     wrong = [(where, quoted) for where, quoted in found if quoted != days]
     assert not wrong, 'the history window is %s; quoted otherwise at %s' % (window, wrong)
+
+
+# The two operator pages (issue 37): every name they write in backticks, code blocks included, is one the code has.
+GUIDES = [os.path.join(ROOT, 'docs', name) for name in ('getting-started.md', 'reading-the-report.md')]
+CODE = re.compile(r'```.*?```|`[^`\n]+`', re.S)
+ROLE_VARIABLE = re.compile(r'\breservations_\w+')
+# A playbook variable (nodealloc_serial, nodealloc_report_dir, nodealloc_node_class); not a metric family nodealloc_*.
+PLAYBOOK_VARIABLE = re.compile(r'\bnodealloc_\w*[a-z0-9](?![\w*])')
+PLAYBOOK = re.compile(r'\bplaybooks/(\w+)\.yml|\bnodealloc\.kubelet\.(\w+)')
+SORT = re.compile(r'#sort=-?(\w+)')
+LINK = re.compile(r'\]\(([^)#\s]+)')
+
+
+def _role_variables():
+    with open(os.path.join(ROOT, 'roles', 'reservations', 'meta', 'argument_specs.yml'), encoding='utf-8') as handle:
+        specs = yaml.safe_load(handle)['argument_specs']
+    spec_names = {name for entry in specs.values() for name in (entry.get('options') or {})}
+    return spec_names & {_option_specs.ROLE_PREFIX + name for name in _option_specs.role_option_names()}
+
+
+def _collection_content():
+    """What nodealloc.kubelet.<name> may name: a playbook, a plugin or the role."""
+    names = {os.path.splitext(os.path.basename(path))[0] for path in glob.glob(os.path.join(ROOT, 'playbooks', '*.yml'))}
+    names |= {os.path.splitext(os.path.basename(path))[0] for path in glob.glob(os.path.join(ROOT, 'plugins', '*', '*.py'))}
+    return names | set(os.listdir(os.path.join(ROOT, 'roles')))
+
+
+def _playbook_text():
+    text = ''
+    for path in sorted(glob.glob(os.path.join(ROOT, 'playbooks', '*.yml'))):
+        with open(path, encoding='utf-8') as handle:
+            text += handle.read()
+    return text
+
+
+def guide_problems(path):
+    """Names in ``path``'s backticks the code does not have, and links to files that do not exist."""
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _html_page
+
+    with open(path, encoding='utf-8') as handle:
+        text = handle.read()
+    role_variables, content, playbook_text = _role_variables(), _collection_content(), _playbook_text()
+    playbooks = {os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(ROOT, 'playbooks', '*.yml'))}
+    sort_keys = {key for key, _title in _html_page.COLUMNS}
+    problems = []
+    for quoted in CODE.findall(text):
+        problems += ['unknown role variable %s' % name for name in ROLE_VARIABLE.findall(quoted)
+                     if name not in role_variables]
+        problems += ['%s is in no playbook' % name for name in PLAYBOOK_VARIABLE.findall(quoted)
+                     if not re.search(r'\b%s\b' % name, playbook_text)]
+        for file_name, fqcn_name in PLAYBOOK.findall(quoted):
+            if file_name and file_name not in playbooks:
+                problems.append('no playbooks/%s.yml' % file_name)
+            if fqcn_name and fqcn_name not in content:
+                problems.append('no nodealloc.kubelet.%s' % fqcn_name)
+        problems += ['the fleet table has no column %s' % key for key in SORT.findall(quoted) if key not in sort_keys]
+    for target in LINK.findall(text):
+        if not os.path.exists(os.path.join(os.path.dirname(path), target)) and not target.startswith(
+                ('http://', 'https://', '../tests/output/')):
+            problems.append('link to a missing file %s' % target)
+    return problems
+
+
+@pytest.mark.parametrize('path', GUIDES, ids=os.path.basename)
+def test_every_name_in_the_operator_guides_is_the_code_s(path):
+    assert guide_problems(path) == []
+
+
+def test_the_guide_check_finds_a_misspelt_name(tmp_path):
+    with open(GUIDES[0], encoding='utf-8') as handle:
+        text = handle.read()
+    assert '`reservations_history_window`' in text and 'nodealloc.kubelet.observe' in text  # what is misspelt below
+    misspelt = tmp_path / 'getting-started.md'
+    misspelt.write_text(text.replace('`reservations_history_window`', '`reservations_history_windows`')
+                        .replace('nodealloc.kubelet.observe', 'nodealloc.kubelet.observ')
+                        .replace('nodealloc_serial=', 'nodealloc_serail='), encoding='utf-8')
+    problems = guide_problems(str(misspelt))
+    assert 'unknown role variable reservations_history_windows' in problems
+    assert 'no nodealloc.kubelet.observ' in problems
+    assert 'nodealloc_serail is in no playbook' in problems
