@@ -102,8 +102,8 @@ def _role_variables():
 
 def _collection_content():
     """What nodealloc.kubelet.<name> may name: a playbook, a plugin or the role."""
-    names = {os.path.splitext(os.path.basename(path))[0] for path in glob.glob(os.path.join(ROOT, 'playbooks', '*.yml'))}
-    names |= {os.path.splitext(os.path.basename(path))[0] for path in glob.glob(os.path.join(ROOT, 'plugins', '*', '*.py'))}
+    files = glob.glob(os.path.join(ROOT, 'playbooks', '*.yml')) + glob.glob(os.path.join(ROOT, 'plugins', '*', '*.py'))
+    names = {os.path.splitext(os.path.basename(path))[0] for path in files}
     return names | set(os.listdir(os.path.join(ROOT, 'roles')))
 
 
