@@ -58,29 +58,6 @@ def test_report_page_renders_in_chromium_and_is_self_contained(tmp_path):
     with open(screenshot, 'rb') as handle:
         assert handle.read(8) == b'\x89PNG\r\n\x1a\n'
     assert os.path.getsize(screenshot) > 10000  # a rendered page, not a blank image
-    _view_screenshots(chromium, profile, page, report, artifacts)
-
-
-# One screenshot per view of the page, each cut out by its elements (docs/reading-the-report.md shows them):
-# name -> (CSS selectors whose boxes it holds, most pixels high).
-VIEWS = {
-    'report-fleet-chart': (['figure:has(svg[aria-label="fleet"])'], 1000),
-    'report-classes': (['h2:has(+ #classes)', '#classes', '#classes + p'], 1000),
-    'report-table': (['p:has(#filter)', '#fleet'], 900),
-    'report-node': (['details[open]'], 4000),
-}
-
-
-def _view_screenshots(chromium, profile, page, report, artifacts):
-    """tests/output/report-*.png, one per view; the node is the first one with a change to write (the worst)."""
-    index = next(number for number, node in enumerate(report['nodes']) if node.get('config_diff'))
-    with Page(chromium, str(profile) + '-views', page.as_uri() + '#n%d' % index) as view:
-        for name, (selectors, max_height) in VIEWS.items():
-            path = os.path.join(artifacts, name + '.png')
-            clip = view.shoot(path, selectors, max_height)
-            width, height, byte_values = png_facts(path)
-            assert (width, height) == (round(clip['width']), round(clip['height'])), name
-            assert width > 300 and height > 100 and byte_values > 16, (name, width, height, byte_values)  # not blank
 
 
 def _text(dom):
