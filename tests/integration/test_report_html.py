@@ -125,9 +125,10 @@ def test_500_node_report_reads_in_chromium(tmp_path):
     page.write_text(_fleet_report.render_html(_fleet_report.build_report(results)))
     size = page.stat().st_size
     print('500-node report: %d bytes (%.2f MiB)' % (size, size / 1048576.0))
-    # Measured 4.96 MiB with charts, legends, each figure's meaning and the explained arithmetic per node
-    # (2.40 MiB before those, same fleet); a regression to a page per node would be far above.
-    assert size < 5.5 * 1048576
+    # Measured 5.64 MiB with charts, legends, each figure's meaning, the explained arithmetic, the memory risk's
+    # reason, the history's source and the cold-start floor per node (about 11.8 KB a node; 4.96 MiB before the last
+    # three, 2.40 MiB before the explained arithmetic, same fleet); a regression to a page per node would be far above.
+    assert size < 6.5 * 1048576
     not_measured = {host for host, result in results.items() if not result.get('recommendation')}
     profile = tmp_path / 'profile'
 

@@ -33,6 +33,7 @@ FLEET_WIDTH, FLEET_LEFT, FLEET_BAND, FLEET_APART = 500, 190, 46, 70
 FORMULA_CLASSES = ('f0', 'f1', 'f2', 'f3', 'f4', 'f5')
 STYLE = (
     'body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1150px}table{border-collapse:collapse;margin:.5em 0}'
+    '.scroll{overflow-x:auto}'
     'td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}td:first-child,th:first-child{text-align:left}'
     'td{white-space:nowrap}td.w,th.w{text-align:left;color:#555;font-size:90%;white-space:normal}td.failed.w{max-width:26em;word-break:break-word}'
     'th{background:#f0f0f0}#fleet th{cursor:pointer}.muted{color:#666;font-size:90%}'
@@ -548,7 +549,8 @@ CLASS_COLUMNS = ('node class', 'nodes', 'recommended (what its templates carry)'
 
 def _classes_table(classes):
     """Per node class (``_fleet_classes``), what to do: the reservation, the restarts, the memory moved."""
-    out = ['<h2>What to do, per node class</h2><table id="classes"><tr>%s'
+    # In a box of its own that scrolls sideways: sixteen columns are wider than the page.
+    out = ['<h2>What to do, per node class</h2><div class="scroll"><table id="classes"><tr>%s'
            % ''.join('<th%s>%s' % (' class="w"' if index == 2 else '', _t(title))
                      for index, title in enumerate(CLASS_COLUMNS))]
     for entry in classes:
@@ -561,7 +563,7 @@ def _classes_table(classes):
             ''.join('<td>%d' % risk.get(name, 0) for name in (_memory_risk.EXCEEDED, _memory_risk.THIN,
                                                                _memory_risk.NOT_CONFIGURED, _memory_risk.OK)),
             entry['not_measured'], entry['no_kubelet']))
-    out.append('</table><p class="muted">A node class is the inventory\'s <code>nodealloc_node_class</code> where '
+    out.append('</table></div><p class="muted">A node class is the inventory\'s <code>nodealloc_node_class</code> where '
                'it is set, else the memory in whole GiB and the CPU count; each class\'s templates carry the '
                'reservation shown. Increase and decrease are the nodes whose kubelet apply would restart (where a '
                'kubelet config file was found); the memory moved is what those restarts give back to the pods or '
