@@ -127,8 +127,11 @@ def test_the_job_output_is_the_fleet_summary_under_300_lines_at_500_nodes(fleet_
     lines = renderings['text_lines']
     assert len(lines) < 300 and not any('\n' in line for line in lines)
     assert len(renderings['text'].splitlines()) > 10000  # the per-node text, which goes to the files only
-    # It starts with the fleet: per class, then the riskiest nodes, the first of them the report's worst.
-    assert lines[2] == 'Per node class, what apply would do:' and '8gib-2cpu' in '\n'.join(lines[:8])
+    # It starts with where the figures came from, then the fleet: per class, then the riskiest nodes, the first of them
+    # the report's worst.
+    assert lines[0] == _fleet_report.history_sentence(report['summary'])
+    start = lines.index('Per node class, what apply would do:')
+    assert start < 6 and '8gib-2cpu' in '\n'.join(lines[start:start + 6])
     worst = [node['host'] for node in report['nodes'] if node['status'] == 'ok'][:20]
     risky = [line.split()[0] for line in lines[lines.index(next(l for l in lines if 'riskiest' in l)) + 2:][:20]]
     assert risky == worst

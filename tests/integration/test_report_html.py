@@ -186,7 +186,7 @@ def test_500_node_report_reads_in_chromium(tmp_path):
 # name -> (CSS selectors whose boxes it holds, most pixels high).
 VIEWS = {
     'report-fleet-chart': (['figure:has(svg[aria-label="fleet"])'], 1000),
-    'report-classes': (['h2:has(+ #classes)', '#classes', '#classes + p'], 1000),
+    'report-classes': (['h2:has(+ .scroll)', '#classes', '.scroll + p'], 1000),
     'report-table': (['p:has(#filter)', '#fleet'], 900),
     'report-node': (['details[open]'], 4000),
 }

@@ -627,16 +627,24 @@ def render_html(report):
                                   history_sentence=history_sentence(report.get('summary') or {}))
 
 
+# Up to this many nodes the job output carries each node in full after the summary (about 60 lines a node).
+JOB_OUTPUT_NODES = 3
+
+
 def renderings(report):
     """Every rendering of one report, as the filters return them.
 
-    ``text`` is the whole text report; ``text_lines`` only its fleet summary, as lines (what a playbook prints with
-    ``debug``, one per line, without escapes in AWX): at 500 nodes the per-node text runs to tens of thousands of lines
-    and belongs in the report's files.
+    ``text`` is the whole text report; ``text_lines`` what a playbook prints with ``debug`` (one per line, without
+    escapes in AWX): the whole text for a fleet of at most JOB_OUTPUT_NODES nodes (make report's one machine, a
+    canary), else only the fleet summary: at 500 nodes the per-node text runs to tens of thousands of lines and belongs
+    in the report's files.
     """
+    whole = render_text_lines(report)
+    printed = whole if len(report['nodes']) <= JOB_OUTPUT_NODES else summary_lines(report)
     return {'data': report, 'history_sentence': history_sentence(report.get('summary') or {}),
             'json': render_json(report), 'markdown': render_markdown(report),
-            'text': render_text(report), 'text_lines': summary_lines(report), 'html': render_html(report)}
+            'text': '\n'.join(whole), 'text_lines': printed, 'html': render_html(report)}
+
 
 
 def _memory_on_floor(cold_start):
