@@ -211,10 +211,14 @@ def test_drift_check_reports_a_changed_role_default(tmp_path):
     with open(defaults) as stream:
         text = stream.read()
     with open(defaults, 'w') as stream:
-        stream.write(text.replace('reservations_memory_headroom_min_bytes: 104857600',
-                                  'reservations_memory_headroom_min_bytes: 104857601'))
+        # The default as OPTIONS has it (it moves with the policy: issue 38), one byte more.
+        default = _option_specs.OPTIONS['memory_headroom_min_bytes']['default']
+        changed = text.replace('reservations_memory_headroom_min_bytes: %d' % default,
+                               'reservations_memory_headroom_min_bytes: %d' % (default + 1))
+        assert changed != text
+        stream.write(changed)
     problems = role_drift(specs, defaults)
-    assert any('reservations_memory_headroom_min_bytes' in p and '104857601' in p for p in problems), problems
+    assert any('reservations_memory_headroom_min_bytes' in p and str(default + 1) in p for p in problems), problems
 
 
 def test_drift_check_reports_a_changed_argument_spec_default(tmp_path):
