@@ -110,8 +110,9 @@ def test_write_decisions_writes_each_change_in_force_from_its_run(tmp_path):
     traces.mkdir()
     lines = [json.dumps({'node': {'mem_total_bytes': 8 * GIB, 'cpus': 2, 'max_pods': 110}})]
     for minute in range(4 * 24 * 60):
-        # A node whose use steps up by 600 MiB on day 2: the daily run after it (day 3) raises the reservation.
-        memory = (700 if minute < 2 * 24 * 60 + 30 else 1300) * MIB
+        # A node whose use steps up by 1200 MiB on day 2 (past 700 MiB + the 768 MiB least headroom): the daily run
+        # after it (day 3) raises the reservation.
+        memory = (700 if minute < 2 * 24 * 60 + 30 else 1900) * MIB
         lines.append(json.dumps({'t': 1700000000 + 60 * minute, 'non_pod_bytes': memory, 'non_pod_millicores': 100}))
     (traces / 'node-a.jsonl').write_text('\n'.join(lines) + '\n', encoding='utf-8')
     result = subprocess.run([sys.executable, QUALITY, '--json', '--no-simple', '--traces', str(traces),

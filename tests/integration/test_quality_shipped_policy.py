@@ -56,7 +56,7 @@ def test_the_measured_replay_reserves_what_the_candidate_rule_does_at_every_run(
     # Every recommended change applied (no restart threshold): the decision is then the rule's figure itself.
     settings = dict(quality.module_defaults(), change_threshold_percent=0.0, change_threshold_min_bytes=0,
                     change_threshold_min_millicores=0, **PERCENT)
-    priors = [quality._formulas.gke(trace['mem_total_bytes'], trace['cpus'])['reserved_memory_bytes'] for trace in traces]
+    priors = [quality._vendor_formulas.gke(trace['mem_total_bytes'], trace['cpus'])['reserved_memory_bytes'] for trace in traces]
     candidate = quality.replay_candidates(traces, dict(quality.CANDIDATE, pool=0), sampler_every, apply_every, priors)
     peers = quality.class_peers(traces, sampler_every, apply_every, settings)
     run_times = list(range(0, 6 * DAY, DAY))
@@ -74,7 +74,7 @@ def test_at_the_default_thresholds_the_shipped_code_restarts_no_more_often_than_
     quality = _quality()
     traces = [_trace('quiet', 500, 0, 1, spike_day=1), _trace('climbing', 450, 60, 2)]
     settings = dict(quality.module_defaults(), **PERCENT)
-    priors = [quality._formulas.gke(trace['mem_total_bytes'], trace['cpus'])['reserved_memory_bytes'] for trace in traces]
+    priors = [quality._vendor_formulas.gke(trace['mem_total_bytes'], trace['cpus'])['reserved_memory_bytes'] for trace in traces]
     candidate = quality.replay_candidates(traces, dict(quality.CANDIDATE, pool=0), 300, DAY, priors)
     peers = quality.class_peers(traces, 300, DAY, settings)
     for index, trace in enumerate(traces):
