@@ -28,7 +28,8 @@ Policies:
       near its reservation (_headroom.near_reservation) at every reading for D, as a job the
       NodeallocNearReservation alert (for: 15m) starts would;
   measured (default --pool-class): the same, replayed as a fleet: traces of one node class (memory size, CPU count)
-      pool their window peaks at each run (_headroom.pool_jumps), as the role does by default;
+      pass each other their records at each run, and a young node borrows its peers' jumps (_headroom.pool_jumps),
+      as the role does by default;
   poc: the PoC as published: every 5 s reserve the reading + 100Mi, restarting the kubelet when that
       differs from what is reserved by more than 100Mi;
   every vendor formula (docs/formulas.md), fixed for the trace;
@@ -903,8 +904,9 @@ def main(argv):
                         help='also run the role on a node whose sampler has flagged its memory near the reservation '
                              'for this long (the NodeallocNearReservation alert fires after 15m); off by default')
     parser.add_argument('--pool-class', action=argparse.BooleanOptionalAction, default=True,
-                        help='pool the climbs of the traces of one node class (memory size, CPUs), as the role does '
-                             'over an inventory by default (reservations_pool_class); --no-pool-class: each node alone')
+                        help='pass the traces of one node class (memory size, CPUs) each other\'s records, a young node '
+                             'borrowing its peers\' jumps, as the role does over an inventory by default '
+                             '(reservations_pool_class); --no-pool-class: each node alone')
     parser.add_argument('--option', action='append', default=[], metavar='NAME=VALUE',
                         help='replay the measured policy with this facts module option set (repeatable), e.g. '
                              'memory_headroom_percent=30; the defaults otherwise. NAME: one of '
