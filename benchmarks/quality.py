@@ -10,8 +10,9 @@ Traces (docs/benchmarks.md, "Quality"):
       Non-pod memory = base + pods' runtime memory (pods start and stop; each pod's runtime memory is
       released some minutes after the pod goes) + a slow runtime leak reset when the runtime restarts
       + log bursts of Pareto-distributed size + page cache and slab that grow and are reclaimed + noise.
-  --family shapes|incidents: benchmarks/trace_families.py, 8 nodes of 4-256 GiB, a point every 10 s over
-      --days (10) days, written apart from this generator (issue 29's first family and its held-out second).
+  --family shapes|incidents|weekly: benchmarks/trace_families.py, 8 nodes of 4-256 GiB, a point every 10 s over
+      --days (10) days, written apart from this generator (issue 29's first family and its held-out second, issue
+      38's fourth: fixed-size bursts, quiet weekends, steps on flat nodes, a flat and a climbing node of one class).
   --traces DIR: every *.jsonl in DIR, a node's own history: a first line
       {"node": {"mem_total_bytes": N, "cpus": N, "max_pods": N[, "eviction_hard_bytes": N]}}, then one sample a
       line in the history file's format: {"t": unix seconds, "non_pod_bytes": N, "non_pod_millicores": N[,
@@ -27,7 +28,8 @@ Policies:
       near its reservation (_headroom.near_reservation) at every reading for D, as a job the
       NodeallocNearReservation alert (for: 15m) starts would;
   measured (default --pool-class): the same, replayed as a fleet: traces of one node class (memory size, CPU count)
-      pool their window peaks at each run (_headroom.pool_jumps), as the role does by default;
+      pass each other their records at each run, and a young node borrows its peers' jumps (_headroom.pool_jumps),
+      as the role does by default;
   poc: the PoC as published: every 5 s reserve the reading + 100Mi, restarting the kubelet when that
       differs from what is reserved by more than 100Mi;
   every vendor formula (docs/formulas.md), fixed for the trace;
@@ -35,7 +37,9 @@ Policies:
       no exposure), best-constant: the trace's peak all along (the best constant per node in hindsight);
   simple f=F W=Wd (unless --no-simple): each run reserve P_W + max(100Mi, F x P_W), P_W the largest sampler
       reading of the last W days, at the measured policy's run times, GKE's formula the floor of the first run
-      (the measured policy's cold-start prior); F in SIMPLE_FRACTIONS, W in SIMPLE_WINDOW_DAYS.
+      (the measured policy's cold-start prior); F in SIMPLE_FRACTIONS, W in SIMPLE_WINDOW_DAYS;
+  fixed m=M W=Wd (unless --no-simple): the same, but P_W + M, M a fixed size in MiB (FIXED_MARGINS_MIB, 128 MiB to
+      1 GiB) whatever the node's size, W in FIXED_WINDOW_DAYS (3, 7).
 
 Scored on every point of the trace (5 s for generated traces): a point is exposed when non-pod memory
 is above kubeReserved + systemReserved memory (pods filling their cgroup limit would then push the node
@@ -45,8 +49,13 @@ with warmup (the trace's first 24 h) and after_warmup: points, events, mib_minut
 exposure_samples, exposure_after_warmup, exposure_events, worst_shortfall_bytes, shortfall_mib_minutes (the
 exposed tier over the whole trace), waste_gib_hours and waste_after_warmup_gib_hours (reserved but unused),
 changes (kubelet restarts, the first application included), max_changes_per_day; with --apply-on-near also
-alert_runs (runs the alert started, whether they restarted the kubelet or not). ``versus`` in the JSON: the
-measured policy against the simple-rule curve, the clairvoyant bound and GKE (quality.versus).
+alert_runs (runs the alert started, whether they restarted the kubelet or not); excess_mib_hours and
+excess_after_warmup_mib_hours (reserved beyond that day's realised peak, the clairvoyant daily bound's own
+reservation, MiB·h: the waste an operator could have had back). ``versus`` in the JSON: the measured policy
+against the simple-rule curve, the best fixed-size rule, the clairvoyant bound and GKE (quality.versus);
+``operator``: per policy the mean excess over the clairvoyant daily bound in MiB per node (excess MiB·h over
+node-hours, after warm-up and over the whole trace), dangerous points after and during warm-up, changes per node-day
+(quality.operator).
 """
 
 from __future__ import annotations
@@ -90,6 +99,10 @@ DEFAULT_EVICTION_HARD_BYTES = _defaults.EVICTION_HARD_MEMORY_AVAILABLE_BYTES
 SIMPLE_FRACTIONS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
 SIMPLE_WINDOW_DAYS = (1, 3, 7)
 SIMPLE_MIN_BYTES = 100 * MIB
+# The fixed-size baseline (issue 38 item 4): each run reserve P_W + m, m a fixed number of bytes whatever the node's
+# size, beside the percentage sweep above; m in MiB.
+FIXED_MARGINS_MIB = (128, 256, 384, 512, 768, 1024)
+FIXED_WINDOW_DAYS = (3, 7)
 # The candidate policy (issue 29 item 4), shipped as the measured policy's defaults: the simple rule on the class's
 # largest P_W, GKE's formula the first run's floor. f fraction, W window days (0: all history), m minimum headroom
 # MiB, pool and prior 1 or 0. A few lines of its own, so tests/integration/test_quality_shipped_policy.py can check
@@ -427,7 +440,10 @@ def score(trace, series, restarts):
     steps = [b - a for a, b in zip(times, times[1:])]
     typical = sorted(steps)[len(steps) // 2] if steps else GENERATED_STEP_SECONDS
     result = {'exposure_samples': 0, 'exposure_after_warmup': 0, 'exposure_events': 0, 'worst_shortfall_bytes': 0,
-              'shortfall_mib_minutes': 0.0, 'waste_gib_hours': 0.0, 'waste_after_warmup_gib_hours': 0.0}
+              'shortfall_mib_minutes': 0.0, 'waste_gib_hours': 0.0, 'waste_after_warmup_gib_hours': 0.0,
+              'excess_mib_hours': 0.0, 'excess_after_warmup_mib_hours': 0.0,
+              'node_hours': 0.0, 'after_warmup_node_hours': 0.0}
+    peaks = _daily_peaks(trace)
     tiers = {tier: {'warmup': _tier(), 'after_warmup': _tier()} for tier in ('exposed', 'dangerous')}
     before, last_phase = {'exposed': False, 'dangerous': False}, 'warmup'
     for index, now in enumerate(times):
@@ -445,6 +461,13 @@ def score(trace, series, restarts):
             result['waste_gib_hours'] += -shortfall / GIB * seconds / 3600.0
             if phase == 'after_warmup':
                 result['waste_after_warmup_gib_hours'] += -shortfall / GIB * seconds / 3600.0
+        result['node_hours'] += seconds / 3600.0
+        result['after_warmup_node_hours'] += seconds / 3600.0 if phase == 'after_warmup' else 0.0
+        # Reserved beyond the day's realised peak (what the clairvoyant daily bound reserves); 0 below it.
+        excess = max(0, series[index] - peaks[int((now - times[0]) // DAY)]) / MIB * seconds / 3600.0
+        result['excess_mib_hours'] += excess
+        if phase == 'after_warmup':
+            result['excess_after_warmup_mib_hours'] += excess
         for tier, over in (('exposed', exposed), ('dangerous', shortfall > margin)):
             if over:
                 counts = tiers[tier][phase]
@@ -483,10 +506,14 @@ def _rounded(entry):
 
 
 def _daily_peaks(trace):
+    """{day index from the trace's first point: the day's largest non-pod memory}; kept in the trace once made."""
+    if trace.get('_daily_peaks') is not None:
+        return trace['_daily_peaks']
     start, peaks = trace['t'][0], {}
     for now, value in zip(trace['t'], trace['non_pod_bytes']):
         day = int((now - start) // DAY)
         peaks[day] = max(peaks.get(day, 0), value)
+    trace['_daily_peaks'] = peaks
     return peaks
 
 
@@ -543,6 +570,10 @@ def replay_simple(trace, fraction, window_days, readings, apply_every, prior_byt
 
 def simple_name(fraction, window_days):
     return 'simple f=%g W=%dd' % (fraction, window_days)
+
+
+def fixed_name(margin_mib, window_days):
+    return 'fixed m=%dMi W=%dd' % (margin_mib, window_days)
 
 
 def window_peaks(trace, window_days, readings, apply_every):
@@ -634,10 +665,15 @@ BOUNDS = ('clairvoyant-daily', 'best-constant')
 
 
 def _simple_points(policies):
+    return _points(policies, 'simple ')
+
+
+def _points(policies, prefix):
     return [dict(name=name, risk=entry['exposed']['after_warmup']['mib_minutes'],
                  waste=entry['waste_after_warmup_gib_hours'],
-                 dangerous=entry['dangerous']['after_warmup']['points'])
-            for name, entry in policies.items() if name.startswith('simple ')]
+                 dangerous=entry['dangerous']['after_warmup']['points'],
+                 dangerous_warmup=entry['dangerous']['warmup']['points'])
+            for name, entry in policies.items() if name.startswith(prefix)]
 
 
 def versus(policies, node_days, name='measured'):
@@ -657,6 +693,9 @@ def versus(policies, node_days, name='measured'):
     at_waste = [point for point in points if point['waste'] <= waste]
     best_at_risk = min(at_risk, key=lambda point: point['waste']) if at_risk else None
     best_at_waste = min(at_waste, key=lambda point: (point['dangerous'], point['waste'])) if at_waste else None
+    safe_fixed = [point for point in _points(policies, 'fixed ') if not point['dangerous']
+                  and not point['dangerous_warmup']]
+    best_fixed = min(safe_fixed, key=lambda point: point['waste']) if safe_fixed else None
     clairvoyant = policies['clairvoyant-daily']
     gke_warmup = policies['gke']['dangerous']['warmup']['points']
     return {
@@ -664,6 +703,10 @@ def versus(policies, node_days, name='measured'):
         'simple_waste_at_measured_risk': best_at_risk and dict(best_at_risk, ratio=round(
             best_at_risk['waste'] / waste, 3) if waste else None),
         'simple_dangerous_at_measured_waste': best_at_waste,
+        # Issue 38: the least-waste fixed-size rule with no dangerous point, and the measured waste as a multiple of
+        # its (the target: at most 1.1).
+        'best_safe_fixed': best_fixed and dict(best_fixed, measured_waste_ratio=round(
+            waste / best_fixed['waste'], 3) if best_fixed['waste'] else None),
         'measured_dangerous_after_warmup': measured['dangerous']['after_warmup']['points'],
         'measured_dangerous_warmup': measured['dangerous']['warmup']['points'],
         'gke_dangerous_warmup': gke_warmup,
@@ -683,6 +726,8 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, op
     names = ['measured', 'poc'] + list(_vendor_formulas.FORMULAS) + list(BOUNDS)
     sweep = [(fraction, days) for days in SIMPLE_WINDOW_DAYS for fraction in SIMPLE_FRACTIONS] if simple else []
     names += [simple_name(fraction, days) for fraction, days in sweep]
+    fixed_sweep = [(margin, days) for days in FIXED_WINDOW_DAYS for margin in FIXED_MARGINS_MIB] if simple else []
+    names += [fixed_name(margin, days) for margin, days in fixed_sweep]
     by_candidate = collections.OrderedDict((candidate_name(spec), spec) for spec in candidates)
     names += list(by_candidate)
     policies = collections.OrderedDict((name, None) for name in names)
@@ -704,7 +749,8 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, op
         prior = _headroom.cold_start_floor(
             _vendor_formulas.all_formulas(trace['mem_total_bytes'], trace['cpus'], trace['max_pods'],
                                           settings['openshift_sizing_version']), settings['cold_start_prior'])
-        simple_rules = {simple_name(fraction, days): (fraction, days) for fraction, days in sweep}
+        simple_rules = {simple_name(fraction, days): (fraction, days, SIMPLE_MIN_BYTES) for fraction, days in sweep}
+        simple_rules.update((fixed_name(margin, days), (0.0, days, margin * MIB)) for margin, days in fixed_sweep)
         for name in names:
             extra, changes = [], []
             if name == 'measured':
@@ -721,14 +767,18 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, op
             elif name in candidate_series:
                 series, restarts = candidate_series[name][trace_index]
             elif name in simple_rules:
-                fraction, days = simple_rules[name]
-                series, restarts = replay_simple(trace, fraction, days, readings, apply_every, prior[0] if prior else 0)
+                fraction, days, minimum = simple_rules[name]
+                series, restarts = replay_simple(trace, fraction, days, readings, apply_every, prior[0] if prior else 0,
+                                                 minimum)
+                if decisions is not None:
+                    decisions.setdefault(BASELINES, {}).setdefault(name, {})[trace['name']] = changed_lines(
+                        trace, series, restarts)
             else:
                 series, restarts = replay_formula(trace, name)
             scored = score(trace, series, restarts)
             if near_after is not None and name == 'measured':
                 scored['alert_runs'] = len(extra)  # role runs the alert started, a restart or not
-            if name == 'measured' or not name.startswith(('simple ', 'candidate ')):
+            if name == 'measured' or not name.startswith(('simple ', 'fixed ', 'candidate ')):
                 row[name] = scored
             if policies[name] is None:
                 policies[name] = {}
@@ -742,16 +792,55 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, op
               'apply_every_seconds': apply_every, 'apply_on_near_seconds': near_after, 'pool_class': pool_class,
               'options': dict(options or {}),
               'policies': policies, 'per_trace': per_trace}
+    result['node_days'] = round(node_days, 2)
+    result['operator'] = operator(policies, node_days)
     if sweep:
         result['versus'] = versus(policies, node_days)
         result['versus_candidates'] = {name: versus(policies, node_days, name) for name in by_candidate}
     return result
 
 
+def operator(policies, node_days):
+    """Per policy, the figures an operator reads (issue 38 item 5): the mean excess over the clairvoyant daily bound
+    in MiB per node (reserved beyond each day's realised peak, averaged over every node-hour; after warm-up, and over
+    the whole trace), dangerous points after and during warm-up, and kubelet restarts per node-day."""
+    result = collections.OrderedDict()
+    for name, entry in policies.items():
+        if entry is None:
+            continue
+        hours, after = entry['node_hours'], entry['after_warmup_node_hours']
+        result[name] = {
+            'excess_mib_per_node': round(entry['excess_mib_hours'] / hours, 1) if hours else None,
+            'excess_after_warmup_mib_per_node': round(entry['excess_after_warmup_mib_hours'] / after, 1)
+            if after else None,
+            'dangerous_after_warmup': entry['dangerous']['after_warmup']['points'],
+            'dangerous_warmup': entry['dangerous']['warmup']['points'],
+            'changes_per_node_day': round(entry['changes'] / node_days, 3) if node_days else None}
+    return result
+
+
+# Where run() keeps the baselines' decisions in its ``decisions`` dict: {rule name: {trace name: lines}}.
+BASELINES = 'baselines'
+
+
+def changed_lines(trace, series, restarts):
+    """A baseline's --write-decisions lines: {t, reserved_memory_bytes} at each change, in force to the next one."""
+    at = {now: index for index, now in enumerate(trace['t'])}
+    return [{'t': now, 'reserved_memory_bytes': int(series[at[now]])} for now in restarts]
+
+
 def write_decisions(decisions, directory):
-    """DIR/<trace name>.jsonl: one line per run that changed what is in force, from then to the next line."""
+    """DIR/<trace name>.jsonl: one line per run that changed what is in force, from then to the next line.
+
+    The baselines (simple and fixed-size rules) likewise under DIR/baselines/<rule>/ (the rule's name with '_' for
+    spaces and '=': ``fixed_m_512Mi_W_7d``), memory only, so any scorer can put them beside the measured policy."""
     os.makedirs(directory, exist_ok=True)
+    for rule, traces in (decisions.get(BASELINES) or {}).items():
+        slug = rule.replace(' ', '_').replace('=', '_').replace('.', 'p')
+        write_decisions(traces, os.path.join(directory, BASELINES, slug))
     for name, lines in decisions.items():
+        if name == BASELINES:
+            continue
         stem = name[:-len('.jsonl')] if name.endswith('.jsonl') else name.replace(' ', '-')
         with open(os.path.join(directory, stem + '.jsonl'), 'w', encoding='utf-8') as handle:
             for line in lines:
@@ -761,18 +850,22 @@ def write_decisions(decisions, directory):
 def markdown(result):
     lines = ['| policy | exposed after warm-up: points / events / MiB·min / worst MiB | dangerous after warm-up: points / '
              'events / MiB·min / worst MiB | exposed during warm-up: points / worst MiB | dangerous during warm-up: '
-             'points / worst MiB | waste (GiB·h) | after warm-up | changes | max changes/day |',
-             '|---|---:|---:|---:|---:|---:|---:|---:|---:|']
+             'points / worst MiB | waste (GiB·h) | after warm-up | changes | max changes/day | mean excess over the '
+             'clairvoyant daily bound after warm-up (whole trace), MiB per node | changes per node-day |',
+             '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|']
+    figures = result.get('operator') or {}
     for name, entry in result['policies'].items():
+        figure = figures.get(name) or {}
         after = [entry[tier]['after_warmup'] for tier in ('exposed', 'dangerous')]
         during = [entry[tier]['warmup'] for tier in ('exposed', 'dangerous')]
         tiers = tuple('%d / %d / %.1f / %.0f' % (t['points'], t['events'], t['mib_minutes'], t['worst_mib'])
                       for t in after)
-        lines.append('| %s | %s | %s | %d / %.0f | %d / %.0f | %.1f | %.1f | %d | %d |'
+        lines.append('| %s | %s | %s | %d / %.0f | %d / %.0f | %.1f | %.1f | %d | %d | %s (%s) | %s |'
                      % ((name,) + tiers
                         + (during[0]['points'], during[0]['worst_mib'], during[1]['points'], during[1]['worst_mib'],
                            entry['waste_gib_hours'], entry['waste_after_warmup_gib_hours'], entry['changes'],
-                           entry['max_changes_per_day'])))
+                           entry['max_changes_per_day'], figure.get('excess_after_warmup_mib_per_node'),
+                           figure.get('excess_mib_per_node'), figure.get('changes_per_node_day'))))
     if result.get('versus'):
         lines += ['', 'measured against the simple-rule curve and the bounds: '
                   + json.dumps(result['versus'], sort_keys=True)]
@@ -796,7 +889,7 @@ def main(argv):
     parser.add_argument('--days', type=int, help='length of generated traces (7 for quality, 10 for the others)')
     parser.add_argument('--family', choices=('quality',) + tuple(trace_families.FAMILIES), default='quality',
                         help='generated traces: this file\'s own generator (quality), or one of '
-                             'benchmarks/trace_families.py (shapes, incidents: 8 nodes, 10 s points)')
+                             'benchmarks/trace_families.py (shapes, incidents, weekly: 8 nodes, 10 s points)')
     parser.add_argument('--seed', default='1', help='seed(s) of the generated traces, comma-separated: 1 or 5,6,7,8')
     parser.add_argument('--traces', help='replay every *.jsonl in this directory instead of generated traces')
     parser.add_argument('--write-traces', help='write the generated traces here as *.jsonl and exit')
@@ -811,8 +904,9 @@ def main(argv):
                         help='also run the role on a node whose sampler has flagged its memory near the reservation '
                              'for this long (the NodeallocNearReservation alert fires after 15m); off by default')
     parser.add_argument('--pool-class', action=argparse.BooleanOptionalAction, default=True,
-                        help='pool the climbs of the traces of one node class (memory size, CPUs), as the role does '
-                             'over an inventory by default (reservations_pool_class); --no-pool-class: each node alone')
+                        help='pass the traces of one node class (memory size, CPUs) each other\'s records, a young node '
+                             'borrowing its peers\' jumps, as the role does over an inventory by default '
+                             '(reservations_pool_class); --no-pool-class: each node alone')
     parser.add_argument('--option', action='append', default=[], metavar='NAME=VALUE',
                         help='replay the measured policy with this facts module option set (repeatable), e.g. '
                              'memory_headroom_percent=30; the defaults otherwise. NAME: one of '

@@ -1,4 +1,4 @@
-"""Two trace families for benchmarks/quality.py, written apart from its own generator (no code shared with it).
+"""Three trace families for benchmarks/quality.py, written apart from its own generator (no code shared with it).
 
 Each family is 8 nodes (4-256 GiB), a point every 10 s over 10 days by default, deterministic by seed: the
 same seed gives the same traces on any machine (random.Random seeded with a string is seeded by its SHA-512).
@@ -15,6 +15,14 @@ resets, daemon restart storms (a crash-looping node daemon, each start's peak ov
 a DaemonSet rollout that adds a sidecar (one more runtime shim outside the pods) to every pod, a
 log-shipper's in-memory backlog during a network cut and its drain after, image-pull storms when a
 drained node fills up again.
+
+``weekly`` (issue 38's fourth family, written before the byte headroom was tuned; shapes a percentage of the
+node's peak gets wrong): bursts of a fixed size (300-1000 MiB, whatever the node's size) on small nodes, every 1-3
+days, some of them at the hour of the daily peak; sockets' memory that follows the working week and drops on
+Saturday and Sunday (the trace starts on a random weekday, so every trace has a weekend); flat nodes that take an
+unannounced persistent step (an agent upgrade, a DaemonSet adding a sidecar) once or twice; and two nodes of one
+size class side by side, one that never climbs and one that climbs every day (its daily cycle rising by 300-900 MiB
+from the night's low to the afternoon's high).
 """
 
 from __future__ import annotations
@@ -167,11 +175,62 @@ def incidents_node(seed, index, size_gib, cpus, pods_mean, days=DAYS, step=STEP_
     return _trace('incidents', seed, index, size_gib, cpus, pods_mean, times, memory, cpu)
 
 
-FAMILIES = {'shapes': (SHAPES_NODES, shapes_node), 'incidents': (INCIDENTS_NODES, incidents_node)}
+# (memory GiB, CPUs, pods on average, kind): what each node of ``weekly`` does beside its pods (weekly_node).
+WEEKLY_NODES = ((4, 2, 12, 'bursty'), (4, 2, 15, 'bursty-weekly'), (8, 4, 25, 'weekly'), (16, 4, 30, 'flat-step'),
+                (32, 8, 60, 'never-climbs'), (32, 8, 60, 'climbs-daily'), (64, 16, 90, 'flat-step-weekly'),
+                (128, 32, 110, 'bursty-weekly'))
+
+
+def weekly_node(seed, index, size_gib, cpus, pods_mean, kind, days=DAYS, step=STEP_SECONDS):
+    """One node of ``weekly``; ``kind`` names what it does beside its pods (WEEKLY_NODES)."""
+    rng = random.Random('weekly-%d-%d' % (seed, index))
+    week_start = random.Random('weekly-%d-start' % seed).randrange(5)  # day 0 is Monday + this (the same fleet-wide)
+    capacity = size_gib * GIB
+    times = _times(days, step)
+    base = 160 * MIB + rng.uniform(0.003, 0.008) * capacity
+    per_pod = rng.uniform(8, 14) * MIB
+    flat = kind in ('flat-step', 'flat-step-weekly', 'never-climbs')
+    # Bursts of a fixed size: a log flush, an image re-pull, a node agent's report; sized like the cause, not the node.
+    bursts = []
+    if kind.startswith('bursty'):
+        peak_hour = rng.uniform(10, 16)
+        for start in _events(rng, days, rng.uniform(1, 3) * DAY, first_after=rng.uniform(0, 1) * DAY):
+            if rng.random() < 0.4:  # landing on the daily peak: the hour the pods are busiest
+                start = (start // DAY) * DAY + peak_hour * HOUR
+            bursts.append((start, rng.uniform(60, 300), rng.uniform(300, 1000) * MIB))
+    # Sockets' memory and the day's connections: weekdays busy from 8 to 20, Saturday and Sunday quiet.
+    weekly = kind.endswith('weekly') or kind == 'weekly'
+    sockets = rng.uniform(0.004, 0.012) * capacity + rng.uniform(100, 400) * MIB if weekly else 0.0
+    # Unannounced persistent steps on a flat node: an agent upgrade, a DaemonSet adding a sidecar.
+    steps = ([(rng.uniform(1.5, days - 0.5) * DAY, rng.uniform(150, 600) * MIB) for _ in range(rng.choice((1, 2)))]
+             if kind.startswith('flat-step') else [])
+    # The node that climbs every day: from the night's low to the afternoon's high by 300-900 MiB.
+    climb = rng.uniform(300, 900) * MIB if kind == 'climbs-daily' else 0.0
+    climb_peak_hour = rng.uniform(14, 18)
+    pods = float(pods_mean)
+    memory, cpu = [], []
+    for now in times:
+        day, hour = int(now // DAY), (now % DAY) / HOUR
+        weekend = (week_start + day) % 7 >= 5
+        if not flat:
+            pods += (pods_mean * (0.6 if weekend and weekly else 1.0) - pods) * 0.002 + rng.gauss(0, 0.25)
+        running = max(1.0, pods)
+        busy = 0.0 if weekend else max(0.0, math.sin(math.pi * (hour - 8) / 12.0)) if 8 <= hour < 20 else 0.0
+        socket_memory = sockets * (0.1 + 0.9 * busy) if weekly else 0.0
+        daily = climb * max(0.0, 1 - abs(hour - climb_peak_hour) / 12.0) ** 1.5 if climb else 0.0
+        stepped = sum(size for at, size in steps if now >= at)
+        burst = sum(size for start, length, size in bursts if start <= now < start + length)
+        memory.append(base + running * per_pod + socket_memory + daily + stepped + burst
+                      + rng.gauss(0, 2 * MIB if flat else 4 * MIB))
+        cpu.append(50 + running * 3 + 200 * busy + (300 if burst else 0) + rng.gauss(0, 10))
+    return _trace('weekly', seed, index, size_gib, cpus, pods_mean, times, memory, cpu)
+
+
+FAMILIES = {'shapes': (SHAPES_NODES, shapes_node), 'incidents': (INCIDENTS_NODES, incidents_node),
+            'weekly': (WEEKLY_NODES, weekly_node)}
 
 
 def family_traces(family, seeds, days=DAYS, step=STEP_SECONDS):
     """Every node of ``family`` for every seed, in order."""
     nodes, make = FAMILIES[family]
-    return [make(seed, index, size, cpus, pods, days, step)
-            for seed in seeds for index, (size, cpus, pods) in enumerate(nodes)]
+    return [make(seed, index, *(node + (days, step))) for seed in seeds for index, node in enumerate(nodes)]

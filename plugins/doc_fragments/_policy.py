@@ -8,20 +8,37 @@ from __future__ import annotations
 class ModuleDocFragment:
     DOCUMENTATION = r'''
 options:
+  memory_headroom_rule:
+    description:
+      - How the memory added on top of P, the history window's peak of non-pod memory (its O(percentile)), is sized.
+      - V(jumps), bytes from the node's own jumps above the preceding peak (the history cut into O(reaction_time)
+        periods; each period's peak above every reading before it), the largest of them in O(history_window),
+        at least O(memory_headroom_min_bytes) and at most O(memory_headroom_max_bytes). A node with fewer than two
+        such periods of its own also takes the largest jump of its class's peers (O(class_peers)) and
+        O(memory_headroom_percent) of P, under the same bounds.
+      - V(percent), the rule before, O(memory_headroom_percent) of P, at least O(memory_headroom_min_bytes).
+      - The headroom is added and the sum rounded up to whole MiB.
+    type: str
+    choices: [jumps, percent]
+    default: jumps
   memory_headroom_percent:
     description:
-      - Memory added on top of P, the history window's peak of non-pod memory (its O(percentile)), raised to the largest
-        P of its class where peers are passed (O(class_peers)), as a percentage of P.
-      - The larger of this and O(memory_headroom_min_bytes) is added, then the sum is rounded up to whole MiB.
-      - 50 keeps the node out of a global OOM on the held-out traces of C(docs/benchmarks.md) with a 3-day window.
+      - Memory added on top of P as a percentage of P, under O(memory_headroom_rule=percent), and for a node with
+        fewer than two days of jumps of its own under O(memory_headroom_rule=jumps).
     type: float
     default: 50.0
   memory_headroom_min_bytes:
     description:
-      - The least memory headroom, however small the measured usage. Plain bytes (V(104857600)) or a Kubernetes
-        quantity (V(100Mi), V(1Gi)).
+      - The least memory headroom, however small the measured usage or the node's jumps. Plain bytes
+        (V(805306368)) or a Kubernetes quantity (V(768Mi), V(1Gi)).
     type: raw
-    default: 104857600
+    default: 805306368
+  memory_headroom_max_bytes:
+    description:
+      - The most memory headroom the O(memory_headroom_rule=jumps) rule adds (never below
+        O(memory_headroom_min_bytes)). Plain bytes (V(2147483648)) or a Kubernetes quantity (V(2Gi)).
+    type: raw
+    default: 2147483648
   cpu_headroom_percent:
     description:
       - CPU added on top of the measured non-pod CPU use, as a percentage of it.
@@ -62,9 +79,12 @@ options:
     type: path
     default: /var/lib/nodealloc/history.jsonl
   history_window:
-    description: How far back the recommendation looks, as V(3d), V(24h), V(90m) or any Go duration.
+    description:
+      - How far back the recommendation looks, as V(7d), V(24h), V(90m) or any Go duration.
+      - P is the peak over it, and the jumps of O(memory_headroom_rule=jumps) are read in it; a week keeps a
+        weekday's peak over a quiet weekend.
     type: str
-    default: 3d
+    default: 7d
   percentile:
     description:
       - The percentile of non-pod usage over the window the reservation must cover. V(100) (the peak) by default,

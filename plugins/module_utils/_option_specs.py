@@ -62,10 +62,16 @@ OPTIONS = {
     # Measuring.
     'sample_seconds': _option('float', 5, 'CPU sampling time', 'seconds', rule=AT_LEAST_0),
     # Policy.
-    'memory_headroom_percent': _option('float', 50.0, 'memory headroom: this share of the history window\'s peak '
-                                       'of non-pod memory', 'percent', rule=AT_LEAST_0),
-    'memory_headroom_min_bytes': _option('raw', 100 * 1024 * 1024, 'least memory headroom', 'bytes',
+    'memory_headroom_rule': _option('str', 'jumps', 'memory headroom in bytes from the node\'s own jumps above the '
+                                    'preceding peak (jumps), or a share of the window\'s peak (percent)',
+                                    choices=['jumps', 'percent']),
+    'memory_headroom_percent': _option('float', 50.0, 'memory headroom: this share of the history window\'s peak of '
+                                       'non-pod memory (the percent rule, and a young node\'s under the jumps rule)',
+                                       'percent', rule=AT_LEAST_0),
+    'memory_headroom_min_bytes': _option('raw', 768 * 1024 * 1024, 'least memory headroom', 'bytes',
                                          rule='quantity_bytes'),
+    'memory_headroom_max_bytes': _option('raw', 2 * 1024 * 1024 * 1024, 'most memory headroom the jumps rule adds '
+                                         '(never below memory_headroom_min_bytes)', 'bytes', rule='quantity_bytes'),
     'cpu_headroom_percent': _option('float', 10.0, 'CPU headroom over measured non-pod use', 'percent',
                                     rule=AT_LEAST_0),
     'cpu_headroom_min_millicores': _option('int', 50, 'least CPU headroom', 'millicores', rule=AT_LEAST_0),
@@ -78,7 +84,7 @@ OPTIONS = {
     'history': _option('bool', True, 'keep and use a history of readings'),
     # In the sampler's ExecStart=, and its directory holds the files the role and the sampler keep (_node_plan.state_paths).
     'history_path': _option('path', _state_dir.HISTORY_PATH, 'the history file on the node', rule='unit_file_path'),
-    'history_window': _option('str', '3d', 'how far back the recommendation looks', 'duration', rule='duration'),
+    'history_window': _option('str', '7d', 'how far back the recommendation looks', 'duration', rule='duration'),
     'percentile': _option('float', 100.0, 'percentile of non-pod use over the window', 'percent',
                           rule=('range', 0, False, 100, True)),
     'stabilization_window': _option('str', '24h', 'how long a lower value must hold before a decrease',

@@ -110,8 +110,9 @@ def test_write_decisions_writes_each_change_in_force_from_its_run(tmp_path):
     traces.mkdir()
     lines = [json.dumps({'node': {'mem_total_bytes': 8 * GIB, 'cpus': 2, 'max_pods': 110}})]
     for minute in range(4 * 24 * 60):
-        # A node whose use steps up by 600 MiB on day 2: the daily run after it (day 3) raises the reservation.
-        memory = (700 if minute < 2 * 24 * 60 + 30 else 1300) * MIB
+        # A node whose use steps up by 1200 MiB on day 2 (past 700 MiB + the 768 MiB least headroom): the daily run
+        # after it (day 3) raises the reservation.
+        memory = (700 if minute < 2 * 24 * 60 + 30 else 1900) * MIB
         lines.append(json.dumps({'t': 1700000000 + 60 * minute, 'non_pod_bytes': memory, 'non_pod_millicores': 100}))
     (traces / 'node-a.jsonl').write_text('\n'.join(lines) + '\n', encoding='utf-8')
     result = subprocess.run([sys.executable, QUALITY, '--json', '--no-simple', '--traces', str(traces),
@@ -135,14 +136,14 @@ def test_write_decisions_writes_each_change_in_force_from_its_run(tmp_path):
 
 
 def test_the_trace_families_are_deterministic_by_seed_and_eight_nodes_of_4_to_256_gib():
-    for family in ('shapes', 'incidents'):
+    for family in ('shapes', 'incidents', 'weekly'):
         first = families.family_traces(family, [3], days=1)
         again = families.family_traces(family, [3], days=1)
         other = families.family_traces(family, [4], days=1)
         assert first == again
         assert [t['non_pod_bytes'] for t in first] != [t['non_pod_bytes'] for t in other]
         sizes = [t['mem_total_bytes'] // GIB for t in first]
-        assert len(first) == 8 and min(sizes) == 4 and max(sizes) == 256
+        assert len(first) == 8 and min(sizes) == 4 and max(sizes) == (128 if family == 'weekly' else 256)
         assert all(t['t'][1] - t['t'][0] == 10 and len(t['t']) == DAY // 10 for t in first)
         assert all(0 < min(t['non_pod_bytes']) and max(t['non_pod_bytes']) < t['mem_total_bytes'] for t in first)
 
@@ -210,3 +211,91 @@ def test_a_candidate_is_read_from_its_settings_and_an_unknown_key_is_refused():
         assert 'window=3' in str(exc)
     else:
         raise AssertionError('an unknown candidate key was accepted')
+
+
+def _daily_peaks_mib(trace):
+    per_day = DAY // (trace['t'][1] - trace['t'][0])
+    values = trace['non_pod_bytes']
+    return [max(values[day * per_day:(day + 1) * per_day]) / MIB for day in range(len(values) // per_day)]
+
+
+def test_the_weekly_family_has_its_four_shapes():
+    nodes = families.family_traces('weekly', [7], days=10)
+    peaks = [_daily_peaks_mib(trace) for trace in nodes]
+    # A quiet weekend: two days in a row of the weekly node well under its weekday peaks.
+    weekly = peaks[2]
+    assert any(weekly[day] < 0.85 * max(weekly) and weekly[day + 1] < 0.85 * max(weekly) for day in range(9))
+    # One size class, side by side: the node that never climbs and the one that climbs every day.
+    flat, climbing = nodes[4], nodes[5]
+    assert (flat['mem_total_bytes'], flat['cpus']) == (climbing['mem_total_bytes'], climbing['cpus'])
+    assert max(peaks[4]) - min(flat['non_pod_bytes']) / MIB < 40
+    per_day = DAY // 10
+    lows = [min(climbing['non_pod_bytes'][day * per_day:(day + 1) * per_day]) / MIB for day in range(10)]
+    assert all(peak - low > 250 for peak, low in zip(peaks[5], lows))
+    # A flat node's unannounced step stays: the last day's peak over the first day's by 150 MiB or more.
+    assert peaks[3][-1] - peaks[3][0] >= 150
+    # Bursts of a fixed size on the small nodes: 300-1000 MiB above the node's running level, on a 4 GiB node.
+    small = nodes[0]['non_pod_bytes']
+    rises = [(b - a) / MIB for a, b in zip(small, small[1:])]
+    assert 300 <= max(rises) <= 1050
+
+
+def test_the_fixed_size_rule_reserves_the_window_s_peak_plus_a_fixed_size_whatever_the_node():
+    per_day = DAY // 60
+    memory = [2000] * per_day + [600] * (3 * per_day)
+    memory[5] = 3000
+    trace = _trace(memory)
+    result = quality.run([trace], 60, DAY, pool_class=False, simple=True)
+    names = [name for name in result['policies'] if name.startswith('fixed ')]
+    assert names == [quality.fixed_name(margin, days) for days in (3, 7) for margin in (128, 256, 384, 512, 768, 1024)]
+    readings = quality.sampler_readings(trace, 60)
+    series, _restarts = quality.replay_simple(trace, 0.0, 7, readings, DAY, 0, 256 * MIB)
+    # Day 1 and day 3: the week's peak (3000 MiB, day 0's) + 256 MiB, not a share of it.
+    assert series[per_day] == series[3 * per_day] == 3256 * MIB
+    # In the operator figures beside the percentage rules and the bound.
+    assert {'fixed m=256Mi W=7d', 'simple f=0.5 W=3d', 'clairvoyant-daily'} <= set(result['operator'])
+
+
+def test_the_excess_over_the_clairvoyant_daily_bound_is_what_is_reserved_above_each_day_s_peak():
+    per_day = DAY // 60
+    memory = [700] * per_day + [400] * per_day
+    trace = _trace(memory)
+    scored = quality.score(trace, [1000 * MIB] * len(memory), [])
+    # 300 MiB above day 0's peak for 24 h, 600 MiB above day 1's for 24 h.
+    assert abs(scored['excess_mib_hours'] - (300 + 600) * 24) < 1
+    assert abs(scored['excess_after_warmup_mib_hours'] - 600 * 24) < 1
+    # Under a day's peak, no excess (that is exposure, scored apart); the bound itself has none.
+    series, restarts = quality.replay_clairvoyant_daily(trace)
+    assert quality.score(trace, series, restarts)['excess_mib_hours'] == 0
+    low = quality.score(trace, [500 * MIB] * len(memory), [])
+    assert abs(low['excess_mib_hours'] - 100 * 24) < 1
+    figures = quality.operator({'flat': dict(scored, changes=2)}, node_days=2)
+    assert figures['flat']['excess_mib_per_node'] == 450.0  # (300 + 600) x 24 MiB·h over 48 node-hours
+    assert figures['flat']['excess_after_warmup_mib_per_node'] == 600.0
+    assert figures['flat']['changes_per_node_day'] == 1.0
+
+
+def test_versus_names_the_least_waste_fixed_size_rule_without_a_dangerous_point():
+    def entry(waste, dangerous=0, warmup=0):
+        tier = {'points': 0, 'events': 0, 'mib_minutes': 0.0, 'worst_mib': 0.0}
+        return {'exposed': {'after_warmup': dict(tier), 'warmup': dict(tier)},
+                'dangerous': {'after_warmup': dict(tier, points=dangerous), 'warmup': dict(tier, points=warmup)},
+                'waste_after_warmup_gib_hours': waste, 'waste_gib_hours': waste, 'changes': 4}
+    policies = {'measured': entry(110.0), 'gke': entry(500.0), 'clairvoyant-daily': entry(50.0),
+                'fixed a': entry(60.0, dangerous=3), 'fixed b': entry(70.0, warmup=1), 'fixed c': entry(100.0),
+                'fixed d': entry(120.0)}
+    best = quality.versus(policies, node_days=4)['best_safe_fixed']
+    assert best['name'] == 'fixed c' and best['measured_waste_ratio'] == 1.1
+
+
+def test_write_decisions_writes_the_baselines_too(tmp_path):
+    per_day = DAY // 60
+    trace = _trace([700] * per_day + [1300] * per_day)
+    decisions = {}
+    quality.run([trace], 60, DAY, pool_class=False, simple=True, decisions=decisions)
+    quality.write_decisions(decisions, str(tmp_path))
+    fixed = [json.loads(line) for line in
+             (tmp_path / 'baselines' / 'fixed_m_512Mi_W_7d' / 'hand.jsonl').read_text().splitlines()]
+    assert fixed == [{'t': 0, 'reserved_memory_bytes': fixed[0]['reserved_memory_bytes']},
+                     {'t': DAY, 'reserved_memory_bytes': (1300 + 512) * MIB}]
+    assert (tmp_path / 'hand.jsonl').exists() and (tmp_path / 'baselines' / 'simple_f_0p5_W_3d' / 'hand.jsonl').exists()

@@ -79,12 +79,12 @@ def _quality_module():
 
 def test_apply_on_near_runs_the_role_once_the_flag_has_held_for_the_alert_s_for():
     quality_module = _quality_module()
-    # A quiet 8 GiB node: a day at 700 MiB settles its reservation at 700 + 50 % (the day-1 run). At 60 h non-pod
-    # memory steps up by 400 MiB, past the peak the reservation was sized on and past the reservation itself, and
-    # stays; at 64 h it climbs another 100 MiB.
+    # A quiet 8 GiB node: a day at 700 MiB settles its reservation at 700 + the 768 MiB floor (the day-1 run). At
+    # 60 h non-pod memory steps up by 1000 MiB, past the peak the reservation was sized on and past the reservation
+    # itself, and stays; at 64 h it climbs another 100 MiB.
     step = 60
     times = list(range(0, 4 * 86400, step))
-    memory = [(700 + (400 if t >= 60 * 3600 else 0) + (100 if t >= 64 * 3600 else 0)) * MIB for t in times]
+    memory = [(700 + (1000 if t >= 60 * 3600 else 0) + (100 if t >= 64 * 3600 else 0)) * MIB for t in times]
     trace = {'name': 'step', 'mem_total_bytes': 8 * GIB, 'cpus': 2, 'max_pods': 110, 't': times,
              'non_pod_bytes': memory, 'non_pod_millicores': [100] * len(times)}
     settings = quality_module.module_defaults()
@@ -100,18 +100,17 @@ def test_apply_on_near_runs_the_role_once_the_flag_has_held_for_the_alert_s_for(
 
 def test_a_run_the_alert_starts_never_lowers_the_reservation():
     quality_module = _quality_module()
-    # Its class has shown 900 MiB and 600m, so the daily (pooled) runs reserve above this quiet node's 700 MiB and
-    # 100m (1350 MiB: 900 + 450 of headroom). From 60 h it sits at 1200 MiB, past half that headroom: the alert
-    # starts a run on the node alone, whose own memory calls for more and whose own CPU calls for much less. It
-    # raises memory and keeps CPU.
+    # A one-day window: the day-2 run (48 h) has seen 600m of CPU from 24 h to 30 h and reserves 660m, and 700 MiB
+    # + the 768 MiB floor. From 60 h memory sits at 1600 MiB, past half that headroom: the alert starts a run on the
+    # node alone, whose memory calls for more and whose CPU (100m since 30 h, the 600m out of its window) for much
+    # less. It raises memory and keeps CPU. (Before issue 38 the class's pooled peaks set the scene.)
     times = list(range(0, 4 * 86400, 60))
-    memory = [(700 + (500 if t >= 60 * 3600 else 0)) * MIB for t in times]
-    trace = {'name': 'pooled', 'mem_total_bytes': 8 * GIB, 'cpus': 2, 'max_pods': 110, 't': times,
-             'non_pod_bytes': memory, 'non_pod_millicores': [100] * len(times)}
-    peer = {'reaction_seconds': 86400, 'span_seconds': 86400, 'warm': True, 'memory_bytes': 900 * MIB,
-            'millicores': 600}
+    memory = [(700 + (900 if t >= 60 * 3600 else 0)) * MIB for t in times]
+    cpu = [600 if 24 * 3600 <= t < 30 * 3600 else 100 for t in times]
+    trace = {'name': 'alone', 'mem_total_bytes': 8 * GIB, 'cpus': 2, 'max_pods': 110, 't': times,
+             'non_pod_bytes': memory, 'non_pod_millicores': cpu}
     extra, decisions = [], []
-    quality_module.replay_measured(trace, 60, 86400, quality_module.module_defaults(), peers_by_run=[[peer]] * 4,
+    quality_module.replay_measured(trace, 60, 86400, dict(quality_module.module_defaults(), history_window='1d'),
                                    near_after=900, extra_runs=extra, decisions=decisions)
     assert extra and min(extra) >= 60 * 3600 + 900
     by_alert = [index for index, line in enumerate(decisions) if line['t'] in extra]

@@ -1,24 +1,34 @@
 # Private to nodealloc.kubelet: not a public API, may change without notice.
-"""The headroom rule (the window's peak plus a share of it), class pooling, the cold-start prior, the near flag.
+"""The headroom rule (the window's peak plus a headroom in bytes from the node's own jumps), lending, the prior, the flag.
 
-The rule (issue 29; docs/benchmarks.md, "The shipped policy"): at each run reserve
+The rule (issue 38; docs/arithmetic.md, docs/benchmarks.md "Issue 38"): at each run reserve
 
-    P + max(memory_headroom_min_bytes, memory_headroom_percent % of P)
+    P + H,  H = max(memory_headroom_min_bytes, min(memory_headroom_max_bytes, J))
 
-with P the history's ``percentile`` (100: the largest sampler reading) over ``history_window`` (3 days), and
-CPU likewise (``cpu_headroom_min_millicores``, ``cpu_headroom_percent``). Chosen on traces it was not written
-for against the rules it replaced (the largest climb within the reaction time times a factor, history
-percentiles, small-sample factors, a second-run rule): at the same or less waste those were exposed to a
-global OOM where this one was not; each part below is kept because removing it costs risk or waste on
-held-out traces (the ablation table in docs/benchmarks.md).
+with P the history's ``percentile`` (100: the largest sampler reading) over ``history_window`` (7 days), and J the
+largest *jump above the preceding peak* the node made in that history (``daily_jumps``): cut the history into
+reaction-time periods counted back from the newest reading (the days between two daily runs), and for every period
+with at least (nearly) a reaction time of history before it, take how far its peak rose above every reading before
+it. That is what pushed non-pod memory past the P a run had reserved on: a log burst, a step in pod count, an image
+re-pull, a DaemonSet's sidecar. Those come in sizes that do not grow with the node's peak, so the headroom is
+bytes, not a share of P (a share over-reserves a 128-256 GiB node by gigabytes and under-reserves a 4 GiB one).
+``memory_headroom_rule: percent`` keeps the rule before this one: P + max(memory_headroom_min_bytes,
+memory_headroom_percent % of P).
+
+A young node (fewer than ``OWN_JUMP_DAYS`` jumps of its own: its history does not yet span OWN_JUMP_DAYS + 1
+reaction times) has not shown what jumps it makes: J is then the largest of its own jumps so far, the jumps its
+class's peers lend it (``pool_jumps``) and ``memory_headroom_percent`` of P (the rule before, as safe on days
+1-2 as it was), under the same floor and cap. A node with jumps of its own keeps them: no peer's peak or jumps
+raise it (class pooling of peaks, the rule before, raised a node that never climbed to a noisy peer's peak).
+
+CPU keeps P + max(``cpu_headroom_min_millicores``, ``cpu_headroom_percent`` of P), P its own.
 
 Node class: over an inventory, nodes of one class (the same memory size and CPU count, ``node_class``) run
-the same kind of workload, so a peak one of them reached can be reached on any of them. ``pool_jumps``
-raises a node's P to the largest P of its class (its own included). The role pools over the nodes it
-measures together (``reservations_pool_class``): each node's first decision returns what it tells its class
-(``class_record``), and a node that the class would change decides again with its peers' records (the facts
-module's ``class_peers``). The pooled figures travel under the key ``jumps`` (the basis's and the record's),
-the name the facts module pools under; they are the window's peaks, no longer climbs.
+the same kind of workload. The role passes each node what its peers measured in the same run
+(``reservations_pool_class``): each node's first decision returns what it tells its class (``class_record``),
+and a node that the class would change decides again with its peers' records (the facts module's
+``class_peers``). The records travel under the key ``jumps`` (the basis's and the record's): the node's P, its
+largest own jump and how many days of jumps it has.
 
 Cold start: a history spanning less than one ``reaction_time`` (how often the role runs, 24 h) has not seen
 the node's daily cycle (a nightly batch, log rotation, the runtime's garbage collection). Until it has, the
@@ -46,6 +56,8 @@ DEFAULTS = _option_specs.defaults(('reaction_time', 'cold_start_prior'))
 # AWX) and start minutes to an hour apart from one day to the next, which must not keep a node on its prior
 # for one more day. The replays in benchmarks/quality.py run exactly a reaction time apart.
 WARM_SHARE = 0.9
+# A node with fewer jumps of its own than this (days of history past the first) is young: it borrows (module doc).
+OWN_JUMP_DAYS = 2
 
 
 def warm(span_seconds, reaction_seconds):
@@ -53,14 +65,47 @@ def warm(span_seconds, reaction_seconds):
     return span_seconds >= WARM_SHARE * reaction_seconds
 
 
-def window_peaks(result, span_seconds, reaction_seconds):
-    """What a node tells its class: P of memory and CPU (``result`` is _history_stats.basis's), and whether it is warm.
+def daily_jumps(samples, reaction_seconds):
+    """The node's jumps above the preceding peak: one per reaction-time period with a reaction time of history before it.
+
+    Periods are counted back from the newest reading: (newest - R, newest], (newest - 2R, newest - R], ... (the
+    days between two daily runs, R the reaction time). A period's jump is how far its largest reading rose above
+    the largest reading before the period (0 when it did not), counted only when the readings before it span
+    (nearly, ``WARM_SHARE``) a reaction time: against a few minutes of history every day would look like a jump.
+    Oldest first.
+    """
+    if not samples or reaction_seconds <= 0:
+        return []
+    first, newest = samples[0]['t'], samples[-1]['t']
+    peaks = {}
+    for sample in samples:
+        back = max(0, int(math.ceil((newest - sample['t']) / float(reaction_seconds))) - 1)
+        peaks[back] = max(peaks.get(back, 0), sample['non_pod_bytes'])
+    jumps, before = [], None
+    for back in sorted(peaks, reverse=True):
+        period_start = newest - (back + 1) * reaction_seconds
+        if before is not None and warm(period_start - first, reaction_seconds):
+            jumps.append(max(0, int(peaks[back] - before)))
+        before = peaks[back] if before is None else max(before, peaks[back])
+    return jumps
+
+
+def window_peaks(result, span_seconds, reaction_seconds, jumps=()):
+    """What a node tells its class: P of memory and CPU (``result`` is _history_stats.basis's), whether it is warm,
+    and its own jumps (``daily_jumps``): the largest (``memory_jump_bytes``) and how many (``jump_days``).
 
     ``warm``: the history spans (nearly, ``WARM_SHARE``) one reaction time, so P has seen a whole cycle.
     """
+    jumps = list(jumps or ())
     return {'reaction_seconds': reaction_seconds, 'span_seconds': span_seconds,
             'memory_bytes': int(result['non_pod_bytes']), 'millicores': int(result['non_pod_millicores']),
-            'warm': warm(span_seconds, reaction_seconds)}
+            'warm': warm(span_seconds, reaction_seconds),
+            'memory_jump_bytes': max(jumps) if jumps else 0, 'jump_days': len(jumps)}
+
+
+def young(jumps):
+    """True when a node has fewer than ``OWN_JUMP_DAYS`` jumps of its own (``window_peaks``'s ``jump_days``)."""
+    return int((jumps or {}).get('jump_days') or 0) < OWN_JUMP_DAYS
 
 
 def node_class(mem_total_bytes, cpus):
@@ -69,10 +114,13 @@ def node_class(mem_total_bytes, cpus):
 
 
 def pool_jumps(own, peers):
-    """``own`` peaks (as ``window_peaks`` returns them) raised to the largest P among ``peers`` of the same class.
+    """``own`` (as ``window_peaks`` returns it), with its peers' jumps lent to it when it is ``young``.
 
-    Only peers that run at the same reaction time count. The result says how many nodes the peaks came from
-    (``class_nodes``), which resource a peer raised (``raised_by_class``) and how many peers are warm.
+    A young node's ``memory_jump_bytes`` is raised to the largest jump of the ``peers`` of its class that have
+    jumps of their own (``jump_days`` 1 or more); a node with jumps of its own keeps them, and no peer's P raises
+    anyone's (issue 38: pooling peaks added waste and bought no safety). Only peers that run at the same reaction
+    time count. The result says how many nodes there were (``class_nodes``), what a peer raised
+    (``raised_by_class``: ['memory_jump_bytes'] or []) and how many peers are warm.
     """
     result = dict(own)
     counted = [peer for peer in peers or () if isinstance(peer, dict)
@@ -80,16 +128,19 @@ def pool_jumps(own, peers):
     result['class_nodes'] = 1 + len(counted)
     result['warm_peers'] = sum(1 for peer in counted if peer.get('warm'))
     raised = []
-    for key in ('memory_bytes', 'millicores'):
-        values = [int(peer[key]) for peer in counted if peer.get(key) is not None]
-        if values and max(values) > (own.get(key) or 0):
-            result[key] = max(values)
-            raised.append(key)
+    if young(own):
+        lent = [int(peer.get('memory_jump_bytes') or 0) for peer in counted if int(peer.get('jump_days') or 0) >= 1]
+        # A cold node whose class has jumps to lend rests on them, not on the cap (jump_headroom).
+        result['lent_jumps'] = bool(lent)
+        if lent and max(lent) > int(own.get('memory_jump_bytes') or 0):
+            result['memory_jump_bytes'] = max(lent)
+            raised.append('memory_jump_bytes')
     result['raised_by_class'] = raised
     return result
 
 
-PEAK_KEYS = ('reaction_seconds', 'span_seconds', 'memory_bytes', 'millicores', 'warm')
+PEAK_KEYS = ('reaction_seconds', 'span_seconds', 'memory_bytes', 'millicores', 'warm', 'memory_jump_bytes',
+             'jump_days')
 
 
 def class_record(mem_total_bytes, cpus, jumps, recommendation, class_name=None):
@@ -141,7 +192,7 @@ def class_prior(peers):
 def peers_that_matter(record, peers):
     """``record``'s class peers when deciding with them would change something, else [].
 
-    A peer with a larger P raises any node; a cold node also takes a warm peer's reservation (the class
+    A peer with a larger jump raises a young node's; a cold node also takes a warm peer's reservation (the class
     prior). Every other node keeps its first decision: no second measurement.
     """
     if not record:
@@ -162,7 +213,7 @@ def basis(samples, now, percent, stabilization_seconds, reaction_seconds, window
     del window_seconds
     result = _history_stats.basis(samples, now, percent, stabilization_seconds)
     span = samples[-1]['t'] - samples[0]['t'] if samples else 0
-    result['jumps'] = window_peaks(result, span, reaction_seconds)
+    result['jumps'] = window_peaks(result, span, reaction_seconds, daily_jumps(samples, reaction_seconds))
     return result
 
 
@@ -171,6 +222,32 @@ def headroom(peak, percent, minimum):
     proportional = int(math.ceil(peak * percent / 100.0)) if peak > 0 else 0
     value = max(proportional, minimum)
     return value, 'max(%d x %s%%, %d) = %d' % (peak, percent, minimum, value)
+
+
+def jump_headroom(peak, jumps, percent, minimum, maximum):
+    """(headroom, rule) in bytes from the node's jumps: max(minimum, min(maximum, J)) (module doc).
+
+    J is ``jumps``' ``memory_jump_bytes`` (its own largest, or lent to a young node by ``pool_jumps``); for a young
+    node (``young``) also ``percent`` % of the peak, the rule before, until it has jumps of its own; for a cold one
+    (not ``warm``: less than a reaction time of history, or one reading) that no peer lends jumps to, ``maximum``:
+    before the node has shown its daily cycle the rule adds the most it ever adds (on issue 38's ``weekly`` family
+    a 4 GiB node's ~900 MiB burst on its first day was dangerous under GKE's formula, the prior, alone).
+    """
+    jumps = jumps or {}
+    jump = max(0, int(jumps.get('memory_jump_bytes') or 0))
+    parts = ['largest jump %d' % jump]
+    if not jumps.get('warm') and not jumps.get('lent_jumps'):
+        # Cold, and no peer lends jumps: nothing of the node's daily cycle seen yet; the most the rule adds.
+        parts.append('the most, %d (the history spans less than a reaction time)' % maximum)
+        jump = max(jump, maximum)
+    elif young(jumps):
+        proportional = int(math.ceil(peak * percent / 100.0)) if peak > 0 else 0
+        parts.append('%s%% of P %d (fewer than %d days of jumps of its own: %d)'
+                     % (percent, peak, OWN_JUMP_DAYS, int(jumps.get('jump_days') or 0)))
+        jump = max(jump, proportional)
+    value = max(minimum, min(maximum, jump))
+    return value, 'max(%d, min(%d, %s)) = %d' % (minimum, maximum, ' and '.join(parts) if len(parts) == 1
+                                                  else 'max(%s)' % ', '.join(parts), value)
 
 
 def cold_start_floor(formulas, name):

@@ -3,8 +3,10 @@
 
 reserved memory = P + headroom, where
     non-pod = MemTotal - MemAvailable - working_set(kubepods)
-    P = the history's percentile (100: its peak) of non-pod memory, raised to its class's (_headroom)
-    headroom = max(P * memory_headroom_percent / 100, memory_headroom_min_bytes)
+    P = the history's percentile (100: its peak) of non-pod memory
+    headroom = max(memory_headroom_min_bytes, min(memory_headroom_max_bytes, the largest jump above the
+               preceding peak)) (_headroom.jump_headroom), or with memory_headroom_rule percent
+               max(P * memory_headroom_percent / 100, memory_headroom_min_bytes)
 rounded up to whole MiB, never below the cold-start prior while the history is short; split between kubeReserved (the kubelet's and the
 container runtime's own working sets, in proportion) and systemReserved (the
 rest: systemd, sshd, kernel, anything outside both). CPU likewise in
@@ -24,7 +26,8 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _
 MIB = 1024 * 1024
 
 DEFAULTS = _option_specs.defaults((
-    'memory_headroom_percent', 'memory_headroom_min_bytes', 'cpu_headroom_percent', 'cpu_headroom_min_millicores',
+    'memory_headroom_rule', 'memory_headroom_percent', 'memory_headroom_min_bytes', 'memory_headroom_max_bytes',
+    'cpu_headroom_percent', 'cpu_headroom_min_millicores',
     'min_reserved', 'max_reserved_fraction', 'policy', 'floor_policy'))
 
 
@@ -139,16 +142,18 @@ def _describe_history(basis, lines):
 
 
 def _pooled_peaks(basis, lines):
-    """(P memory bytes, P millicores): the node's own P, raised to its class's largest where pooled."""
-    peaks = basis.get('jumps') or {}  # the facts module pools under this key (_headroom)
-    memory = max(int(basis['non_pod_bytes']), int(peaks.get('memory_bytes') or 0), 0)
-    cpu = max(int(basis['non_pod_millicores']), int(peaks.get('millicores') or 0), 0)
-    if peaks.get('class_nodes', 1) > 1:
-        raised = peaks.get('raised_by_class')
-        lines.append('peaks pooled over %d nodes of the same class (the inventory\'s nodealloc_node_class, else '
-                     'memory size and CPU count)%s'
-                     % (peaks['class_nodes'], ": the class's largest raises %s to %s and %dm"
-                        % (' and '.join(raised), describe_bytes(memory), cpu) if raised else ''))
+    """(P memory bytes, P millicores): the node's own P; a young node's jumps lent by its class are said here."""
+    jumps = basis.get('jumps') or {}  # the facts module pools under this key (_headroom)
+    memory = max(int(basis['non_pod_bytes']), 0)
+    cpu = max(int(basis['non_pod_millicores']), 0)
+    if jumps.get('class_nodes', 1) > 1:
+        lent = 'memory_jump_bytes' in (jumps.get('raised_by_class') or ())
+        lines.append('%d nodes of the same class (the inventory\'s nodealloc_node_class, else memory size and CPU '
+                     'count) in this run%s'
+                     % (jumps['class_nodes'], ": this node has fewer than %d days of jumps of its own, its class "
+                        "lends it its largest jump, %s" % (_headroom.OWN_JUMP_DAYS,
+                                                           describe_bytes(int(jumps['memory_jump_bytes'])))
+                        if lent else ''))
     return memory, cpu
 
 
@@ -206,10 +211,15 @@ def cold_start(basis, prior, measured_memory_bytes, measured_millicores, setting
             'takes_over_at': None if source == 'none' or since is None else since + _headroom.WARM_SHARE * reaction}
 
 
-def _measured_reservation(peak_bytes, peak_millicores, prior, options, lines):
+def _measured_reservation(peak_bytes, peak_millicores, prior, options, lines, jumps=None):
     """(memory bytes, millicores, memory headroom, CPU headroom): P + headroom, each at least the prior."""
-    mem_headroom, rule = _headroom.headroom(peak_bytes, options['memory_headroom_percent'],
-                                            options['memory_headroom_min_bytes'])
+    if options['memory_headroom_rule'] == 'percent':
+        mem_headroom, rule = _headroom.headroom(peak_bytes, options['memory_headroom_percent'],
+                                                options['memory_headroom_min_bytes'])
+    else:
+        mem_headroom, rule = _headroom.jump_headroom(peak_bytes, jumps, options['memory_headroom_percent'],
+                                                     options['memory_headroom_min_bytes'],
+                                                     options['memory_headroom_max_bytes'])
     lines.append('memory headroom = %s' % rule)
     memory = ceil_to(peak_bytes + mem_headroom, MIB)
     lines.append('reserved memory = ceil_MiB(%d + %d) = %s' % (peak_bytes, mem_headroom, describe_bytes(memory)))
@@ -340,7 +350,7 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     measuring = options['policy'] == 'measured'
     prior = _cold_start_prior(basis, formulas, settings, lines) if measuring else None
     mem_needed, cpu_needed, mem_headroom, cpu_headroom = _measured_reservation(
-        peak_bytes, peak_millicores, prior, options, lines)
+        peak_bytes, peak_millicores, prior, options, lines, basis.get('jumps'))
     cold = cold_start(basis, prior, ceil_to(peak_bytes + mem_headroom, MIB), peak_millicores + cpu_headroom, settings)
     capacity_m = measured['capacity_millicores']
     guarantee_input = measured.get('cpu_weights')

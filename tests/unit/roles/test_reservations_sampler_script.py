@@ -56,7 +56,7 @@ def test_the_units_command_line_does_not_load_argparse():
                             env=dict(os.environ, PYTHONPATH=COLLECTIONS_PATH))
     assert result.returncode == 0, result.stderr
     loaded, values = json.loads(result.stdout)
-    assert not loaded and values['window'] == '3d'  # the history_window default (issue 29)
+    assert not loaded and values['window'] == '7d'  # the history_window default (issue 38)
 
 
 @pytest.mark.parametrize('argv, status', [

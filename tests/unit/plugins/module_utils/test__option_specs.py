@@ -211,10 +211,14 @@ def test_drift_check_reports_a_changed_role_default(tmp_path):
     with open(defaults) as stream:
         text = stream.read()
     with open(defaults, 'w') as stream:
-        stream.write(text.replace('reservations_memory_headroom_min_bytes: 104857600',
-                                  'reservations_memory_headroom_min_bytes: 104857601'))
+        # The default as OPTIONS has it (it moves with the policy: issue 38), one byte more.
+        default = _option_specs.OPTIONS['memory_headroom_min_bytes']['default']
+        changed = text.replace('reservations_memory_headroom_min_bytes: %d' % default,
+                               'reservations_memory_headroom_min_bytes: %d' % (default + 1))
+        assert changed != text
+        stream.write(changed)
     problems = role_drift(specs, defaults)
-    assert any('reservations_memory_headroom_min_bytes' in p and '104857601' in p for p in problems), problems
+    assert any('reservations_memory_headroom_min_bytes' in p and str(default + 1) in p for p in problems), problems
 
 
 def test_drift_check_reports_a_changed_argument_spec_default(tmp_path):
@@ -522,8 +526,9 @@ def test_the_policy_reads_a_quantity_as_its_bytes():
     small = {'mem_total_bytes': 8 << 30, 'mem_available_bytes': (8 << 30) - (10 << 20),
              'kubepods_working_set_bytes': 0, 'kube_components_working_set_bytes': 0, 'capacity_millicores': 2000,
              'non_pod_millicores': 10, 'kube_components_millicores': 0}
-    as_quantity = _recommend.recommend(small, {'memory_headroom_min_bytes': '1Gi', 'min_reserved': '0'})
-    as_bytes = _recommend.recommend(small, {'memory_headroom_min_bytes': 1 << 30, 'min_reserved': '0'})
+    percent = {'memory_headroom_rule': 'percent', 'min_reserved': '0'}  # the floor alone decides the headroom
+    as_quantity = _recommend.recommend(small, dict(percent, memory_headroom_min_bytes='1Gi'))
+    as_bytes = _recommend.recommend(small, dict(percent, memory_headroom_min_bytes=1 << 30))
     assert as_quantity['memory_headroom_bytes'] == as_bytes['memory_headroom_bytes'] == 1 << 30
     recommendation = {'kube_reserved': {'memory': '0'}, 'system_reserved': {'memory': '1100Mi', 'cpu': '100m'}}
     current = {'system_reserved': {'memory': '1000Mi', 'cpu': '100m'}}

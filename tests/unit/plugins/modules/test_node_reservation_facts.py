@@ -123,8 +123,10 @@ def test_the_deprecated_jump_headroom_factor_is_ignored_with_a_deprecation_warni
     # Issue 29 removed the climb rule it scaled: set, it changes nothing, and the module's argument spec (from
     # _option_specs) makes AnsibleModule name it deprecated, removed in 1.0.0. The spec's validator is asked
     # directly: the process-wide deprecation list depends on what other tests ran.
-    plain = run(dict(node, _ansible_check_mode=True))
-    with_factor = run(dict(node, _ansible_check_mode=True, jump_headroom_factor=3.0))
+    # The percent rule (issue 38 made the jumps rule the default), whose arithmetic reads off one run's basis.
+    percent = dict(node, _ansible_check_mode=True, memory_headroom_rule='percent', memory_headroom_min_bytes=100 * MIB)
+    plain = run(percent)
+    with_factor = run(dict(percent, jump_headroom_factor=3.0))
     # The host's own memory moves between the two runs: compare the rule, not the figures.
     for result in (plain, with_factor):
         recommendation = result['recommendation']

@@ -1,4 +1,5 @@
-"""The shipped rule (P + max(100Mi, 50 % of P)), class pooling, the cold-start prior, and the near-reservation flag.
+"""The shipped rule (P + the node's largest jump, between a floor and a cap), jumps lent to a young node, the percent
+rule as an option, the cold-start prior, and the near-reservation flag.
 
 Each rule has a test that fails when that rule alone breaks (the ablation of docs/benchmarks.md, in small).
 """
@@ -35,70 +36,120 @@ def _days(days, values_mib):
     return samples([values_mib[minute * len(values_mib) // minutes] for minute in range(minutes)])
 
 
-def test_the_reservation_is_the_peak_plus_half_of_it():
-    # Three days peaking at 800 MiB, 600 MiB now: P is the peak, the headroom half of it.
-    result = _recommend.recommend(_node(), None, None, _basis(_days(3, [500, 800, 600])))
+PERCENT = {'memory_headroom_rule': 'percent', 'memory_headroom_min_bytes': 100 * MIB}
+FLOOR, CAP = 768 * MIB, 2 * GIB  # the shipped memory_headroom_min_bytes and memory_headroom_max_bytes (issue 38)
+
+
+def _daily(peaks_mib, low_mib=500):
+    """One reading a minute over len(peaks_mib) days and one more reading: each day at ``low_mib`` but for an hour
+    at its peak (the newest reading, at the end, at ``low_mib``)."""
+    values = []
+    for peak in peaks_mib:
+        values += [low_mib] * (12 * 60) + [peak] * 60 + [low_mib] * (11 * 60)
+    return samples(values + [low_mib])
+
+
+def test_the_percent_rule_reserves_the_peak_plus_half_of_it():
+    # Three days peaking at 800 MiB, 600 MiB now: P is the peak, the headroom half of it (the rule before issue 38,
+    # kept as memory_headroom_rule=percent).
+    result = _recommend.recommend(_node(), PERCENT, None, _basis(_days(3, [500, 800, 600])))
     assert result['memory_headroom_bytes'] == 400 * MIB
     assert result['reserved_memory_bytes'] == 1200 * MIB
     assert 'max(%d x 50.0%%, %d) = %d' % (800 * MIB, 100 * MIB, 400 * MIB) in '\n'.join(result['explanation'])
 
 
-def test_a_small_peak_takes_the_minimum_headroom():
-    result = _recommend.recommend(_node(non_pod_mib=150), None, None, _basis(_days(3, [150])))
-    assert result['memory_headroom_bytes'] == 100 * MIB
-    # 250 MiB is under min_reserved (256Mi): the floor holds it up.
-    assert result['reserved_memory_bytes'] == 256 * MIB
+def test_daily_jumps_are_each_day_s_rise_above_every_reading_before_it():
+    # Peaks 600, 900, 800, 1000 MiB: day 0 has nothing before it; day 1 rose 300 above it, day 2 not at all (its
+    # 800 is under day 1's 900), day 3 100 above the 900.
+    assert _headroom.daily_jumps(_daily([600, 900, 800, 1000]), DAY) == [300 * MIB, 0, 100 * MIB]
+    # Against less than (nearly) a reaction time of history, a day's rise is no jump: a node 12 h old has none.
+    assert _headroom.daily_jumps(_days(0.5, [500, 900]), DAY) == []
+    assert _headroom.daily_jumps([], DAY) == []
 
 
-def test_headroom_rounds_up_and_takes_the_larger_of_the_two():
-    assert _headroom.headroom(1000, 50.0, 0)[0] == 500
-    assert _headroom.headroom(1001, 50.0, 0)[0] == 501
-    assert _headroom.headroom(1000, 50.0, 600)[0] == 600
-    assert _headroom.headroom(0, 50.0, 100)[0] == 100
+def test_the_headroom_is_the_node_s_largest_jump_in_bytes_not_a_share_of_its_peak():
+    # A big node with a high, steady peak and small jumps: the floor, not half of its 6 GiB.
+    steady = _basis(_daily([6144, 6144, 6150, 6144, 6144], low_mib=6000))
+    result = _recommend.recommend(_node(128 * 1024, 32, 6000), None, None, steady)
+    assert steady['jumps']['jump_days'] == 4 and result['memory_headroom_bytes'] == FLOOR
+    assert result['reserved_memory_bytes'] == 6150 * MIB + FLOOR
+    # A small node whose bursts climbed 1200 MiB above the day before: its largest jump, 1200 MiB.
+    bursty = _basis(_daily([600, 600, 1800, 1900, 700]))
+    result = _recommend.recommend(_node(8 * 1024, 2), None, None, bursty)
+    assert result['memory_headroom_bytes'] == 1200 * MIB
+    assert result['reserved_memory_bytes'] == 1900 * MIB + 1200 * MIB
+    assert 'max(%d, min(%d, largest jump %d)) = %d' % (FLOOR, CAP, 1200 * MIB, 1200 * MIB) in '\n'.join(
+        result['explanation'])
+
+
+def test_the_jump_headroom_is_held_between_the_floor_and_the_cap():
+    warm = {'warm': True, 'jump_days': 5}
+    assert _headroom.jump_headroom(GIB, dict(warm, memory_jump_bytes=5 * GIB), 50.0, FLOOR, CAP)[0] == CAP
+    assert _headroom.jump_headroom(GIB, dict(warm, memory_jump_bytes=10 * MIB), 50.0, FLOOR, CAP)[0] == FLOOR
+    # A cap under the floor: the floor (the least headroom is never given up).
+    assert _headroom.jump_headroom(GIB, dict(warm, memory_jump_bytes=5 * GIB), 50.0, FLOOR, 0)[0] == FLOOR
+
+
+def test_a_young_node_also_takes_half_its_peak_and_a_cold_one_the_cap():
+    # One day of jumps (fewer than OWN_JUMP_DAYS): the larger of its jump and half of P, within the bounds.
+    young = {'warm': True, 'jump_days': 1, 'memory_jump_bytes': 0}
+    assert _headroom.OWN_JUMP_DAYS == 2
+    assert _headroom.jump_headroom(3 * GIB, young, 50.0, FLOOR, CAP)[0] == 1536 * MIB
+    assert _headroom.jump_headroom(3 * GIB, dict(young, jump_days=2), 50.0, FLOOR, CAP)[0] == FLOOR
+    # Not yet a reaction time of history: the cap, the most the rule ever adds.
+    assert _headroom.jump_headroom(300 * MIB, {'warm': False, 'jump_days': 0}, 50.0, FLOOR, CAP)[0] == CAP
+    # A single reading (no basis, no jumps): the cap too, under the node's max_reserved_fraction.
+    result = _recommend.recommend(_node(8 * 1024, 2, 600), None, None, None)
+    assert result['memory_headroom_bytes'] == CAP and result['reserved_memory_bytes'] == 600 * MIB + CAP
 
 
 def test_a_peak_older_than_the_default_window_no_longer_holds_the_reservation_up(tmp_path):
-    # A 2 GiB peak 4 days ago, 600 MiB since: the shipped 3-day window has let it go; a peak 2 days ago has not.
+    # A 2 GiB peak 8 days ago, 600 MiB since: the shipped 7-day window has let it go (and its jump with it); a
+    # peak 6 days ago has not: P is 2 GiB and its jump, 1448 MiB above the days before, the headroom.
     window = _duration.parse_window(_option_specs.OPTIONS['history_window']['default'])
-    now = 5 * DAY
+    assert window == 7 * DAY
+    now = 10 * DAY
     path = tmp_path / 'history.jsonl'
-    for peak_day in (1, 3):
+    for peak_day in (2, 4):
         lines = [{'t': now - day * DAY + minute * 600, 'non_pod_bytes': 600 * MIB, 'non_pod_millicores': 100}
-                 for day in range(5, 0, -1) for minute in range(144)]
+                 for day in range(10, 0, -1) for minute in range(144)]
+        lines.append({'t': now, 'non_pod_bytes': 600 * MIB, 'non_pod_millicores': 100})
         lines.append({'t': peak_day * DAY + 60, 'non_pod_bytes': 2 * GIB, 'non_pod_millicores': 100})
         path.write_text(''.join('{"t": %d, "non_pod_bytes": %d, "non_pod_millicores": %d}\n'
                                 % (s['t'], s['non_pod_bytes'], s['non_pod_millicores'])
                                 for s in sorted(lines, key=lambda s: s['t'])))
         history, _problems = _history_store.read(str(path), now, window)
         reserved = _recommend.recommend(_node(), None, None, _basis(history))['reserved_memory_bytes']
-        if peak_day == 1:
-            assert reserved == 900 * MIB
+        if peak_day == 2:
+            assert reserved == 600 * MIB + FLOOR
         else:
-            assert reserved == 3 * GIB
+            assert reserved == 2 * GIB + 2 * GIB - 600 * MIB
 
 
-def test_a_peer_s_larger_peak_raises_the_node_s_reservation():
-    quiet = _basis(_days(3, [600]))
-    busy = _basis(_days(3, [900]))
+def test_a_peer_s_peak_no_longer_raises_a_node_that_has_jumps_of_its_own():
+    quiet = _basis(_daily([600] * 5))
+    busy = _basis(_daily([600, 900, 1200, 1500, 1800]))
     alone = _recommend.recommend(_node(), None, None, quiet)
     quiet['jumps'] = _headroom.pool_jumps(quiet['jumps'], [busy['jumps']])
     pooled = _recommend.recommend(_node(), None, None, quiet)
-    assert alone['reserved_memory_bytes'] == 900 * MIB
-    assert pooled['reserved_memory_bytes'] == 1350 * MIB
-    assert any('pooled over 2 nodes' in line and 'raises memory_bytes' in line for line in pooled['explanation'])
+    assert alone['reserved_memory_bytes'] == pooled['reserved_memory_bytes'] == 600 * MIB + FLOOR
+    assert quiet['jumps']['raised_by_class'] == [] and quiet['jumps']['class_nodes'] == 2
 
 
-def test_pooling_takes_the_largest_peak_of_peers_at_the_same_reaction_time():
-    quiet, busy = _basis(_days(3, [600]))['jumps'], _basis(_days(3, [900]))['jumps']
-    pooled = _headroom.pool_jumps(quiet, [busy])
-    assert pooled['memory_bytes'] == 900 * MIB and pooled['class_nodes'] == 2
-    assert pooled['raised_by_class'] == ['memory_bytes'] and pooled['warm_peers'] == 1
-    assert _headroom.pool_jumps(busy, [quiet])['memory_bytes'] == 900 * MIB  # a smaller peak changes nothing
-    hourly = _headroom.basis(_days(3, [900]), 3 * DAY, 100.0, DAY, HOUR)['jumps']
-    assert _headroom.pool_jumps(quiet, [hourly])['memory_bytes'] == 600 * MIB
-    # A young peer's reading is a real reading: it raises the class too.
-    young = _basis(_days(0.25, [900]))['jumps']
-    assert not young['warm'] and _headroom.pool_jumps(quiet, [young])['memory_bytes'] == 900 * MIB
+def test_peers_lend_their_jumps_to_a_young_node_only():
+    busy = _basis(_daily([600, 1500, 2400, 3300, 4200]))['jumps']
+    assert busy['memory_jump_bytes'] == 900 * MIB and busy['jump_days'] == 4
+    young = _basis(_daily([600, 600]))['jumps']
+    assert young['jump_days'] == 1 and _headroom.young(young)
+    lent = _headroom.pool_jumps(young, [busy])
+    assert lent['memory_jump_bytes'] == 900 * MIB and lent['raised_by_class'] == ['memory_jump_bytes']
+    assert lent['memory_bytes'] == young['memory_bytes']  # its P is its own
+    settled = _basis(_daily([600] * 4))['jumps']
+    assert _headroom.pool_jumps(settled, [busy])['memory_jump_bytes'] == 0
+    # Peers at another reaction time, or with no jumps of their own, lend nothing.
+    hourly = dict(busy, reaction_seconds=HOUR)
+    assert _headroom.pool_jumps(young, [hourly])['raised_by_class'] == []
+    assert _headroom.pool_jumps(young, [dict(busy, jump_days=0)])['raised_by_class'] == []
 
 
 def test_a_history_shorter_than_the_reaction_time_rests_on_the_prior():
@@ -110,19 +161,26 @@ def test_a_history_shorter_than_the_reaction_time_rests_on_the_prior():
         result = _recommend.recommend(measured, None, None, _basis(history) if history else None, formulas)
         explained = '\n'.join(result['explanation'])
         if floor:
-            assert result['reserved_memory_bytes'] == 1024 * MIB, hours
+            # The prior (GKE's 1 GiB) is the floor; the cold headroom (the cap, 2 GiB) passes it, held at
+            # max_reserved_fraction (half of 4 GiB).
+            assert result['reserved_memory_bytes'] == 2048 * MIB, hours
             assert 'the cold-start prior, what the gke formula reserves' in explained
+            assert 'less than a reaction time' in explained
         else:
-            assert result['reserved_memory_bytes'] == 900 * MIB, hours
+            # Warm, no jump of its own yet: the floor (over half of P, 300 MiB).
+            assert result['reserved_memory_bytes'] == 600 * MIB + FLOOR, hours
             assert 'cold-start prior' not in explained
 
 
 def test_the_prior_is_a_floor_not_a_ceiling():
     formulas = _vendor_formulas.all_formulas(4 * GIB, 2, 110)
-    result = _recommend.recommend(_node(4 * 1024, 2, 800), None, None, None, formulas)
+    result = _recommend.recommend(_node(4 * 1024, 2, 800), PERCENT, None, None, formulas)
     assert result['reserved_memory_bytes'] == 1200 * MIB > formulas['gke']['reserved_memory_bytes']
-    none = _recommend.recommend(_node(4 * 1024, 2), {'cold_start_prior': 'none'}, None, None, formulas)
+    none = _recommend.recommend(_node(4 * 1024, 2), dict(PERCENT, cold_start_prior='none'), None, None, formulas)
     assert none['single_reading'] and none['reserved_memory_bytes'] == 900 * MIB
+    # The jumps rule's cold headroom (the cap) passes the prior too, up to max_reserved_fraction (2 GiB of 4).
+    jumps = _recommend.recommend(_node(4 * 1024, 2, 800), None, None, None, formulas)
+    assert jumps['reserved_memory_bytes'] == 2 * GIB
 
 
 def _record(history, measured):
@@ -145,12 +203,12 @@ def test_a_node_offers_its_class_a_reservation_once_its_history_spans_a_reaction
 
 
 def test_only_peers_of_the_class_that_would_change_the_decision_are_passed():
-    quiet, _r = _record(_days(3, [600]), _node())
-    busy, _r = _record(_days(3, [900]), _node())
+    quiet, _r = _record(_daily([600, 600]), _node())          # young: one day of jumps
+    busy, _r = _record(_daily([600, 900, 1200, 1500]), _node())
     cold, _r = _record(None, _node())
-    bigger_node, _r = _record(_days(3, [2000]), _node(32 * 1024))
+    bigger_node, _r = _record(_daily([600, 900, 1200, 2000]), _node(32 * 1024))
     assert _headroom.peers_that_matter(quiet, [busy, cold, bigger_node]) == [busy, cold]
-    assert _headroom.peers_that_matter(busy, [quiet, cold, bigger_node]) == []  # its own peak is the largest
+    assert _headroom.peers_that_matter(busy, [quiet, cold, bigger_node]) == []  # it has jumps of its own
     assert _headroom.peers_that_matter(cold, [quiet, busy]) == [quiet, busy]
     assert _headroom.peers_that_matter(cold, [cold, bigger_node]) == []  # nobody of its class knows more
     assert _headroom.peers_that_matter(None, [quiet]) == []
@@ -165,15 +223,23 @@ def test_a_cold_node_starts_from_the_largest_reservation_of_its_class_not_the_fo
     assert prior[:2] == (largest, max(recommendation['reserved_millicores'] for _record_, recommendation in warm))
     formulas = _vendor_formulas.all_formulas(measured['mem_total_bytes'], 4, 110)
     assert largest != formulas['gke']['reserved_memory_bytes']
+    # Its peers lend it their jumps (none above their day before): the floor over its one reading, under the prior.
+    lent = _headroom.pool_jumps({'reaction_seconds': DAY, 'warm': False, 'jump_days': 0, 'memory_jump_bytes': 0},
+                                [record['jumps'] for record, _r in warm])
+    assert lent['lent_jumps']
     basis = {'samples': 1, 'span_seconds': 0, 'percentile': 100.0, 'non_pod_bytes': 300 * MIB,
-             'non_pod_millicores': 100, 'class_prior': prior}
+             'non_pod_millicores': 100, 'class_prior': prior, 'jumps': lent}
     result = _recommend.recommend(measured, None, None, basis, formulas)
     assert result['reserved_memory_bytes'] == largest
     assert any('the largest reservation recommended for the 2 node(s) of the same class' in line
                for line in result['explanation'])
-    # Without peers with history the formula stays the prior.
+    # Without peers with history the formula stays the prior, and the cold headroom (the cap) is over it.
     basis.pop('class_prior')
+    basis.pop('jumps')
     alone = _recommend.recommend(measured, None, None, basis, formulas)
+    assert alone['reserved_memory_bytes'] == max(-(-formulas['gke']['reserved_memory_bytes'] // MIB) * MIB,
+                                                 300 * MIB + 2 * GIB)
+    alone = _recommend.recommend(measured, PERCENT, None, basis, formulas)
     assert alone['reserved_memory_bytes'] == -(-formulas['gke']['reserved_memory_bytes'] // MIB) * MIB
 
 

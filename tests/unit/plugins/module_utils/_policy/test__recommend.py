@@ -22,7 +22,9 @@ def settled(values, **settings):
     basis = {'samples': 100, 'span_seconds': 7 * 86400, 'percentile': 100.0,
              'non_pod_bytes': max(0, values['mem_total_bytes'] - values['mem_available_bytes']
                                   - values['kubepods_working_set_bytes']),
-             'non_pod_millicores': values['non_pod_millicores']}
+             'non_pod_millicores': values['non_pod_millicores'],
+             # A week of steady readings: warm, six days of jumps, none above the day before (_headroom.basis).
+             'jumps': {'warm': True, 'jump_days': 6, 'memory_jump_bytes': 0}}
     options = dict({'min_reserved': '0'}, **settings)
     return _recommend.recommend(values, options, None, basis, formulas.all_formulas(values['mem_total_bytes'], 4))
 
@@ -32,8 +34,8 @@ def total_memory(rec):
 
 
 def test_the_poc_example_plus_headroom():
-    # PoC: MemTotal 10Gi, working set 7Gi, available 1Gi -> non-pod 2Gi; we add 50% headroom (issue 29).
-    rec = settled(measured())
+    # PoC: MemTotal 10Gi, working set 7Gi, available 1Gi -> non-pod 2Gi; the percent rule adds 50% (issue 29).
+    rec = settled(measured(), memory_headroom_rule='percent')
     non_pod = 2 * GI
     assert rec['reserved_memory_bytes'] == -(-(non_pod + non_pod // 2) // MI) * MI
     assert total_memory(rec) == rec['reserved_memory_bytes']
@@ -42,9 +44,12 @@ def test_the_poc_example_plus_headroom():
 
 
 def test_minimum_headroom_applies_to_small_usage():
+    # The shipped floor of the headroom (memory_headroom_min_bytes, 768 MiB since issue 38).
     rec = settled(measured(mem_available_bytes=3 * GI - 10 * MI))
-    assert rec['memory_headroom_bytes'] == 100 * MI
-    assert rec['reserved_memory_bytes'] == 110 * MI
+    assert rec['memory_headroom_bytes'] == 768 * MI
+    assert rec['reserved_memory_bytes'] == 778 * MI
+    low = settled(measured(mem_available_bytes=3 * GI - 10 * MI), memory_headroom_min_bytes=100 * MI)
+    assert low['reserved_memory_bytes'] == 110 * MI
 
 
 def test_cpu_recommendation_and_split():
@@ -59,7 +64,7 @@ def test_cpu_recommendation_and_split():
 def test_negative_non_pod_is_reported_and_floored():
     rec = settled(measured(mem_available_bytes=4 * GI))
     assert any('negative' in line for line in rec['explanation'])
-    assert rec['reserved_memory_bytes'] == 100 * MI
+    assert rec['reserved_memory_bytes'] == 768 * MI  # 0 + the floor
 
 
 def test_allocatable_subtracts_default_hard_eviction_when_no_config():
@@ -83,17 +88,23 @@ def test_warns_when_pods_already_use_more_than_the_new_limit():
     assert any(line.startswith('WARNING') for line in rec['explanation'])
 
 
-def test_one_reading_without_a_prior_takes_the_same_rule_and_says_so():
-    # No formulas, so no cold-start prior: one reading gets the rule a history gets (no widening since issue 29).
+def test_one_reading_without_a_prior_takes_the_cap_and_says_so():
+    # No formulas, so no cold-start prior: one reading has seen nothing of the node's jumps, so the jumps rule adds
+    # the most it ever adds (memory_headroom_max_bytes, 2 GiB); a steady week, the floor (768 MiB). Under the
+    # percent rule both get half of P (no widening since issue 29).
     single = _recommend.recommend(measured(), {'min_reserved': '0'})
     history = settled(measured())
     assert single['single_reading'] and not history['single_reading']
-    assert single['memory_headroom_bytes'] == history['memory_headroom_bytes'] == GI
+    assert single['memory_headroom_bytes'] == 2 * GI and history['memory_headroom_bytes'] == 768 * MI
     assert any('one reading' in line for line in single['explanation'])
+    percent = _recommend.recommend(measured(), {'min_reserved': '0', 'memory_headroom_rule': 'percent'})
+    assert percent['memory_headroom_bytes'] == settled(measured(), memory_headroom_rule='percent')[
+        'memory_headroom_bytes'] == GI
 
 
 def test_min_reserved_floor_and_ceiling():
-    small = settled(measured(mem_available_bytes=3 * GI - 10 * MI), min_reserved='512Mi')
+    small = settled(measured(mem_available_bytes=3 * GI - 10 * MI), min_reserved='512Mi',
+                    memory_headroom_min_bytes=100 * MI)
     assert small['reserved_memory_bytes'] == 512 * MI
     capped = settled(measured(mem_available_bytes=0, kubepods_working_set_bytes=0), max_reserved_fraction=0.25)
     assert capped['reserved_memory_bytes'] == int(10 * GI * 0.25) // MI * MI
@@ -125,7 +136,9 @@ def short_history(span_seconds, source, since=1000000.0, non_pod_bytes=300 * MI)
 
 def test_a_cold_start_names_its_floor_beside_the_measured_figure_and_when_it_takes_over():
     values = measured(mem_available_bytes=10 * GI - 7 * GI - 300 * MI)
-    rec = _recommend.recommend(values, {}, None, short_history(2 * HOUR, 'node'),
+    # The percent rule, whose cold figure stays under GKE's here (the jumps rule gives a cold node its 2 GiB cap).
+    percent = {'memory_headroom_rule': 'percent', 'memory_headroom_min_bytes': 100 * MI}
+    rec = _recommend.recommend(values, percent, None, short_history(2 * HOUR, 'node'),
                                formulas.all_formulas(values['mem_total_bytes'], 4))
     cold = rec['cold_start']
     gke = formulas.gke(10 * GI, 4)

@@ -22,7 +22,8 @@ MI = 1 << 20
 RAW_BYTES = re.compile(r'\d+ B\b|(?<![\w.])\d{7,}(?![\w.])|\d+Ki\b')
 
 
-def result(non_pod_bytes, current_memory=None, kubelet_pid=None, config_path=None, mem_total_bytes=8 * GI, basis=None):
+def result(non_pod_bytes, current_memory=None, kubelet_pid=None, config_path=None, mem_total_bytes=8 * GI, basis=None,
+           settings=None):
     """A node_reservation_facts result as the module builds it (its own recommend, decide, formulas, accounting)."""
     meminfo = {'MemTotal': mem_total_bytes, 'MemAvailable': mem_total_bytes - non_pod_bytes,
                'Active(file)': 300 * MI, 'Inactive(file)': 200 * MI, 'KReclaimable': 50 * MI}
@@ -36,7 +37,7 @@ def result(non_pod_bytes, current_memory=None, kubelet_pid=None, config_path=Non
         current = {'kube_reserved': {'memory': current_memory}, 'system_reserved': {},
                    'eviction_hard': {'memory.available': '100Mi'}, 'enforce_node_allocatable': ['pods']}
     formulas = _vendor_formulas.all_formulas(mem_total_bytes, 2)
-    recommendation = _recommend.recommend(measured, None, current, basis, formulas)
+    recommendation = _recommend.recommend(measured, settings, current, basis, formulas)
     history = {} if basis is None else {'samples': basis['samples'], 'span_seconds': basis['span_seconds'],
                                         'source': basis['history_source'], 'since': basis['history_since']}
     return {
@@ -364,12 +365,18 @@ def history_basis(source, span_seconds, non_pod_bytes=GI):
             'non_pod_millicores': 100, 'history_source': source, 'history_since': SINCE}
 
 
+# The percent rule (50 %, 100 MiB): a short history's figure stays under GKE's, so the floor is what the report shows
+# (under the jumps rule a cold node takes the 2 GiB cap, above GKE's figure for 8 GiB).
+PERCENT = {'memory_headroom_rule': 'percent', 'memory_headroom_min_bytes': 100 * MI}
+
+
 def _sources_report():
     return _fleet_report.build_report({
-        'fresh': result(GI, current_memory='1Gi'),  # check mode on a node without the sampler: one reading
-        'observed': result(GI, current_memory='1Gi', basis=history_basis('node', 2 * HOUR)),
-        'warm': result(GI, current_memory='1Gi', basis=history_basis('node', 3 * 24 * HOUR)),
-        'scraped': result(GI, current_memory='1Gi', basis=history_basis('prometheus', 14 * 24 * HOUR)),
+        'fresh': result(GI, current_memory='1Gi', settings=PERCENT),  # check mode without the sampler: one reading
+        'observed': result(GI, current_memory='1Gi', basis=history_basis('node', 2 * HOUR), settings=PERCENT),
+        'warm': result(GI, current_memory='1Gi', basis=history_basis('node', 3 * 24 * HOUR), settings=PERCENT),
+        'scraped': result(GI, current_memory='1Gi', basis=history_basis('prometheus', 14 * 24 * HOUR),
+                          settings=PERCENT),
         'gone': {'unreachable': True, 'msg': 'no route'},
     }, now=datetime.datetime(2026, 1, 2, tzinfo=datetime.timezone.utc))
 
