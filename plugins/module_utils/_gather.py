@@ -212,7 +212,7 @@ def recommend(options, measurement, history):
     }
     max_pods = options['max_pods'] or (current or {}).get('max_pods') or _defaults.MAX_PODS
     formulas = _vendor_formulas.all_formulas(memory['mem_total_bytes'], cpu['capacity_millicores'] // 1000, max_pods,
-                                      options['openshift_sizing_version'])
+                                             options['openshift_sizing_version'])
     recommendation = _recommend.recommend(measured, options, current, history['basis'], formulas)
     decision = _decision.decide(current, recommendation, options, history['basis'])
     return formulas, recommendation, decision

@@ -261,7 +261,8 @@ memory:
           kubelet's and runtime's own groups (C(groups)).
       type: dict
     non_pod_poc_bytes:
-      description: The uncorrected figure, C(mem_total_bytes - mem_available_bytes - kubepods_working_set_bytes), exactly, for comparison (before the page-cache correction).
+      description: The uncorrected figure, C(mem_total_bytes - mem_available_bytes - kubepods_working_set_bytes), exactly,
+        for comparison (before the page-cache correction).
       type: int
     non_pod_accounting:
       description:
@@ -513,7 +514,8 @@ formulas:
 class_record:
   description:
     - What this node tells the other nodes of its class, to pass to their O(class_peers) - its class
-      (C(node_class), memory GiB and CPU count, and C(class_name), the O(node_class) it was given, or null), its own P (C(jumps), before any pooling - C(memory_bytes),
+      (C(node_class), memory GiB and CPU count, and C(class_name), the O(node_class) it was given, or null), its own P
+      (C(jumps), before any pooling - C(memory_bytes),
       C(millicores), C(reaction_seconds), C(span_seconds) and C(warm), true once the history spans one reaction
       time), C(cold_start), and once warm C(reserved_memory_bytes) and C(reserved_millicores).
   returned: always

@@ -2,7 +2,8 @@
 
 A failure is an exception outside the collection's error types, an example that spends more than 100 ms of CPU
 (cpu_deadline.py: CPU, not wall time), or a result out of range. Derandomized: the same examples on every run, so a
-failure reproduces and the run time is stable (about half a minute on a quiet machine, docs/testing.md); ``--hypothesis-seed`` or ``NODEALLOC_FUZZ_EXAMPLES`` explore more.
+failure reproduces and the run time is stable (about half a minute on a quiet machine, docs/testing.md);
+``--hypothesis-seed`` or ``NODEALLOC_FUZZ_EXAMPLES`` explore more.
 """
 
 from __future__ import annotations

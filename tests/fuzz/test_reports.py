@@ -13,13 +13,15 @@ from hypothesis import given, settings
 from markdown_it import MarkdownIt
 
 from ansible_collections.nodealloc.kubelet.tests.fuzz.cpu_deadline import within_deadline
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report, _html_page, _memory_risk
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report, _memory_risk
 from ansible_collections.nodealloc.kubelet.tests.fuzz.strategies import hostile_text
 from ansible_collections.nodealloc.kubelet.tests.unit.plugins.module_utils._report.test__fleet_report import (
     headings_are_ours, result)
 
 GI = 1 << 30
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+
+
 def measured_result(words):
     """A measured node as the facts module returns it, whose words (config path, cgroup, not-found lines, decision
     reasons, explanation) are ``words``."""

@@ -88,4 +88,3 @@ def test_accepted_units_verify_and_stay_sandboxed(tmp_path):
                             capture_output=True, text=True, check=False, timeout=60)
     exposures = [float(x) for x in re.findall(r'Overall exposure level for \S+: ([0-9.]+)', scored.stdout)]
     assert exposures and max(exposures) <= 1.0, scored.stdout[-2000:]
-

@@ -42,7 +42,7 @@ class Page:
 
         self._process = subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn
             [self._chromium] + FLAGS + ['--user-data-dir=%s' % self._profile,
-                                                        '--remote-debugging-pipe'],
+                                        '--remote-debugging-pipe'],
             preexec_fn=on_3_and_4, close_fds=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_chromium)
         os.close(from_chromium)

@@ -265,7 +265,7 @@ def history_file(tmp_path, name, pairs):
 
 @pytest.mark.parametrize('class_label, class_name', [(CLASS_LABEL, 'batch'), ('', '8gib-2cpu')])
 def test_the_template_of_a_class_whose_nodes_were_all_replaced_comes_from_their_history(prometheus, tmp_path,
-                                                                                      class_label, class_name):
+                                                                                        class_label, class_name):
     now, truth = prometheus['now'], prometheus['truth']
     options = _gather.with_defaults({'history_window': '%dd' % DAYS})
     read = _prometheus_class.fetch_classes(open_url, dict(settings(prometheus, '', DAYS), class_label=class_label),

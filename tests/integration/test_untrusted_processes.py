@@ -101,7 +101,7 @@ def test_a_users_kubelet_alone_is_ignored_and_its_program_never_runs(users_home,
     assert measured['kubelet']['pid'] != users.pid
     assert measured['kubelet']['config_path'] != users_home['config']
     said = [line for line in measured['not_found'] if line.startswith('ignored a process named kubelet: pid %d (%s '
-                                                                       % (users.pid, users_home['program']))]
+                                                                      % (users.pid, users_home['program']))]
     assert len(said) == 1 and said[0].endswith('), uid %d' % NOBODY), measured['not_found']
 
 

@@ -5,7 +5,8 @@ run with ``-e reservations_allow_decrease=false`` keeps the memory and says why.
 facts module made on the node, read from the report, never a number the test wrote. The nspawn nodes read the host's
 /proc/meminfo, so the history and the reservation are set in shares of the host's memory M, with the history
 (0.45 M) about what a busy test machine uses and the reservation (0.88 M) well above the history plus its headroom
-(0.45 M + the 768 MiB least headroom since issue 38, a flat history having no jump; 0.675 M at issue 29's 50 %). The reservations are capped at 0.7 M (reservations_max_reserved_fraction): however
+(0.45 M + the 768 MiB least headroom since issue 38, a flat history having no jump; 0.675 M at issue 29's 50 %).
+The reservations are capped at 0.7 M (reservations_max_reserved_fraction): however
 much a busy host uses when the node reads it (a full run once read more than 0.52 M, which at a 0.9 cap made the memory
 recommendation land within the 10 % threshold and the memory decision keep), the memory recommendation stays 0.18 M
 below the reservation, past the threshold. Its CPU at the 0.9 cap the test sets, so that a busy host's CPU cannot turn

@@ -286,7 +286,7 @@ def main(argv):
     for problem in problems:
         print('BROKEN: ' + problem)
     print('%d modules, %d import edges, %d problems' % (len(graph), sum(len(t) for t in graph.values()),
-                                                       len(problems)))
+                                                        len(problems)))
     return 1 if problems else 0
 
 

@@ -79,7 +79,7 @@ def effective_eviction_hard(config, version=None):
         return default_eviction_hard(version)
     release = _release(version)
     if config.get('mergeDefaultEvictionSettings') is True and (release is None
-                                                              or release >= MERGE_DEFAULT_EVICTION_FROM):
+                                                               or release >= MERGE_DEFAULT_EVICTION_FROM):
         return dict(default_eviction_hard(version), **hard)
     return dict(hard)
 

@@ -49,7 +49,7 @@ def kubelet_version(kubelet, config, cgroup_version, not_found, proc_root='/proc
     environment = _kubelet_process.environment_names(kubelet['pid'], proc_root) if kubelet['pid'] else None
     config_dir_in_use = bool(kubelet['argv'] and _kubelet_process.config_paths(kubelet['argv'])[1])
     verdict = _version_rules.check(parsed, cgroup_version, config, config_dir_in_use,
-                                     dict.fromkeys(environment or ()))
+                                   dict.fromkeys(environment or ()))
     result.update(features=_version_rules.features(parsed),
                   fail_cgroup_v1=_version_rules.fail_cgroup_v1(parsed, config),
                   refusals=verdict['refusals'], warnings=verdict['warnings'])

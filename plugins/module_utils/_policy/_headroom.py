@@ -247,7 +247,7 @@ def jump_headroom(peak, jumps, percent, minimum, maximum):
         jump = max(jump, proportional)
     value = max(minimum, min(maximum, jump))
     return value, 'max(%d, min(%d, %s)) = %d' % (minimum, maximum, ' and '.join(parts) if len(parts) == 1
-                                                  else 'max(%s)' % ', '.join(parts), value)
+                                                 else 'max(%s)' % ', '.join(parts), value)
 
 
 def cold_start_floor(formulas, name):

@@ -32,6 +32,7 @@ MIN_COVERAGE = 0.9
 # A gap of more than this many steps is named in the problems even when coverage is enough.
 GAP_STEPS_REPORTED = 5
 
+
 def render(template, node):
     """The query for ``node``: ``$node`` replaced by the name as a PromQL double-quoted string's content."""
     escaped = str(node).replace('\\', '\\\\').replace('"', '\\"')
@@ -172,7 +173,7 @@ def http_reason(status, body):
     if isinstance(answer, dict) and answer.get('status') == 'error':
         return 'the query failed (HTTP %d): %s: %s' % (status, answer.get('errorType'), answer.get('error'))
     return 'Prometheus answered HTTP %d: %s' % (status, (body or b'')[:200].decode('utf-8', 'replace')
-                                                 if isinstance(body, bytes) else str(body)[:200])
+                                                if isinstance(body, bytes) else str(body)[:200])
 
 
 def fetch(open_url, settings, now, query=None, min_coverage=MIN_COVERAGE):

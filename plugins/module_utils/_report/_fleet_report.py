@@ -166,7 +166,7 @@ def _node(host, result, inventory_class=None):
         # Evidence of starvation (PSI); the CPU guarantee and the uncorrected memory figure are in the explanation.
         'pressure': _cpu_guarantee.describe_pressure(result.get('pressure') or {}),
         'history': {k: (result.get('history') or {}).get(k) for k in ('samples', 'span_seconds', 'series', 'source',
-                                                                       'since')},
+                                                                      'since')},
         # Where the figure came from while the history is short (_recommend.cold_start), None once it is not.
         'cold_start': recommendation.get('cold_start'),
         'recommended_reserved_memory_bytes': recommendation['reserved_memory_bytes'],
@@ -644,7 +644,6 @@ def renderings(report):
     return {'data': report, 'history_sentence': history_sentence(report.get('summary') or {}),
             'json': render_json(report), 'markdown': render_markdown(report),
             'text': '\n'.join(whole), 'text_lines': printed, 'html': render_html(report)}
-
 
 
 def _memory_on_floor(cold_start):

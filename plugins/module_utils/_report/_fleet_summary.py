@@ -85,7 +85,7 @@ def text_lines(report, files=None):
     out = ['Kubelet reservation report, %s: %s' % (report['generated_at'], headline(report)), '',
            'Per node class, what apply would do:']
     out.extend('  ' + line for line in units.aligned([CLASS_HEADER] + class_rows(report), right=(1, 3, 4, 5, 6, 7, 8,
-                                                                                                  9, 10, 11, 12)))
+                                                                                                 9, 10, 11, 12)))
     missed, more = not_measured(report)
     if missed:
         out += ['', 'Not measured (look at these first):']

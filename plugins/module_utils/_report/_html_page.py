@@ -400,7 +400,7 @@ def _detail(index, node, rows, decision_line, explanation):
         head = '%s: %s' % (_e(node['host']), _e(node['status_reason']))
     else:
         head = '%s: %s, memory risk %s' % (_e(node['host']), _e(node.get('decision')),
-                                            _t(str(node['risk']).replace('_', ' ')))
+                                           _t(str(node['risk']).replace('_', ' ')))
     out = ['<details id="n%d"><summary>%s</summary>' % (index, head)]
     if node['status'] == 'no_kubelet':
         out.append('<p><b>%s.</b> The figures below are what this machine uses and what a kubelet here would '
@@ -561,7 +561,7 @@ def _classes_table(classes):
             entry['decrease'], entry['keep'], entry['kubelet_restarts'], _gib(entry['memory_given_back_bytes']),
             _gib(entry['memory_taken_bytes']), entry['on_cold_start_prior'],
             ''.join('<td>%d' % risk.get(name, 0) for name in (_memory_risk.EXCEEDED, _memory_risk.THIN,
-                                                               _memory_risk.NOT_CONFIGURED, _memory_risk.OK)),
+                                                              _memory_risk.NOT_CONFIGURED, _memory_risk.OK)),
             entry['not_measured'], entry['no_kubelet']))
     out.append('</table></div><p class="muted">A node class is the inventory\'s <code>nodealloc_node_class</code> where '
                'it is set, else the memory in whole GiB and the CPU count; each class\'s templates carry the '

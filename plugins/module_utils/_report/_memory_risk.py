@@ -60,7 +60,7 @@ def memory_risk(reserved_bytes, peak_bytes, now_bytes, headroom_bytes, capacity_
               'capacity_bytes': capacity_bytes, 'spare_bytes': None, 'spare_share': None}
     if reserved_bytes is None:
         return dict(result, category=UNKNOWN, reason='the kubelet configuration was not found: what it reserves is '
-                                                      'unknown')
+                    'unknown')
     if reserved_bytes <= 0:
         return dict(result, category=NOT_CONFIGURED, reason='reserves nothing; non-pod memory peaked at %s'
                     % units.memory(peak))

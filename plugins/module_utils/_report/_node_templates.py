@@ -358,10 +358,9 @@ def render(hosts):
             if summary['not_used']:
                 header.append('# Not used (no kubelet found): %s.' % ', '.join(summary['not_used']))
             header += history_header(name, summary.get('class_history'))
-            header += [
-                      '# Each value is the largest its class recommended; from: %s.'
-                      % ', '.join('%s %s' % (key, host) for key, host in sorted(summary['from'].items())),
-                      '# Use: %s.' % HOW_TO_USE[file_name]] + PRECEDENCE.get(file_name, [])
+            header += ['# Each value is the largest its class recommended; from: %s.'
+                       % ', '.join('%s %s' % (key, host) for key, host in sorted(summary['from'].items())),
+                       '# Use: %s.' % HOW_TO_USE[file_name]] + PRECEDENCE.get(file_name, [])
             if summary['eviction_hard']:
                 header.append('# evictionHard is every hard threshold the class runs with, not memory.available '
                               'alone: a map that names some signals turns the others off.')

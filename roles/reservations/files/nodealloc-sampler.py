@@ -30,6 +30,7 @@ OPTIONS = (('--config', '', str, "a JSON object of these options (keys: %s); the
     ('--' + key.replace('_', '-'), _sample_once.DEFAULTS[name], _KINDS.get(_SETTINGS[name]['type'], str),
      _SETTINGS[name]['description']) for name, key in _KEYS)
 
+
 def parse_args(argv, fast=True):
     """The options as a dict keyed like argparse's dest; argparse only for --help, a mistake, or ``fast=False``.
 

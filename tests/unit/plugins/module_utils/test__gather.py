@@ -340,7 +340,7 @@ def test_the_version_probe_passes_none_of_our_environment_and_no_shell(monkeypat
     """A variable of the module's (LD_PRELOAD, PYTHONPATH, the become user's PATH) must not reach what root runs."""
     monkeypatch.setenv('LD_PRELOAD', '/home/u/evil.so')
     printed = _kubelet_version.run_version_command([sys.executable, '-c', 'import os, sys; print(sorted(os.environ)); '
-                                                                  'print(sys.stdin.read())'])
+                                                    'print(sys.stdin.read())'])
     assert printed.splitlines() == [repr(sorted(_kubelet_process.PROBE_ENVIRONMENT)), '']
 
 
@@ -385,7 +385,7 @@ def test_prometheus_history_is_used_where_it_spans_longer_and_never_when_unusabl
 
     peak = mem_total * 2 // 5  # above this machine's reading, below MemTotal
     history, used, _decision = _decide_with(dict(options, prometheus_history=_prometheus(now, 3, peak)), measurement,
-                                           now)
+                                            now)
     assert history['source'] == 'prometheus' and history['prometheus']['used'] is True
     assert history['basis']['history_source'] == 'prometheus' and history['basis']['history_span_seconds'] > 2.9 * 86400
     assert history['basis']['non_pod_bytes'] == max(peak, measurement['memory']['non_pod_bytes'])

@@ -461,7 +461,7 @@ def test_the_sampler_scripts_flags_sampler_json_and_the_runs_defaults_are_the_sa
         == ['--config'] + ['--' + key.replace('_', '-') for key in keys.values()]
     # sampler.json carries what sampler_code is given, under the script's names; the script reads every one.
     assert dict(_systemd_units.OPTION_KEYS) == {name: key for name, key in keys.items()
-                                                 if name in _option_specs.sampler_settings_spec()}
+                                                if name in _option_specs.sampler_settings_spec()}
 
 
 def test_a_sampler_setting_given_in_sampler_json_reaches_the_run_under_its_own_name(tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io,
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _sample_once
 from ansible_collections.nodealloc.kubelet.tests.unit.utils import sampler_unit
 
+
 @pytest.mark.parametrize('history_path', [_state_dir.HISTORY_PATH, '/srv/nodealloc-b/history.jsonl'])
 def test_the_sampler_task_passes_the_plans_state_paths(history_path):
     # The role builds no path: tasks/sampler.yml gives the sampler the files the plan named beside the history.

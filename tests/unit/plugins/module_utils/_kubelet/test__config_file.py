@@ -106,7 +106,7 @@ def test_merge_patch_follows_rfc_7386(target, patch, expected):
     'kind: ' + '[' * 100000,
     '- ' * 100000 + 'x',
     'a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9, 0]\n' + ''.join('%s: &%s [%s]\n' % (n, n, ', '.join(['*' + p] * 10))
-                                                      for p, n in zip('abcde', 'bcdef')),
+                                                       for p, n in zip('abcde', 'bcdef')),
 ])
 def test_deep_or_huge_documents_are_a_config_error(text):
     with within(1):

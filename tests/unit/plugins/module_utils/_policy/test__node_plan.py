@@ -262,9 +262,9 @@ def test_the_state_paths_at_the_defaults_are_the_samplers_defaults():
     ({'node_lock_timeout_seconds': 10, 'health_timeout_seconds': 5, 'health_soak_seconds': 7}, 147, 142),
 ])
 def test_the_steps_time_budget_covers_the_lock_wait_health_soak_and_a_restore(options, apply_seconds,
-                                                                                restore_seconds):
+                                                                              restore_seconds):
     assert _node_plan.plan(facts(), options)['time_budget_seconds'] == {'apply': apply_seconds,
-                                                                         'restore': restore_seconds}
+                                                                        'restore': restore_seconds}
 
 
 @pytest.mark.parametrize('options,recorded', [
@@ -339,7 +339,7 @@ def test_the_report_diff_ends_in_the_text_the_on_node_step_writes(tmp_path, drop
     config_dir.mkdir()
     node = facts(config_path=str(main), config_dir=str(config_dir) if drop_in else None)
     node['kubelet']['reservation_files'] = _kubelet_settings.reservation_files(node['kubelet'], None,
-                                                                             _defaults.KUBEADM_CONFIG_DIR)
+                                                                               _defaults.KUBEADM_CONFIG_DIR)
     planned = _node_plan.plan(node, {})
     written = _config_change.plan(dict(planned['apply'], state='present'))
     expected_target = str(config_dir / '50-nodealloc.conf') if drop_in else str(main)
