@@ -202,7 +202,7 @@ def weekly_node(seed, index, size_gib, cpus, pods_mean, kind, days=DAYS, step=ST
     weekly = kind.endswith('weekly') or kind == 'weekly'
     sockets = rng.uniform(0.004, 0.012) * capacity + rng.uniform(100, 400) * MIB if weekly else 0.0
     # Unannounced persistent steps on a flat node: an agent upgrade, a DaemonSet adding a sidecar.
-    steps = ([(rng.uniform(1.5, days - 0.5) * DAY, rng.uniform(150, 600) * MIB) for _ in range(rng.choice((1, 2)))]
+    steps = ([(rng.uniform(1.5, days - 0.5) * DAY, rng.uniform(150, 600) * MIB) for _step in range(rng.choice((1, 2)))]
              if kind.startswith('flat-step') else [])
     # The node that climbs every day: from the night's low to the afternoon's high by 300-900 MiB.
     climb = rng.uniform(300, 900) * MIB if kind == 'climbs-daily' else 0.0

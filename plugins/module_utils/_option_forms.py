@@ -166,7 +166,7 @@ _TIMESPAN_SECONDS = (('usec', 1e-6), ('us', 1e-6), ('\u00b5s', 1e-6), ('msec', 1
                      ('hours', 3600), ('hour', 3600), ('hr', 3600), ('h', 3600), ('days', 86400), ('day', 86400),
                      ('d', 86400), ('weeks', 604800), ('week', 604800), ('w', 604800), ('years', 31557600),
                      ('year', 31557600), ('y', 31557600))
-_TIMESPAN_TERM = re.compile(r'(\d+(?:\.\d+)?)\s*(%s)?\s*' % '|'.join(unit for unit, _ in _TIMESPAN_SECONDS))
+_TIMESPAN_TERM = re.compile(r'(\d+(?:\.\d+)?)\s*(%s)?\s*' % '|'.join(unit for unit, _seconds in _TIMESPAN_SECONDS))
 
 
 def timespan_seconds(text):

@@ -40,7 +40,7 @@ options:
     description:
       - V(applied) writes O(kube_reserved) and O(system_reserved), restarts and verifies, restoring on failure.
       - V(restored) puts back a backup, restarts and verifies.
-      - V(kept) writes only the status files of O(status.on_success), for a node whose decision is to keep its
+      - V(kept) writes only the status files of O(status)'s C(on_success), for a node whose decision is to keep its
         reservations. No lock is taken, no config is read or written, nothing restarts, and O(path) is not read.
         C(changed) when a status file changed.
     type: str

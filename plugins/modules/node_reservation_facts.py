@@ -108,7 +108,7 @@ options:
         that M(nodealloc.kubelet.prometheus_history) returns (the reservations role reads it where
         C(reservations_prometheus_url) is set).
       - Used instead of the node's own history file when it spans longer, and has no C(reason) and no value above this
-        node's MemTotal; otherwise the node's own history is used, and the reason is in RV(history.problems). CPU rests
+        node's MemTotal; otherwise the node's own history is used, and the reason is in C(history.problems). CPU rests
         on the node's own readings either way (Prometheus gives memory).
     type: dict
     version_added: 0.1.0

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import bisect
 import json
-import os
 import shutil
 import socket
 import subprocess

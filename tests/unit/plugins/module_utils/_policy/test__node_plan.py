@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather, _state_dir
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _state_dir
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _quantity
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _kubelet_settings
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _decision, _node_plan

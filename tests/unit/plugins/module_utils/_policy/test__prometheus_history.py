@@ -188,7 +188,7 @@ def test_a_value_above_memtotal_is_a_reason():
 
 
 def own(days, value=100 * MIB, cpu=200):
-    return [{'t': t, 'non_pod_bytes': value, 'non_pod_millicores': cpu} for t, _ in steady(days=days)]
+    return [{'t': t, 'non_pod_bytes': value, 'non_pod_millicores': cpu} for t, _value in steady(days=days)]
 
 
 def test_choose_takes_the_longer_history_and_says_which():

@@ -395,8 +395,8 @@ def test_every_rendering_opens_with_where_the_figures_came_from():
                                '1 node(s) on no history (one reading). 2 node(s) are held at the cold-start floor')
     assert 'playbooks/observe.yml' in sentence
     assert rendered['text_lines'][0] == sentence
-    assert sentence in rendered['markdown'].split('## ')[0]
-    assert _fleet_report._html_page.html.escape(sentence, quote=False) in rendered['html'].split('<h2>')[0]
+    assert sentence in rendered['markdown'].split('## ', maxsplit=1)[0]
+    assert _fleet_report._html_page.html.escape(sentence, quote=False) in rendered['html'].split('<h2>', maxsplit=1)[0]
 
 
 def _rows(report, host):
