@@ -44,7 +44,9 @@ PROBE = r'''
 import json, subprocess, sys
 sys.path.insert(0, "/opt/nodealloc")
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import NODE_RESERVATION_FACTS_OPTIONS
+# The module's argument spec as _module_glue builds it, without its Ansible import: the guest has no Ansible.
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import FACTS, argument_spec
+NODE_RESERVATION_FACTS_OPTIONS = argument_spec(FACTS)
 
 def daemon():
     swap, cached = subprocess.run(["sh", "-c", %r], capture_output=True, text=True, check=True).stdout.split()
