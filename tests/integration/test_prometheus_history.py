@@ -16,6 +16,7 @@ import json
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 
@@ -62,10 +63,36 @@ def batch_non_pod_bytes(node, t):
     return (350 + (850 if gone and hour == 3 else 0) + (t // STEP) % 23) * MIB
 
 
+# The node recommend.yml measures (test_recommend_playbook_...): this machine, named in Prometheus as the playbook's
+# host (reservations_prometheus_node's default, the inventory hostname). Its history must decide, not this run's
+# reading of this machine (which joins either source's samples): its level is 70 % of this machine's MemTotal, well
+# above what the machine uses outside pods (9.5 to 12.8 GiB of 23.5 GiB while other helpers' tests ran), with a
+# nightly job and one spike whose rise (about 0.9 GiB above the nights before) lies between the memory headroom's
+# bounds (768 MiB, 2 GiB), so that the headroom rests on the history's jumps, not on a bound.
+PLAYBOOK_NODE = 'localhost'
+PLAYBOOK_LEVEL_SHARE, PLAYBOOK_SPIKE, PLAYBOOK_APP = 0.7, 1200 * MIB, 100 * MIB
+
+
+def machine_mem_total():
+    with open('/proc/meminfo', encoding='ascii') as meminfo:
+        for line in meminfo:
+            if line.startswith('MemTotal:'):
+                return int(line.split()[1]) * 1024
+    raise AssertionError('no MemTotal in /proc/meminfo')
+
+
+def playbook_node_bytes(mem_total, t, spike_at):
+    hour = (t // 3600) % 24
+    level = int(mem_total * PLAYBOOK_LEVEL_SHARE) // MIB * MIB
+    return level + (250 * MIB if hour in (2, 3) else 0) + (t // STEP) % 37 * MIB + (PLAYBOOK_SPIKE if t == spike_at else 0)
+
+
 def node_spans(end):
-    """{node: (first, last, MemTotal, CPUs, nodepool)}: the three long-lived nodes and the batch class."""
+    """{node: (first, last, MemTotal, CPUs, nodepool)}: the three long-lived nodes, the batch class and this
+    machine."""
     start = end - DAYS * 86400
     spans = {node: (start, end, MEM_TOTAL, 4, 'general') for node in NODES}
+    spans[PLAYBOOK_NODE] = (start, end, machine_mem_total(), os.cpu_count() or 1, 'general')
     for node, (first_day, last_day) in BATCH_GONE.items():
         spans[node] = (start + first_day * 86400, start + last_day * 86400, BATCH_MEM_TOTAL, BATCH_CPUS, 'batch')
     spans[BATCH_NEW] = (end - 86400, end, BATCH_MEM_TOTAL, BATCH_CPUS, 'batch')
@@ -89,9 +116,14 @@ def generate(now, path):
         for t in range(first, last + 1, STEP):
             if node in NODES:
                 value = non_pod_bytes(node_index, t) + (900 * MIB if t == peak_at else 0)
+                app = (2000 + (t // STEP) % 300) * MIB
+            elif node == PLAYBOOK_NODE:
+                # The spike in the middle of the window, far from its edges.
+                value = playbook_node_bytes(mem_total, t, end - 6 * 86400 - 5 * 3600)
+                app = PLAYBOOK_APP
             else:
                 value = batch_non_pod_bytes(node, t)
-            app = (2000 + (t // STEP) % 300) * MIB if mem_total == MEM_TOTAL else 1000 * MIB
+                app = 1000 * MIB
             sidecar = 120 * MIB
             truth[node].append((t, value))
             families['node_memory_MemTotal_bytes'].append('node_memory_MemTotal_bytes{%s} %d %d' % (exporter, mem_total, t))
@@ -333,3 +365,89 @@ def test_a_node_prometheus_does_not_know_has_no_class_and_a_missing_label_no_cla
 def test_the_server_starts_fast_enough_for_the_suite(prometheus):
     # Generating, backfilling and starting: the whole module stays within the suite's budget (docs/testing.md).
     assert prometheus['setup_seconds'] < 45, prometheus['setup_seconds']
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def recommend_playbook(inventory, *extra):
+    """recommend.yml --check as tests/integration/test_playbooks.py runs it, with an inventory of local hosts."""
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build'), ANSIBLE_NOCOLOR='1')
+    command = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', str(inventory), '--check',
+               '-e', 'ansible_python_interpreter=%s' % sys.executable, 'playbooks/recommend.yml'] + list(extra)
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=300)
+
+
+def test_recommend_playbook_on_day_one_rests_on_the_history_in_prometheus(prometheus, tmp_path):
+    """Issue 36's first "Done when", through the role's wiring (tasks/measure.yml: the prometheus_history action, then
+    node_reservation_facts' prometheus_history): recommend.yml --check with reservations_prometheus_url and the
+    default query, on a node with no history file of its own, recommends from the 14 days in Prometheus, equal to
+    the same samples as the node's history file; Prometheus not answering leaves the node on its own history, with
+    the reason, and fails nothing.
+
+    One run, three hosts on this machine (each measured by the module, as a node is): ``localhost`` (named so in
+    Prometheus) reads Prometheus and has no history file; ``from-file`` has no Prometheus URL and the same samples
+    as its history file; ``prometheus-down`` has that file and a closed port as its URL. Pooling by class is off:
+    each node decides alone, as one node in its own run would.
+    """
+    mem_total = machine_mem_total()
+    if mem_total < 13 * GIB:
+        pytest.skip('needs 13 GiB: the backfilled history lies at 70 %% of MemTotal plus 1.5 GiB, and its '
+                    'reservation below 90 %% of MemTotal (this machine has %d MiB)' % (mem_total // MIB))
+    truth = prometheus['truth'][PLAYBOOK_NODE]
+    history = history_file(tmp_path, 'history.jsonl', truth)
+    inventory = tmp_path / 'inventory.ini'
+    inventory.write_text('\n'.join([
+        'localhost ansible_connection=local reservations_prometheus_url=%s reservations_history_path=%s'
+        % (prometheus['url'], tmp_path / 'none.jsonl'),
+        'from-file ansible_connection=local reservations_history_path=%s' % history,
+        'prometheus-down ansible_connection=local reservations_prometheus_url=http://127.0.0.1:%d '
+        'reservations_history_path=%s' % (free_port(), history)]) + '\n')
+    reports = tmp_path / 'reports'
+    result = recommend_playbook(inventory, '-e', 'nodealloc_report_dir=%s' % reports,
+                                '-e', 'reservations_sample_seconds=0.5', '-e', 'reservations_history_window=%dd' % DAYS,
+                                '-e', 'reservations_max_reserved_fraction=0.9', '-e', 'reservations_pool_class=false')
+    # Prometheus not reached is no failure (docs/awx.md): the run's exit status is 0.
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    nodes = {node['host']: node for node in json.loads((reports / 'reservations.json').read_text())['nodes']}
+    assert sorted(nodes) == ['from-file', 'localhost', 'prometheus-down']
+    peak = max(value for _t, value in truth)
+    for host, node in nodes.items():
+        assert node['status'] in ('ok', 'no_kubelet'), (host, node['status'])
+        # This run's reading of the machine joins the history; below the history's peak it decides nothing.
+        assert node['measured']['non_pod_memory_bytes'] < peak, (
+            'this machine uses more outside pods than the backfilled peak (%d MiB): the test rests on the reading'
+            % (peak // MIB))
+
+    localhost = nodes['localhost']
+    assert localhost['history']['source'] == 'prometheus', localhost['explanation']
+    assert DAYS * 86400 - 600 <= localhost['history']['span_seconds'] <= DAYS * 86400, localhost['history']
+    assert localhost['cold_start'] is None
+    recommended = localhost['recommended_reserved_memory_bytes']
+    assert recommended != localhost['formulas']['gke']['reserved_memory_bytes']
+    assert recommended < 0.9 * mem_total  # not the cap either: the history's figure
+    assert any(line.startswith('history read from Prometheus (%s, node localhost' % prometheus['url'])
+               for line in localhost['explanation']), localhost['explanation']
+    read = localhost['history']['prometheus']
+    assert read['used'] and read['reason'] is None and read['node'] == 'localhost', read
+
+    from_file = nodes['from-file']
+    assert from_file['history']['source'] == 'node'
+    assert abs(from_file['history']['span_seconds'] - localhost['history']['span_seconds']) <= STEP
+    # The same samples, from Prometheus and from the file, give the same memory reservation: P (the window's
+    # largest, the spike) is the same, and so are the nightly jumps the headroom rests on, each Prometheus step being
+    # the larger of the two readings it covers.
+    assert recommended == from_file['recommended_reserved_memory_bytes'] > peak
+
+    assert from_file['history']['prometheus'] is None
+
+    down = nodes['prometheus-down']
+    assert down['history']['source'] == 'node'
+    assert down['recommended_reserved_memory_bytes'] == from_file['recommended_reserved_memory_bytes']
+    # The node's reason, in the report's JSON, its figures (Markdown) and the explanation.
+    read = down['history']['prometheus']
+    assert not read['used'] and read['reason'].startswith('cannot reach http://127.0.0.1:') \
+        and 'Connection refused' in read['reason'], read
+    assert 'not used (%s, node prometheus-down): cannot reach' % read['url'] in (reports / 'reservations.md').read_text()
+    assert any('gave no usable history: ' + read['reason'] in line for line in down['explanation'])

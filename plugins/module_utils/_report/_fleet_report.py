@@ -165,8 +165,9 @@ def _node(host, result, inventory_class=None):
         'cpu_delta_millicores': None if no_kubelet else decision.get('cpu_delta_millicores'),
         # Evidence of starvation (PSI); the CPU guarantee and the uncorrected memory figure are in the explanation.
         'pressure': _cpu_guarantee.describe_pressure(result.get('pressure') or {}),
-        'history': {k: (result.get('history') or {}).get(k) for k in ('samples', 'span_seconds', 'series', 'source',
-                                                                      'since')},
+        'history': dict({k: (result.get('history') or {}).get(k) for k in ('samples', 'span_seconds', 'series',
+                                                                           'source', 'since')},
+                        prometheus=prometheus_read(result.get('history'))),
         # Where the figure came from while the history is short (_recommend.cold_start), None once it is not.
         'cold_start': recommendation.get('cold_start'),
         'recommended_reserved_memory_bytes': recommendation['reserved_memory_bytes'],
@@ -187,6 +188,15 @@ def _node(host, result, inventory_class=None):
         'swap_control': result.get('swap_control'),
         'formulas': _formula_reservations(result.get('formulas')),
     }
+
+
+def prometheus_read(history):
+    """What Prometheus gave the node (the module's ``history.prometheus``): where it was read, whether it was used and
+    why not (``reason``: not reached, refused, an unusable answer); None where no Prometheus was asked."""
+    read = (history or {}).get('prometheus')
+    if not read:
+        return None
+    return {key: read.get(key) for key in ('url', 'node', 'used', 'reason', 'samples', 'span_seconds')}
 
 
 def _reserved_now(current):
@@ -356,8 +366,9 @@ def _when(seconds):
 
 
 def history_rows(node):
-    """Rows saying where a measured node's figure came from: its history's source and span, and on a cold start
-    the floor beside the measured figure, and when the measurement takes over (None: nothing records)."""
+    """Rows saying where a measured node's figure came from: its history's source and span, why Prometheus' history
+    was not used where one was asked, and on a cold start the floor beside the measured figure, and when the
+    measurement takes over (None: nothing records)."""
     history, source = node.get('history') or {}, history_source_of(node)
     span = (history.get('span_seconds') or 0) / 3600.0
     what = {'node': 'the node\'s own history file, %d readings over %.1f h' % (history.get('samples') or 0, span),
@@ -365,6 +376,11 @@ def history_rows(node):
             'none': 'none: this run\'s one reading; nothing records one (run playbooks/observe.yml, or read '
                     'Prometheus)'}.get(source, source)
     out = [('history source', '-', '-', what)]
+    read = history.get('prometheus')
+    if read and not read.get('used'):
+        # Asked and not used: the node rests on its own history (or none); the reason is the operator's to fix.
+        out.append(('Prometheus history', '-', '-', 'not used (%s, node %s): %s' % (
+            read.get('url'), read.get('node'), read.get('reason') or "it spans no longer than the node's own history")))
     cold = node.get('cold_start')
     if cold:
         takes_over = ('the measurement takes over from %s, when the history spans %.1f h, if it keeps recording'
@@ -457,7 +473,8 @@ def rows(node):
         out.append(('reservation a kubelet would need', units.memory(node['recommended_reserved_memory_bytes']),
                     units.cpu(node['recommended_reserved_millicores']),
                     'kubeReserved + systemReserved if a kubelet ran here; %s' % NO_KUBELET))
-        return out + _total_formula_rows(node)
+        # Where that figure came from, as for a node with a kubelet (a machine measured before its kubelet runs).
+        return out + history_rows(node) + _total_formula_rows(node)
     current = node['current']
     source = 'from %s' % node['kubelet_config'] if current else 'no kubelet config found: unknown'
     eviction = (current or {}).get('eviction_hard') or {}

@@ -431,6 +431,44 @@ def test_a_warm_or_prometheus_history_has_no_floor_row():
         assert rows['history source'][2].startswith(words)
 
 
+def test_prometheus_asked_and_not_used_gives_its_reason_in_the_node_row_and_the_json():
+    """A node whose Prometheus did not answer rests on its own history; its report says where it asked and why the
+    answer was not used, in the JSON (history.prometheus) and in the figures every rendering shows."""
+    reason = 'cannot reach http://prom:9090/api/v1/query_range: URLError: [Errno 111] Connection refused'
+    down = result(GI, current_memory='1Gi', basis=history_basis('node', 3 * 24 * HOUR), settings=PERCENT)
+    down['history']['prometheus'] = {'url': 'http://prom:9090', 'node': 'n1', 'query': 'q', 'step_seconds': 60,
+                                     'span_seconds': 0, 'reason': reason, 'problems': [], 'samples': 0, 'used': False}
+    shorter = result(GI, current_memory='1Gi', basis=history_basis('node', 3 * 24 * HOUR), settings=PERCENT)
+    shorter['history']['prometheus'] = dict(down['history']['prometheus'], reason=None, samples=30, span_seconds=1800)
+    used = result(GI, current_memory='1Gi', basis=history_basis('prometheus', 14 * 24 * HOUR), settings=PERCENT)
+    used['history']['prometheus'] = dict(down['history']['prometheus'], reason=None, samples=20160,
+                                         span_seconds=14 * 24 * HOUR, used=True)
+    # A machine without a kubelet yet (measured before it joins): its figure came from somewhere too.
+    bare = result(GI, basis=history_basis('node', 3 * 24 * HOUR), settings=PERCENT)
+    bare['history']['prometheus'] = dict(down['history']['prometheus'])
+    report = _fleet_report.build_report({'down': down, 'shorter': shorter, 'used': used, 'alone': result(GI),
+                                         'bare': bare},
+                                        now=datetime.datetime(2026, 1, 2, tzinfo=datetime.timezone.utc))
+    rows, node = _rows(report, 'bare')
+    assert node['status'] == 'no_kubelet' and rows['history source'][2].startswith("the node's own history file")
+    assert rows['Prometheus history'][2] == 'not used (http://prom:9090, node n1): ' + reason
+    rows, node = _rows(report, 'down')
+    assert node['history']['prometheus'] == {'url': 'http://prom:9090', 'node': 'n1', 'used': False, 'reason': reason,
+                                             'samples': 0, 'span_seconds': 0}
+    assert rows['Prometheus history'][2] == 'not used (http://prom:9090, node n1): ' + reason
+    assert rows['history source'][2].startswith("the node's own history file")
+    rows, node = _rows(report, 'shorter')
+    assert rows['Prometheus history'][2].endswith("it spans no longer than the node's own history")
+    rows, node = _rows(report, 'used')
+    assert node['history']['prometheus']['used'] and 'Prometheus history' not in rows
+    rows, node = _rows(report, 'alone')
+    assert node['history']['prometheus'] is None and 'Prometheus history' not in rows
+    # The Markdown escapes the reason's brackets; the HTML has it as it is.
+    rendered = _fleet_report.renderings(report)
+    assert 'not used (http://prom:9090, node n1): cannot reach http://prom:9090/api/v1/query_range' in rendered['markdown']
+    assert 'not used (http://prom:9090, node n1): ' + reason in rendered['html']
+
+
 # Issue 35: a module result carrying its own status, or a slice report on the shared merge volume, reached the HTML
 # attributes unescaped, and the Markdown escaped nothing.
 HOSTILE_STATUS = '"><script>alert(1)</script><x class="'
