@@ -305,8 +305,8 @@ def guest_run(vm_guests):
     vmnodes.push_module_utils(node, state_dir)
     try:
         done = vmnodes.ssh(node, state_dir, _script(DRIVER), check=False, timeout=900)
-        assert done.returncode == 0, 'the driver failed on the guest:\n%s\n%s' % (done.stdout[-4000:],
-                                                                                 done.stderr[-4000:])
+        assert done.returncode == 0, 'the driver failed on the guest:\n%s\n%s' % (
+            done.stdout[-4000:], done.stderr[-4000:])
         yield json.loads(done.stdout.strip().splitlines()[-1])
     finally:
         cleaned = vmnodes.ssh(node, state_dir, _script(CLEANUP), check=False, timeout=600)
@@ -337,8 +337,8 @@ def _ignored(stage, program, pid):
 def _kubelet_impostors_ignored(run, stage):
     pids = run['pids']
     users = _ignored(stage, 'kubelet', pids['users_kubelet'])
-    assert users.startswith('ignored a process named kubelet: pid %d (%s ' % (pids['users_kubelet'],
-                                                                             PATHS['users_program']))
+    assert users.startswith('ignored a process named kubelet: pid %d (%s ' % (
+        pids['users_kubelet'], PATHS['users_program']))
     assert users.endswith('), uid %d' % NOBODY), users
     # Root's, with a program only root can change (interpreter, script, every directory above them: root's, written
     # by nobody else): refused for their cgroup alone (the unit rule).
