@@ -15,8 +15,8 @@ a wall time too (it grows when other processes hold the CPU); and ``chromium_cpu
 of the browser's processes from their start until then, which does not (it also holds the browser's start-up, the
 same at every size: compare it with the baseline's). Then, in the loaded page,
 the time of a sort of the fleet table by host and of a filter that hides every row but the unreachable ones, each
-with the layout it forces. Reports the median of each, the ratios of the big page's median load and CPU to the baseline's,
-and the time Python took to make the fleet, build the report and render the page (not the browser's).
+with the layout it forces. Reports the median of each, the ratios of the big page's median load and CPU to the
+baseline's, and the time Python took to make the fleet, build the report and render the page (not the browser's).
 Target (issue 37): the 5,000-node page loads in under 10 s. Measures, asserts nothing about time (the figures
 depend on the machine and its load); it fails only when the page does not show every row.
 """

@@ -306,7 +306,8 @@ LARGE_FLEET = 1000
 CLICK = "document.getElementById('c-%s').click()"
 HOSTS = "[].map.call(document.querySelectorAll('#fleet tbody tr:not([hidden]) td:first-child'),function(c){" \
         "return c.textContent})"
-SPARES = "[].map.call(document.querySelectorAll('#fleet tbody tr td:last-child'),function(c){return Number(c.dataset.v)})"
+SPARES = ("[].map.call(document.querySelectorAll('#fleet tbody tr td:last-child'),function(c){"
+          "return Number(c.dataset.v)})")
 TYPE = ("(function(){var i=document.getElementById('filter');i.value=%s;"
         "i.dispatchEvent(new Event('input'))})()")
 
