@@ -113,6 +113,7 @@ benchmarks() {
   python benchmarks/facts_cost.py --json --pods 10,110 --repeat 5 \
     && python benchmarks/sampler_cost.py --json --lines 1000,20000 --runs 3 \
     && python benchmarks/quality.py --json --days 2 --live-seconds 10 | python -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({k: d[k] for k in ("traces", "policies")}))' \
+    && python benchmarks/report_render.py --json --nodes 100 --baseline 20 --runs 1 \
     && python benchmarks/rollout.py --json --nodes 1
 }
 

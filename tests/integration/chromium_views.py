@@ -26,8 +26,10 @@ BOX = ("(function(){var e=document.querySelector(%s);if(!e)return null;var r=e.g
 class Page:
     """One chromium with one page; ``with Page(chromium, profile, url, width) as page: page.shoot(selector, path)``."""
 
-    def __init__(self, chromium, profile, url, width=1200, height=900):
+    def __init__(self, chromium, profile, url, width=1200, height=900, domains=()):
+        """``domains``: DevTools domains to enable before the page is opened (``Performance`` counts from there)."""
         self._chromium, self._profile, self._url, self._size = chromium, profile, url, (width, height)
+        self._domains = domains
         self._id, self._buffer, self._events, self._session = 0, b'', [], None
 
     def __enter__(self):
@@ -49,7 +51,8 @@ class Page:
         try:
             target = self._send('Target.createTarget', url='about:blank')['targetId']
             self._session = self._send('Target.attachToTarget', targetId=target, flatten=True)['sessionId']
-            self._send('Page.enable')
+            for domain in ('Page',) + tuple(self._domains):
+                self._send(domain + '.enable')
             width, height = self._size
             self._send('Emulation.setDeviceMetricsOverride', width=width, height=height, deviceScaleFactor=1,
                        mobile=False)
@@ -106,8 +109,20 @@ class Page:
                     return self._events.pop(index)
             self._events.append(self._message())
 
-    def evaluate(self, expression):
-        return self._send('Runtime.evaluate', expression=expression, returnByValue=True)['result'].get('value')
+    def evaluate(self, expression, await_promise=False):
+        """The expression's value in the page; with ``await_promise``, the value its promise resolves to."""
+        return self._send('Runtime.evaluate', expression=expression, returnByValue=True,
+                          awaitPromise=await_promise)['result'].get('value')
+
+    @property
+    def pid(self):
+        """The browser's process id (its renderer and other processes are its descendants)."""
+        return self._process.pid
+
+    def metrics(self):
+        """{name: value} of ``Performance.getMetrics`` (``domains=('Performance',)``): e.g. ``TaskDuration``, the
+        seconds the page's main thread spent running tasks (parsing, style, layout, script) since it was enabled."""
+        return {metric['name']: metric['value'] for metric in self._send('Performance.getMetrics')['metrics']}
 
     def box(self, selector):
         """The element's box in page coordinates, or None when the page has no such element."""
