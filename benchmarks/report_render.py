@@ -110,7 +110,7 @@ def measure(chromium, nodes, runs, directory):
         samples.append(sample)
     medians = {key: round(statistics.median(sample[key] for sample in samples))
                for key in ('rows_ms', 'load_ms', 'painted_ms', 'main_thread_ms', 'chromium_cpu_ms', 'sort_ms',
-                                         'filter_ms')}
+                           'filter_ms')}
     return dict(nodes=nodes, page_mib=round(os.path.getsize(path) / 1048576.0, 1), runs=runs,
                 load_ms_each=[round(sample['load_ms']) for sample in samples], python=python, **medians)
 
