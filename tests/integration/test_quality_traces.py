@@ -138,7 +138,7 @@ def test_an_option_set_on_the_command_line_reaches_the_measured_policy_and_a_bad
     for bad, reason in (('memory_headroom_percent=-1', 'must be >= 0'), ('no_such_option=1', 'expected NAME=VALUE'),
                         ('cold_start_prior', 'expected NAME=VALUE'), ('memory_headroom_percent=[1', 'is not a value'),
                         ('memory_headroom_percent=', 'a value is needed'), ('allow_decrease=maybe', 'true or false'),
-                        ('memory_headroom_min_bytes=1.5', 'whole number'), ('percentile=nan', 'must be a number'),
+                        ('memory_headroom_min_bytes=lots', 'must be bytes'), ('percentile=nan', 'must be a number'),
                         # Options the replay does not use (the node's own paths) are refused, not ignored.
                         ('history_path=/tmp/h', 'the options the replay uses')):
         refused = quality('--json', '--days', '2', '--option', bad)
