@@ -126,7 +126,9 @@ RECOMMEND = r'''
 import json, sys
 sys.path.insert(0, "/opt/nodealloc")
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import NODE_RESERVATION_FACTS_OPTIONS
+# The module's argument spec as _module_glue builds it, without its Ansible import: the guest has no Ansible.
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import FACTS, argument_spec
+NODE_RESERVATION_FACTS_OPTIONS = argument_spec(FACTS)
 options = {name: spec.get("default") for name, spec in NODE_RESERVATION_FACTS_OPTIONS.items()}
 options.update(history_path="/var/lib/nodealloc/history.jsonl", history_window="%ds", reaction_time="%ds",
                stabilization_window="%ds", max_pods=%d, sample_seconds=2, _check_mode=False)
