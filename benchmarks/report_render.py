@@ -116,7 +116,7 @@ def measure(chromium, nodes, runs, directory):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('--json', action='store_true')
     parser.add_argument('--nodes', type=int, default=5000)
     parser.add_argument('--baseline', type=int, default=500)

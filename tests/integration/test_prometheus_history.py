@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import os
 import shutil
 import socket
 import subprocess
