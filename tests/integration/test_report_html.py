@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -303,6 +304,10 @@ def test_500_node_fleet_view_numbers_match_the_json_and_the_rows_in_chromium(tmp
 # (fleet_results 3.5-8 s, build_report 4.5-10 s, render_html 10-16 s, at a load average of 7-12 on two cores) and
 # chromium 10-45 s more to load its 57 MiB; at 1,000 the whole test takes about 15 s.
 LARGE_FLEET = 1000
+# Once a node's section is open and its body in place: whether it is open, and its text (the summary's left out).
+OPENED = ("new Promise(function(done){var d=document.getElementById('n%d');(function w(){if(d.children.length>1)"
+          "done([d.open,[].slice.call(d.childNodes,1).map(function(c){return c.textContent}).join('')]);"
+          "else setTimeout(w,20)})()})")
 CLICK = "document.getElementById('c-%s').click()"
 HOSTS = "[].map.call(document.querySelectorAll('#fleet tbody tr:not([hidden]) td:first-child'),function(c){" \
         "return c.textContent})"
@@ -310,6 +315,18 @@ SPARES = ("[].map.call(document.querySelectorAll('#fleet tbody tr td:last-child'
           "return Number(c.dataset.v)})")
 TYPE = ("(function(){var i=document.getElementById('filter');i.value=%s;"
         "i.dispatchEvent(new Event('input'))})()")
+
+
+def _inline_sections(report):
+    """Each node's section body as a page below LAZY_DETAILS_FROM nodes holds it inline, by node index."""
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _html_page
+    saved, _html_page.LAZY_DETAILS_FROM = _html_page.LAZY_DETAILS_FROM, len(report['nodes']) + 1
+    try:
+        page = _fleet_report.render_html(report)
+    finally:
+        _html_page.LAZY_DETAILS_FROM = saved
+    return {int(index): body for index, body in
+            re.findall(r'<details id="n(\d+)"><summary>.*?</summary>(.*?)</details>', page, re.S)}
 
 
 def test_large_fleet_page_shows_every_row_and_sorts_and_filters_in_chromium(tmp_path, chromium):
@@ -330,3 +347,12 @@ def test_large_fleet_page_shows_every_row_and_sorts_and_filters_in_chromium(tmp_
         assert sorted(view.evaluate(HOSTS)) == unreachable and len(unreachable) == LARGE_FLEET // 50
         view.evaluate(TYPE % json.dumps(''))
         assert len(view.evaluate(HOSTS)) == LARGE_FLEET
+        # Each node's section unfolds its body on opening (a page this large keeps the bodies gzipped: _html_page,
+        # LAZY_DETAILS_FROM): a link to a node of the first chunk and one of a later chunk, each showing what the
+        # section of a small page shows; a section not opened stays a summary.
+        inline = _inline_sections(report)
+        for index in (7, 2 * 100 + 31):
+            view.evaluate("location.hash='#n%d'" % index)
+            shown = view.evaluate(OPENED % index, await_promise=True)
+            assert shown == [True, html.unescape(re.sub(r'<[^>]+>', '', inline[index]))], index
+        assert view.evaluate("document.getElementById('n8').children.length") == 1  # the summary alone

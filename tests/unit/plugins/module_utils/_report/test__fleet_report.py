@@ -517,3 +517,29 @@ def test_text_lines_and_the_awx_summary_carry_no_control_character_or_markup():
     lines = _fleet_report.render_text_lines(report)
     assert not [line for line in lines if '\n' in line or '\x1b' in line] and '# heading' not in lines
     assert report['summary']['status'] == {'other': 1, 'ok': 1} and report['summary']['risk'].get('other') is None
+
+
+def test_a_large_page_keeps_each_nodes_body_gzipped_until_it_opens_and_the_bodies_are_the_inline_ones(monkeypatch):
+    import base64
+    import gzip
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _html_page
+    report = _reports()
+    inline = _fleet_report.render_html(report)
+    # Four nodes, as on a page of LAZY_DETAILS_FROM nodes, three bodies to a chunk: two chunks, the second with one.
+    monkeypatch.setattr(_html_page, 'LAZY_DETAILS_FROM', len(report['nodes']))
+    monkeypatch.setattr(_html_page, 'LAZY_CHUNK', 3)
+    lazy = _fleet_report.render_html(report)
+    assert '<script type="application/gzip"' not in inline and 'DecompressionStream' not in inline
+    chunks = re.findall(r'<script type="application/gzip" id="z(\d+)">([A-Za-z0-9+/=]*)</script>', lazy)
+    assert [number for number, _data in chunks] == ['0', '1']
+    bodies = [body for _number, data in chunks for body in json.loads(gzip.decompress(base64.b64decode(data)))]
+    assert [len(json.loads(gzip.decompress(base64.b64decode(data)))) for _number, data in chunks] == [3, 1]
+    for index, body in enumerate(bodies):
+        section = re.search(r'<details id="n%d"><summary>.*?</details>' % index, inline, re.S).group(0)
+        summary = section[:section.index('</summary>') + len('</summary>')]
+        # The inline section is the summary and this body; the lazy page has the summary alone, marked to unfold.
+        assert section == summary + body + '</details>'
+        assert summary.replace('<details ', '<details data-z ', 1) + '</details>' in lazy
+    assert 'boom' in bodies[0] and any('Memory risk' in body and '<svg' in body for body in bodies)  # failed first
+    # What a person reads of the page otherwise is the same.
+    assert lazy.split('<h2>Each node</h2>')[0] == inline.split('<h2>Each node</h2>')[0]
