@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import shutil
 
 import pytest
@@ -541,3 +542,17 @@ def test_the_policy_reads_a_quantity_as_its_bytes():
     assert _decision.decide(current, recommendation, {'change_threshold_min_bytes': '128Mi'})['memory']['action'] \
         == _decision.decide(current, recommendation, {'change_threshold_min_bytes': 128 << 20})['memory']['action'] \
         == 'keep'
+
+
+def test_the_roles_argument_spec_documents_each_option_once_and_every_entry_point_takes_them_all():
+    path = os.path.join(ROLE, 'meta', 'argument_specs.yml')
+    with open(path) as stream:
+        text = stream.read()
+    specs = yaml.safe_load(text)['argument_specs']
+    options = specs['main']['options']
+    # Each option's key appears once in the file: the entry points reference main's options (a YAML alias).
+    for variable in options:
+        assert len(re.findall(r'^ +%s:$' % re.escape(variable), text, re.M)) == 1, variable
+    for entry_point, spec in specs.items():
+        if entry_point != 'check_options':  # it takes none on purpose: it checks them all itself
+            assert spec['options'] == options, entry_point
