@@ -57,26 +57,27 @@ DEFAULT_EVICTION_BYTES = 100 * MIB
 AKS_LEGACY_EVICTION_BYTES = 750 * MIB
 
 
+# Every tier's fraction over one common denominator: the tiers are summed in integers, exactly (a Fraction sum cost a
+# seventh of the facts module's gathering).
+TIER_DENOMINATOR = 10000
+
+
 def _tiered(amount, tiers):
-    """Sum of each tier's fraction of the part of ``amount`` inside it, as an exact Fraction."""
-    reserved = Fraction(0)
-    remaining = Fraction(amount)
+    """Sum of each tier's fraction of the part of ``amount`` inside it, in 1/TIER_DENOMINATOR units (exact)."""
+    reserved = 0
+    remaining = amount
     for size, fraction in tiers:
         portion = remaining if size is None else min(remaining, size)
         if portion <= 0:
             break
-        reserved += portion * fraction
+        reserved += portion * fraction.numerator * (TIER_DENOMINATOR // fraction.denominator)
         remaining -= portion
     return reserved
 
 
-def _ceil(value):
-    return -(-value.numerator // value.denominator)
-
-
 def tiered_memory_bytes(capacity_bytes):
     """25% of the first 4 GiB, 20% of the next 4, 10% of the next 8, 6% of the next 112, 2% above 128; bytes, down."""
-    return int(_tiered(capacity_bytes, MEMORY_TIERS))
+    return _tiered(capacity_bytes, MEMORY_TIERS) // TIER_DENOMINATOR
 
 
 def tiered_cpu_millicores(cpus):
@@ -85,7 +86,7 @@ def tiered_cpu_millicores(cpus):
     GKE does not say how it rounds 87.5m (7 cores); a quantity of 0.0875 cores is 88m to the kubelet
     (resource.Quantity.MilliValue rounds up), so up it is.
     """
-    return _ceil(_tiered(cpus, CPU_TIERS) * 1000)
+    return -(-_tiered(cpus, CPU_TIERS) * 1000 // TIER_DENOMINATOR)
 
 
 def eks_cpu_millicores(cpus):

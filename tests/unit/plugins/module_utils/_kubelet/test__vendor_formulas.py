@@ -174,3 +174,16 @@ def test_aks_hardened_is_listed_and_reserves_more_than_standard_aks():
     assert 'aks-hardened' in f.FORMULAS
     results = f.all_formulas(16 * GIB, 8, 110)
     assert results['aks-hardened']['reserved_memory_bytes'] > results['aks']['reserved_memory_bytes']
+
+
+def test_the_tiers_sum_exactly_in_integers_as_fractions_would():
+    from fractions import Fraction
+    # Every tier's fraction is a whole number of 1/TIER_DENOMINATOR units, so the integer sum is exact.
+    tiers = f.MEMORY_TIERS + f.CPU_TIERS
+    assert all(f.TIER_DENOMINATOR % fraction.denominator == 0 for _size, fraction in tiers)
+    for amount in (0, 1, 4 * GIB - 1, 4 * GIB + 3, 17 * GIB + 12345, 129 * GIB + 7, 3 << 40):
+        exact, remaining = Fraction(0), amount
+        for size, fraction in f.MEMORY_TIERS:
+            portion = remaining if size is None else min(remaining, size)
+            exact, remaining = exact + portion * fraction, remaining - portion
+        assert f.tiered_memory_bytes(amount) == int(exact), amount
