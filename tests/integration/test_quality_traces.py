@@ -122,18 +122,20 @@ def test_a_run_the_alert_starts_never_lowers_the_reservation():
 
 
 def test_an_option_set_on_the_command_line_reaches_the_measured_policy_and_a_bad_one_is_refused():
-    def measured(*extra):
-        result = quality('--json', '--days', '3', '--seed', '1', *extra)
+    def measured(days, *extra):
+        result = quality('--json', '--days', days, '--seed', '1', *extra)
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout)
 
-    shipped, smaller = measured(), measured('--option', 'memory_headroom_percent=30')
+    # Two days: every node still has less than two days of jumps, so the share of the peak is its headroom (_headroom).
+    shipped, smaller = measured('2'), measured('2', '--option', 'memory_headroom_percent=30')
     assert smaller['options'] == {'memory_headroom_percent': 30.0} and shipped['options'] == {}
     # A smaller share of the peak leaves less headroom from day 2 on; the vendor formulas do not move.
     assert smaller['policies']['measured']['waste_gib_hours'] < shipped['policies']['measured']['waste_gib_hours']
     assert smaller['policies']['gke'] == shipped['policies']['gke']
-    # As -e reads it: YAML, so 2e0 (a string to PyYAML) is the number 2 and a quoted 'none' is none.
-    assert measured('--option', 'memory_headroom_percent=4e1', '--option', "cold_start_prior='none'")['options'] == {
+    # As -e reads it: YAML, so 2e0 (a string to PyYAML) is the number 2 and a quoted 'none' is none (one day: only the
+    # options are read here).
+    assert measured('1', '--option', 'memory_headroom_percent=4e1', '--option', "cold_start_prior='none'")['options'] == {
         'memory_headroom_percent': 40.0, 'cold_start_prior': 'none'}
     for bad, reason in (('memory_headroom_percent=-1', 'must be >= 0'), ('no_such_option=1', 'expected NAME=VALUE'),
                         ('cold_start_prior', 'expected NAME=VALUE'), ('memory_headroom_percent=[1', 'is not a value'),
