@@ -9,7 +9,7 @@ Run by hack/run-tests.sh (``make test``) through hack/matrix.sh, or by hand: ``n
    collection in an empty directory against localhost (the report must be written, rc 0);
 3. runs the role's invalid-input tests and the YAML-writer tests that take the running ansible-core's own
    string types (tests/unit) with the lane's ansible-playbook and the installed collection;
-4. the rollout happy path on three nspawn nodes (tests/scenarios/test_rollout.py) with the lane's
+4. the rollout happy path on two nspawn nodes (tests/scenarios/test_rollout.py) with the lane's
    ansible-playbook (the ``rollout`` part: ``nox -s ... -- rollout``).
 
 The pinned ansible-core of requirements.txt keeps the whole suite; the lanes prove the rest of the claimed range.
@@ -54,6 +54,9 @@ KUBELET_CONFIG = ('apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfi
                   'kubeReserved:\n  cpu: 100m\n  memory: 256Mi\nsystemReserved:\n  memory: 256Mi\n'
                   'evictionHard:\n  memory.available: 100Mi\n')
 ROLLOUT_TEST = 'tests/scenarios/test_rollout.py::test_happy_path_changes_every_node_once_in_order_and_a_second_run_changes_nothing'
+# Two nodes in a lane's rollout (the main line runs three): the serial play's order with this ansible-core is still
+# checked (the second node stops only once the first is healthy), at two thirds of the time (hack/matrix-chroot.sh too).
+ROLLOUT_FLEET_SIZE = '2'
 
 
 def _pinned_ansible_core():
@@ -139,11 +142,12 @@ def controller(session, ansible_core):
         session.log('rollout: the main suite runs it with ansible-core %s, the pinned version' % ANSIBLE_CORE[ansible_core])
     elif 'rollout' in parts:
         # The scenario runs the playbooks with the ansible-playbook beside the Python running it (tests/helpers/rollout.py):
-        # this lane's. It boots three nspawn nodes with fixed names: hack/run-tests.sh runs it on the main line, where
+        # this lane's. It boots nspawn nodes with fixed names: hack/run-tests.sh runs it on the main line, where
         # no other fleet is up.
         session.run(python, '-m', 'pytest', '-p', 'no:cacheprovider', '-q', '-rs',
                     '--basetemp', os.path.join(work, 'pytest-rollout'), '--nodes-lane', 'host', ROLLOUT_TEST,
-                    env=test_env, external=True, success_codes=PYTEST_OK)
+                    env=dict(test_env, NODEALLOC_FLEET_SIZE=ROLLOUT_FLEET_SIZE), external=True,
+                    success_codes=PYTEST_OK)
 
 
 def _build_and_install(session, bin_dir, work):

@@ -101,8 +101,9 @@ EOF
     # The pytest of the main venv (the harness boots the nodes on the host). Exit 5 (nothing collected on this machine)
     # is not a failure, as in hack/run-tests.sh and noxfile.py.
     lane_rc=0
+    # Two nodes, as the other lanes' rollouts (noxfile.py, ROLLOUT_FLEET_SIZE).
     env -u PYTHONPATH PYTHONPATH="$root/.build" ANSIBLE_CONFIG="$root/ansible.cfg" NODEALLOC_ANSIBLE_BIN="$wrappers" \
-      NODEALLOC_TEST_COLLECTIONS_PATH="$lane_venv/tmp/installed" \
+      NODEALLOC_FLEET_SIZE=2 NODEALLOC_TEST_COLLECTIONS_PATH="$lane_venv/tmp/installed" \
       "$root/.venv/bin/python" -m pytest -p no:cacheprovider -q -rs \
         --basetemp "$cache/trixie-rollout-$lane" --nodes-lane host "$ROLLOUT_TEST" || lane_rc=$?
     [[ $lane_rc -eq 0 || $lane_rc -eq 5 ]] || rc=1

@@ -37,6 +37,11 @@ def _on_guests(item):
         os.path.basename(os.path.dirname(str(item.path))) == 'vm')
 
 
+def _boots_its_own_guests(item):
+    return os.path.basename(os.path.dirname(str(item.path))) == 'vm' and 'vm_boot' not in getattr(
+        item, 'fixturenames', ())
+
+
 def pytest_collection_modifyitems(config, items):
     """The rollout scenarios' VM variants last: in one lane, booting guests moves the host's memory before the
     nspawn scenarios that read it have run (their NOISE_TOLERANT thresholds hold it either way)."""
@@ -47,7 +52,9 @@ def pytest_collection_modifyitems(config, items):
             (keep if _on_guests(item) == (lane == 'vm') else drop).append(item)
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
-    items.sort(key=lambda item: _fleet_param(item) == 'vm')
+    # On the guests, first the tests that boot guests of their own (oom_outcomes, the Prometheus end to end): while
+    # they run, none of the session's guests is up yet, idle but costing CPU; the rollout scenarios' VM variants last.
+    items.sort(key=lambda item: (_fleet_param(item) == 'vm', not _boots_its_own_guests(item)))
     # The guests boot together when the first needs one: the rollout guests too if a collected test runs on them.
     fleets.ROLLOUT_GUESTS_WANTED = any(
         fleets.runs_on_rollout_guests(getattr(item, 'originalname', item.name), _fleet_param(item))

@@ -412,6 +412,25 @@ def up(guests, state_dir, api_port=None):
     return write_inventory(state_dir, nodes, key), nodes
 
 
+def stop(node):
+    """Power a guest off (its QEMU killed and reaped) and remove its overlay; a guest already off is left as it is."""
+    try:
+        os.killpg(node['qemu_pid'], signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + 15
+    while os.path.exists('/proc/%d' % node['qemu_pid']) and time.monotonic() < deadline:
+        # A killed QEMU started by this process stays a zombie (its /proc entry too) until reaped.
+        try:
+            os.waitpid(node['qemu_pid'], os.WNOHANG)
+        except ChildProcessError:
+            pass  # not our child: its own parent reaps it
+        time.sleep(0.1)
+    _LIVE_PIDS.discard(node['qemu_pid'])
+    if os.path.exists(node['overlay']):
+        os.unlink(node['overlay'])
+
+
 def down(state_dir):
     state_path = os.path.join(state_dir, 'state.json')
     _LIVE_DIRS.discard(state_dir)
@@ -425,17 +444,7 @@ def down(state_dir):
         except ProcessLookupError:
             pass
     for node in nodes:
-        deadline = time.monotonic() + 15
-        while os.path.exists('/proc/%d' % node['qemu_pid']) and time.monotonic() < deadline:
-            # A killed QEMU started by this process stays a zombie (its /proc entry too) until reaped.
-            try:
-                os.waitpid(node['qemu_pid'], os.WNOHANG)
-            except ChildProcessError:
-                pass  # not our child: its own parent reaps it
-            time.sleep(0.1)
-        _LIVE_PIDS.discard(node['qemu_pid'])
-        if os.path.exists(node['overlay']):
-            os.unlink(node['overlay'])
+        stop(node)
     for release in RELEASES:
         if os.path.exists(disk_path(state_dir, release)):
             os.unlink(disk_path(state_dir, release))
