@@ -72,12 +72,20 @@ alongside() {
   alongside_pids+=($!) alongside_logs+=("$log") alongside_failed+=("$failed_list")
 }
 
+# The benchmarks that read the machine and change nothing on it (see node_benchmarks).
+reading_benchmarks() {
+  python benchmarks/sampler_cost.py --json --lines 1000,20000 --runs 3 \
+    && python benchmarks/quality.py --json --days 2 --live-seconds 10 | python -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({k: d[k] for k in ("traces", "policies")}))' \
+    && python benchmarks/report_render.py --json --nodes 100 --baseline 20 --runs 1
+}
+
 static_checks() {
   # Niced: nothing waits on these, while the node steps' health and soak timers do.
   renice -n 10 -p "$BASHPID" >/dev/null
   step "ansible-test sanity" sanity
   step "ansible-test units" units
   step "ansible-doc" ansible_doc_renders
+  step "benchmarks that only read the machine (small sizes): sampler_cost, quality, report_render" reading_benchmarks
 }
 
 vm_tests() {
@@ -111,17 +119,14 @@ step "pytest: unit, fuzz (tests/fuzz, about 20 s), real-kernel integration, mult
 step "molecule test (rollout scenario on three nodes)" molecule test -s rollout
 step "controller matrix: the rollout happy path with ansible-core 2.16-2.19" bash hack/matrix.sh -- rollout
 step "controller matrix: the rollout happy path with ansible-core 2.20-2.21 (chroot)" bash hack/matrix-chroot.sh rollout
-benchmarks() {
-  # Run, not timed: small sizes (shipped defaults otherwise), each prints its --json line; the figures in
-  # docs/benchmarks.md come from full runs. One rollout node: at the 30-s soak each node costs about 100 s here.
+# The benchmarks are run, not timed: small sizes (shipped defaults otherwise), each prints its --json line; the
+# figures in docs/benchmarks.md come from full runs. Those that make cgroups or boot nodes run on the main line.
+node_benchmarks() {
+  # One rollout node: at the 30-s soak each node costs about 100 s here.
   python benchmarks/facts_cost.py --json --pods 10,110 --repeat 5 \
-    && python benchmarks/sampler_cost.py --json --lines 1000,20000 --runs 3 \
-    && python benchmarks/quality.py --json --days 2 --live-seconds 10 | python -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({k: d[k] for k in ("traces", "policies")}))' \
-    && python benchmarks/report_render.py --json --nodes 100 --baseline 20 --runs 1 \
     && python benchmarks/rollout.py --json --nodes 1
 }
-
-step "benchmarks (small sizes)" benchmarks
+step "benchmarks on the node (small sizes): facts_cost, rollout" node_benchmarks
 
 for index in "${!alongside_pids[@]}"; do
   wait "${alongside_pids[$index]}"
