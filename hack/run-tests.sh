@@ -33,8 +33,9 @@ sanity() {
 }
 
 units() {
-  # The unit tests again, the way ansible-test runs them (its own pytest, collection import paths). Not tests/unit/roles:
-  # they run ansible-playbook in subprocesses, where ansible-test's import paths change nothing (the main line runs them).
+  # The unit tests, the way ansible-test runs them (its own pytest, collection import paths): their one run. Not
+  # tests/unit/roles: they run ansible-playbook in subprocesses, where ansible-test's import paths change nothing
+  # (the main line runs them).
   local targets
   targets="tests/unit/plugins/ $(cd "$collection" && find tests/unit -mindepth 1 -maxdepth 1 -name 'test_*.py' | sort)"
   # shellcheck disable=SC2086 # one target a word
@@ -85,6 +86,8 @@ static_checks() {
   step "ansible-test sanity" sanity
   step "ansible-test units" units
   step "ansible-doc" ansible_doc_renders
+  step "pytest: the fuzz suite (tests/fuzz, hypothesis; each example's limit is CPU time, so niced is fine)" \
+    python -m pytest -p no:cacheprovider -q -rs --basetemp "$(mktemp -d)/pytest" tests/fuzz
   step "benchmarks that only read the machine (small sizes): sampler_cost, quality, report_render" reading_benchmarks
 }
 
@@ -114,8 +117,10 @@ matrix_static() {
 }
 alongside matrix_static
 
-step "pytest: unit, fuzz (tests/fuzz, about 20 s), real-kernel integration, multi-node rollout scenarios on nspawn nodes" \
-  python -m pytest -p no:cacheprovider -q -rs --durations=15 --nodes-lane host tests/unit tests/fuzz tests/integration tests/scenarios
+# The unit tests run once, through ansible-test beside this line (units above), all but tests/unit/roles, which
+# run ansible-playbook and stay here; the fuzz suite, pure and timed in CPU seconds, beside it too (fuzz below).
+step "pytest: the role's playbook tests, real-kernel integration, multi-node rollout scenarios on nspawn nodes" \
+  python -m pytest -p no:cacheprovider -q -rs --durations=15 --nodes-lane host tests/unit/roles tests/integration tests/scenarios
 step "molecule test (rollout scenario on three nodes)" molecule test -s rollout
 step "controller matrix: the rollout happy path with ansible-core 2.16-2.19" bash hack/matrix.sh -- rollout
 step "controller matrix: the rollout happy path with ansible-core 2.20-2.21 (chroot)" bash hack/matrix-chroot.sh rollout
