@@ -441,7 +441,9 @@ def test_recommend_playbook_on_day_one_rests_on_the_history_in_prometheus(promet
 
     from_file = nodes['from-file']
     assert from_file['history']['source'] == 'node'
-    assert abs(from_file['history']['span_seconds'] - localhost['history']['span_seconds']) <= STEP
+    # Within a step, and the seconds between the controller's query and the modules' readings (the file's window ends
+    # at its own reading, Prometheus's at the query: 62.8 s apart under load in CI).
+    assert abs(from_file['history']['span_seconds'] - localhost['history']['span_seconds']) <= STEP + run_seconds
     # The same samples, from Prometheus and from the file, give the same memory reservation: P (the window's
     # largest, the spike) is the same, and so are the nightly jumps the headroom rests on, each Prometheus step being
     # the larger of the two readings it covers.
