@@ -414,15 +414,18 @@ def _explanation(node, explanation):
 
 
 def _detail(index, node, rows, decision_line, explanation):
+    """A node's folded section as (its opening up to the summary's end, its body); ``</details>`` closes it."""
     if 'measured' not in node:
-        return ('<details id="n%d"><summary>%s: <span class="failed">%s</span></summary><p class="failed">%s</p>'
-                '</details>' % (index, _e(node['host']), _e(node['status']), _e(node['status_reason'])))
+        return ('<details id="n%d"><summary>%s: <span class="failed">%s</span></summary>'
+                % (index, _e(node['host']), _e(node['status'])),
+                '<p class="failed">%s</p>' % _e(node['status_reason']))
     if node['status'] == 'no_kubelet':
         head = '%s: %s' % (_e(node['host']), _e(node['status_reason']))
     else:
         head = '%s: %s, memory risk %s' % (_e(node['host']), _e(node.get('decision')),
                                            _t(str(node['risk']).replace('_', ' ')))
-    out = ['<details id="n%d"><summary>%s</summary>' % (index, head)]
+    opening = '<details id="n%d"><summary>%s</summary>' % (index, head)
+    out = []
     if node['status'] == 'no_kubelet':
         out.append('<p><b>%s.</b> The figures below are what this machine uses and what a kubelet here would '
                    'need.</p>' % _t(node['status_reason'].capitalize()))
@@ -440,20 +443,18 @@ def _detail(index, node, rows, decision_line, explanation):
         out.append('<p>Requests fit: %s.</p>' % _t(_requests_fit.describe(node.get('requests_fit'))))
     if node['not_found']:
         out.append('<p class="muted">Not found: %s</p>' % _t('; '.join(node['not_found'])))
-    out.append('<p>How the recommendation was worked out:</p>%s</details>' % _explanation(node, explanation))
-    return ''.join(out)
+    out.append('<p>How the recommendation was worked out:</p>%s' % _explanation(node, explanation))
+    return opening, ''.join(out)
 
 
 def _lazy_details(sections):
-    """The sections as summaries that unfold their bodies on opening, and the gzipped bodies (LAZY_DETAILS_FROM).
+    """The sections (_detail's pairs) as summaries that unfold their bodies on opening, and the gzipped bodies
+    (LAZY_DETAILS_FROM).
 
     The bodies travel as base64 of gzipped JSON: nothing in them is markup until a section opens, and then only what
     _detail wrote, with every figure escaped."""
-    summaries, bodies = [], []
-    for section in sections:
-        head, _sep, body = section.partition('</summary>')
-        summaries.append('%s</summary></details>' % head.replace('<details ', '<details data-z ', 1))
-        bodies.append(body[:-len('</details>')])
+    summaries = [opening.replace('<details ', '<details data-z ', 1) + '</details>' for opening, _body in sections]
+    bodies = [body for _opening, body in sections]
     chunks = []
     for number, first in enumerate(range(0, len(bodies), LAZY_CHUNK)):
         packed = gzip.compress(json.dumps(bodies[first:first + LAZY_CHUNK]).encode('utf-8'), 6, mtime=0)
@@ -637,6 +638,6 @@ def render_html(report, rows, decision_line, explanation, history_sentence=''):
     out.append('</tbody></table><h2>Each node</h2>')
     details = [_detail(index, node, rows, decision_line, explanation) for index, node in enumerate(report['nodes'])]
     lazy = len(details) >= LAZY_DETAILS_FROM
-    out.extend(_lazy_details(details) if lazy else details)
+    out.extend(_lazy_details(details) if lazy else (opening + body + '</details>' for opening, body in details))
     out.append('<script>%s%s</script></body></html>\n' % (LAZY_SCRIPT if lazy else '', SCRIPT))
     return ''.join(out)
