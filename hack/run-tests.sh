@@ -9,13 +9,27 @@ collection=$root/.build/ansible_collections/nodealloc/kubelet
 export PYTHONPATH="$root/.build${PYTHONPATH:+:$PYTHONPATH}"
 failed=()
 
+# Sets cpu_seconds to the CPU seconds (user + system) this shell's waited-for children have used, as `times` reports
+# them: what a step costs the machine besides how long it took (the two CPUs are shared by every line below). Not
+# through $(...): a subshell's children are not this shell's.
+children_cpu() {
+  local times_file
+  times_file=$(mktemp)
+  times > "$times_file"
+  cpu_seconds=$(awk 'NR == 2 { total = 0; for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); total += p[1] * 60 + p[2] } printf "%d", total }' "$times_file")
+  rm -f "$times_file"
+}
+
 step() {
   local name=$1; shift
   echo "=== $name"
-  local started=$SECONDS
+  local started=$SECONDS cpu_seconds cpu_before
+  children_cpu
+  cpu_before=$cpu_seconds
   "$@"
   local rc=$?
-  echo "=== $name: $((SECONDS - started)) s"
+  children_cpu
+  echo "=== $name: $((SECONDS - started)) s, CPU $((cpu_seconds - cpu_before)) s"
   # pytest exits 5 when it collected no test: a selection that is empty on this machine is not a failure.
   if [[ $rc -eq 5 && $name == pytest* ]]; then rc=0; fi
   if [[ $rc -ne 0 ]]; then
@@ -92,20 +106,36 @@ static_checks() {
 }
 
 vm_tests() {
-  # A temporary directory of its own: two pytest runs at once.
-  local base
+  # A temporary directory of its own: several pytest runs at once.
+  local lane=$1 what=$2 base
   base=$(mktemp -d)
-  step "pytest on VM guests: real-kernel facts (cgroup v2 and v1; Debian 11, 12, 13), oom_outcomes, the rollout scenarios' VM variants" \
-    python -m pytest -p no:cacheprovider -q -rs --durations=10 --basetemp "$base/pytest" --nodes-lane vm \
+  step "pytest on VM guests: $what" \
+    python -m pytest -p no:cacheprovider -q -rs --durations=10 --basetemp "$base/pytest" --nodes-lane "$lane" \
       tests/vm tests/scenarios
   rm -rf "$base"
 }
 
+localhost_tests() {
+  local base
+  base=$(mktemp -d)
+  step "pytest: the role's playbook tests and the integration tests on this machine (real cgroup v1, Prometheus, chromium)" \
+    python -m pytest -p no:cacheprovider -q -rs --durations=15 --basetemp "$base/pytest" --nodes-lane host \
+      tests/unit/roles tests/integration
+  rm -rf "$base"
+  # After the integration tests, in this line: both make kubepods.slice at the host's cgroup root.
+  step "benchmark on this machine's cgroups (small sizes): facts_cost" \
+    python benchmarks/facts_cost.py --json --pods 10,110 --repeat 5
+}
+
 # ansible-test's checks work on the staged copy alone and boot nothing (about 80 s). The tests on QEMU guests keep
 # the CPU busy with software emulation while the nspawn scenarios mostly wait on their kubelets' health and soak
-# timers: the guests' pytest runs beside the main line's (docs/testing.md, "How long it takes").
+# timers: the guests' two pytest runs (the tests that boot guests of their own, mostly waiting on what a guest
+# does over minutes; the tests on the session's guests) and the tests on this machine itself run beside the nspawn
+# line (docs/testing.md, "How long it takes").
 alongside static_checks
-alongside vm_tests
+alongside vm_tests vm-session "real-kernel facts (cgroup v2 and v1; Debian 11, 12, 13), page cache, swap, untrusted processes, the rollout scenarios' VM variants"
+alongside vm_tests vm-own "guests of their own: oom_outcomes, the Prometheus end to end"
+alongside localhost_tests
 
 # The controller support matrix (noxfile.py, docs/testing.md "Support matrix"): every ansible-core minor claimed, the
 # tarball built and installed, recommend/apply --check from it, the role's invalid-input tests. It boots nothing: it
@@ -117,21 +147,19 @@ matrix_static() {
 }
 alongside matrix_static
 
-# The unit tests run once, through ansible-test beside this line (units above), all but tests/unit/roles, which
-# run ansible-playbook and stay here; the fuzz suite, pure and timed in CPU seconds, beside it too (fuzz below).
-step "pytest: the role's playbook tests, real-kernel integration, multi-node rollout scenarios on nspawn nodes" \
-  python -m pytest -p no:cacheprovider -q -rs --durations=15 --nodes-lane host tests/unit/roles tests/integration tests/scenarios
+# The unit tests run once, through ansible-test beside this line (units above); the role's playbook tests and the
+# integration tests on this machine beside it too (localhost_tests). This line has the nspawn fleets, one at a time
+# (fixed names and addresses): the scenarios, Molecule, the matrix lanes' rollouts, the rollout benchmark.
+step "pytest: multi-node rollout scenarios on nspawn nodes" \
+  python -m pytest -p no:cacheprovider -q -rs --durations=15 --nodes-lane host tests/scenarios
 step "molecule test (rollout scenario on three nodes)" molecule test -s rollout
 step "controller matrix: the rollout happy path with ansible-core 2.16-2.19" bash hack/matrix.sh -- rollout
 step "controller matrix: the rollout happy path with ansible-core 2.20-2.21 (chroot)" bash hack/matrix-chroot.sh rollout
 # The benchmarks are run, not timed: small sizes (shipped defaults otherwise), each prints its --json line; the
-# figures in docs/benchmarks.md come from full runs. Those that make cgroups or boot nodes run on the main line.
-node_benchmarks() {
-  # One rollout node: at the 30-s soak each node costs about 100 s here.
-  python benchmarks/facts_cost.py --json --pods 10,110 --repeat 5 \
-    && python benchmarks/rollout.py --json --nodes 1
-}
-step "benchmarks on the node (small sizes): facts_cost, rollout" node_benchmarks
+# figures in docs/benchmarks.md come from full runs. rollout.py boots a node: here. facts_cost makes host cgroups: in
+# localhost_tests, after the integration tests that make them too.
+# One rollout node: at the 30-s soak each node costs about 100 s here.
+step "benchmark on an nspawn node (small size): rollout" python benchmarks/rollout.py --json --nodes 1
 
 for index in "${!alongside_pids[@]}"; do
   wait "${alongside_pids[$index]}"

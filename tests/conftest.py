@@ -26,10 +26,11 @@ def _fleet_param(item):
 
 
 def pytest_addoption(parser):
-    parser.addoption('--nodes-lane', choices=('all', 'vm', 'host'), default='all',
-                     help='vm: only the tests on QEMU guests; host: every other test (hack/run-tests.sh runs the two '
-                          'side by side: the guests are busy with software emulation while the nspawn scenarios '
-                          'mostly wait on their kubelets)')
+    parser.addoption('--nodes-lane', choices=('all', 'vm', 'vm-own', 'vm-session', 'host'), default='all',
+                     help='vm: only the tests on QEMU guests (vm-own: those that boot guests of their own, '
+                          'vm-session: those on the session\'s guests); host: every other test (hack/run-tests.sh '
+                          'runs them side by side: the guests are busy with software emulation while the nspawn '
+                          'scenarios mostly wait on their kubelets)')
 
 
 def _on_guests(item):
@@ -49,7 +50,13 @@ def pytest_collection_modifyitems(config, items):
     if lane != 'all':
         keep, drop = [], []
         for item in items:
-            (keep if _on_guests(item) == (lane == 'vm') else drop).append(item)
+            if lane == 'host':
+                wanted = not _on_guests(item)
+            elif lane == 'vm':
+                wanted = _on_guests(item)
+            else:
+                wanted = _on_guests(item) and _boots_its_own_guests(item) == (lane == 'vm-own')
+            (keep if wanted else drop).append(item)
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
     # On the guests, first the tests that boot guests of their own (oom_outcomes, the Prometheus end to end): while

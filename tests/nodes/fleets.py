@@ -11,8 +11,8 @@
   controller only with ``NODEALLOC_VM_ROLLOUT=1`` (VM_ROLLOUT_ALWAYS; docs/testing.md, "How long it takes").
 
 All the session's guests boot together (one ``vmnodes.up``) when the first test that needs one
-starts. ``make test`` runs the tests on guests in a pytest of their own beside the nspawn tests
-(``--nodes-lane``, hack/run-tests.sh): the guests' memory (QEMU's, on the host) then moves the host's
+starts. ``make test`` runs the tests on guests in pytest runs of their own beside the nspawn tests
+(``--nodes-lane vm-session`` and ``vm-own``, hack/run-tests.sh): the guests' memory (QEMU's, on the host) then moves the host's
 /proc/meminfo under the nspawn nodes, which is why their thresholds are NOISE_TOLERANT (booting guests
 beside them once made a second run at tighter thresholds see +3 GiB and change).
 """

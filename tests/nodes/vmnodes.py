@@ -31,6 +31,7 @@ guests and removes their disks.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import glob
 import hashlib
 import json
@@ -143,6 +144,12 @@ DEFAULT_RELEASE = '12'
 # leaves them and their disks alone, so a benchmark run in a test can boot guests beside the session's.
 _LIVE_PIDS = set()
 _LIVE_DIRS = set()
+# Every process that boots guests holds this file locked, shared, from its first up until it exits (the kernel
+# drops the lock of a killed one): only a process that can lock it exclusively is alone, and only then is what lies
+# under VM_DIR and is not its own a leftover. make test runs two pytest processes on guests at once
+# (hack/run-tests.sh); neither may stop the other's guests or delete their disks.
+IN_USE_LOCK = os.path.join(VM_DIR, '.in-use.lock')
+_in_use = []
 # Held while an up cleans, makes its disk and starts its guests (not while they boot): ups in two threads.
 _UP_LOCK = threading.Lock()
 NETWORK = """[Match]
@@ -337,8 +344,26 @@ def write_inventory(state_dir, nodes, key, name='inventory.ini'):
     return path
 
 
+def _claim_vm_dir():
+    """Hold IN_USE_LOCK shared from now on; True if no other live process held it (so leftovers may be removed)."""
+    if _in_use:
+        return False
+    handle = open(IN_USE_LOCK, 'a', encoding='utf-8')  # pylint: disable=consider-using-with  # held until exit
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        alone = True
+    except BlockingIOError:
+        alone = False
+    if alone:
+        cleanup_stale()
+    fcntl.flock(handle, fcntl.LOCK_SH)  # from exclusive: another process's first up may now share it
+    _in_use.append(handle)
+    return alone
+
+
 def cleanup_stale():
-    """Stop guests a killed earlier run left (their disks are under VM_DIR)."""
+    """Stop guests a killed earlier run left (their disks are under VM_DIR). Only called while no other live
+    process uses VM_DIR (_claim_vm_dir)."""
     for pid in os.listdir('/proc'):
         if not pid.isdigit():
             continue
@@ -389,7 +414,7 @@ def up(guests, state_dir, api_port=None):
     nodes = []
     try:
         with _UP_LOCK:
-            cleanup_stale()
+            _claim_vm_dir()
             _LIVE_DIRS.add(state_dir)
             disks, image_seconds = {}, {}
             for guest in guests:
