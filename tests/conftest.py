@@ -61,7 +61,9 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
     # On the guests, first the tests that boot guests of their own (oom_outcomes, the Prometheus end to end): while
     # they run, none of the session's guests is up yet, idle but costing CPU; the rollout scenarios' VM variants last.
-    items.sort(key=lambda item: (_fleet_param(item) == 'vm', not _boots_its_own_guests(item)))
+    # Among those, a module that watches a guest in real time (RUN_FIRST) before the others.
+    items.sort(key=lambda item: (_fleet_param(item) == 'vm', not _boots_its_own_guests(item),
+                                 not getattr(getattr(item, 'module', None), 'RUN_FIRST', False)))
     # The guests boot together when the first needs one: the rollout guests too if a collected test runs on them.
     fleets.ROLLOUT_GUESTS_WANTED = any(
         fleets.runs_on_rollout_guests(getattr(item, 'originalname', item.name), _fleet_param(item))

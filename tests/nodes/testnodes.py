@@ -49,6 +49,13 @@ IMAGE = image_path()
 NODES_DIR = '/var/lib/nodealloc-nodes'
 CONTROLLERS = ('memory', 'cpu', 'cpuacct')
 NET_PREFIX = '169.254.231.'
+# Two fleets can be up at once, each in a slot of its own (NODEALLOC_NSPAWN_SLOT, 0 by default): make test runs the
+# matrix lanes' rollouts on slot 1 beside the scenarios on slot 0 (hack/run-tests.sh). A slot has its own node names,
+# link indexes (so addresses and host interfaces) and stand-in API server port, and cleans up only what is its own.
+SLOT = int(os.environ.get('NODEALLOC_NSPAWN_SLOT', '0'))
+SLOT_PREFIX = 'node' if SLOT == 0 else 's%dnode' % SLOT
+# Link indexes 16 * SLOT + 1 .. 16 * SLOT + 15: addresses 4 * index + 1 and + 2 stay under .255 for slots 0-2.
+SLOT_INDEXES = range(16 * SLOT + 1, 16 * SLOT + 16)
 KUBELET_UNIT = """[Unit]
 Description=kubelet (nodealloc stand-in)
 After=network.target
@@ -65,7 +72,7 @@ TimeoutStopSec=5
 [Install]
 WantedBy=multi-user.target
 """
-API_PORT = 6443
+API_PORT = 6443 + SLOT
 KUBECONFIG = """apiVersion: v1
 kind: Config
 clusters:
@@ -305,8 +312,14 @@ def write_inventory(state_dir, nodes, key):
     return path
 
 
+def _own_name(name):
+    """Whether a node name is this slot's (SLOT_PREFIX and a number)."""
+    return name.startswith(SLOT_PREFIX) and name[len(SLOT_PREFIX):].isdigit()
+
+
 def cleanup_stale():
-    """Remove what a killed earlier run left: containers, overlays, network namespaces, cgroup subtrees."""
+    """Remove what a killed earlier run of this slot left: containers, overlays, network namespaces, cgroup
+    subtrees. Another slot's fleet, up at the same time, is left alone."""
     for pid in os.listdir('/proc'):
         if not pid.isdigit():
             continue
@@ -315,7 +328,9 @@ def cleanup_stale():
                 argv = handle.read().split(b'\0')
         except OSError:
             continue
-        if argv and argv[0].endswith(b'systemd-nspawn') and any(NODES_DIR.encode() in a for a in argv):
+        merged = [a.decode('utf-8', 'replace') for a in argv if a.startswith(NODES_DIR.encode() + b'/')]
+        if (argv and argv[0].endswith(b'systemd-nspawn') and merged
+                and _own_name(os.path.relpath(merged[0], NODES_DIR).split('/')[0])):
             try:
                 os.kill(int(pid), signal.SIGKILL)
             except ProcessLookupError:
@@ -324,30 +339,33 @@ def cleanup_stale():
             while os.path.exists('/proc/' + pid) and time.monotonic() < deadline:
                 time.sleep(0.1)
     if os.path.isdir(NODES_DIR):
-        for name in os.listdir(NODES_DIR):
+        for name in [n for n in os.listdir(NODES_DIR) if _own_name(n)]:
             run('umount', '-l', os.path.join(NODES_DIR, name, 'merged'), check=False)
             _remove_cgroups(name)
             shutil.rmtree('/run/systemd/nspawn/propagate/' + name, ignore_errors=True)
             shutil.rmtree(os.path.join(NODES_DIR, name), ignore_errors=True)
     for line in run('ip', 'netns', 'list', check=False).stdout.splitlines():
         namespace = line.split()[0] if line.split() else ''
-        if namespace.startswith('nodealloc-'):
+        if namespace.startswith('nodealloc-') and _own_name(namespace[len('nodealloc-'):]):
             run('ip', 'netns', 'del', namespace, check=False)
     for line in run('ip', '-br', 'link', check=False).stdout.splitlines():
         interface = line.split('@')[0].split()[0] if line.split() else ''
-        if interface.startswith('nah') and interface[3:].isdigit():
+        if interface.startswith('nah') and interface[3:].isdigit() and int(interface[3:]) in SLOT_INDEXES:
             run('ip', 'link', 'del', interface, check=False)
 
 
-def up(count, state_dir, prefix='node'):
+def up(count, state_dir):
+    """Boot ``count`` nodes of this slot (SLOT): named SLOT_PREFIX1, SLOT_PREFIX2, ..."""
+    if count > len(SLOT_INDEXES):
+        raise ValueError('at most %d nodes in a slot' % len(SLOT_INDEXES))
     cleanup_stale()
     os.makedirs(state_dir, exist_ok=True)
     key, public_key = ensure_ssh_key(state_dir)
     nodes = []
     state_path = os.path.join(state_dir, 'state.json')
     try:
-        for index in range(1, count + 1):
-            nodes.append(start_node('%s%d' % (prefix, index), index, public_key, state_dir))
+        for number, index in zip(range(1, count + 1), SLOT_INDEXES):
+            nodes.append(start_node('%s%d' % (SLOT_PREFIX, number), index, public_key, state_dir))
             write(state_path, json.dumps(nodes, indent=2))
         for node in nodes:
             wait_for_port(node['address'], 22, 90)
