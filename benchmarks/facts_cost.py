@@ -4,12 +4,15 @@ Usage: python benchmarks/facts_cost.py [--json] [--pods 10,110,1000] [--repeat N
 
 For each pod count, creates that many real pod cgroups (v1, systemd layout) under kubepods.slice,
 then times, in the same run and alternating, (a) the collection's gathering with no CPU sampling
-wait (``_gather.gather``, sample_seconds 0, no history) and (b) a baseline that only reads the
-kernel files gathering reads (mountinfo, meminfo, stat, the kubepods and system.slice files, every
-/proc/<pid>/cmdline once). The baseline includes what the overcommit audit needs (each pod's memory limit and
-CPU shares). Reports the median ratio a/b and the peak RSS of a fresh process that imports the
-collection and gathers once. The sampler's cost is benchmarks/sampler_cost.py's.
-Needs root and cgroup v1 (as the integration tests).
+wait (``_gather.gather``, sample_seconds 0, no history) and (b) a baseline that opens and reads, in the same order,
+exactly the files and directories one gathering opened and listed on this node (recorded with an audit hook,
+``sys.addaudithook``: Python's ``open``, ``os.listdir`` and ``os.scandir`` events), parsing nothing. The ratio a/b is
+what the module's work costs beyond its reading. For continuity with earlier figures it also reports the ratio
+against the earlier hand-kept list (``listed_baseline``: mountinfo, meminfo, stat twice, the kubepods and system.slice
+files, each pod's memory limit and CPU shares, every /proc/<pid>/cmdline once), which no longer names every file
+gathering reads (zoneinfo, the PSI files, swaps, the tool processes' status and smaps_rollup, ...). Reports the
+median ratios and the peak RSS of a fresh process that imports the collection and gathers once. The sampler's cost
+is benchmarks/sampler_cost.py's. Needs root and cgroup v1 (as the integration tests).
 """
 
 from __future__ import annotations
@@ -31,8 +34,53 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather  
 from helpers import cgroups_v1  # noqa: E402
 
 
-def baseline():
-    """Read, once each, the kernel files gathering reads: nothing parsed beyond what reading needs."""
+class Recorder:
+    """What one gathering opened for reading and listed, in order, from Python's audit events (an audit hook cannot
+    be removed: it records only while ``recording``)."""
+
+    def __init__(self):
+        self.recording = False
+        self.reads = []
+        sys.addaudithook(self._event)
+
+    def _event(self, event, args):
+        if not self.recording:
+            return
+        if event == 'open':
+            path, mode, flags = args
+            if not isinstance(path, (str, bytes)):
+                return  # an fd: opened by path before
+            reading = ('r' in mode and '+' not in mode) if mode else (flags & os.O_ACCMODE) == os.O_RDONLY
+            if reading:
+                self.reads.append(('read', path))
+        elif event in ('os.listdir', 'os.scandir'):
+            self.reads.append(('list', args[0] if args[0] is not None else '.'))
+
+    def record(self, function):
+        self.reads = []
+        self.recording = True
+        try:
+            function()
+        finally:
+            self.recording = False
+        return list(self.reads)
+
+
+def replay(reads):
+    """The recorded gathering's reading alone: every file read whole in binary, every directory listed."""
+    for kind, path in reads:
+        try:
+            if kind == 'read':
+                with open(path, 'rb') as handle:
+                    handle.read()
+            else:
+                os.listdir(path)
+        except OSError:
+            pass  # a process gone since the recording
+
+
+def listed_baseline():
+    """Read, once each, the kernel files of the earlier hand-kept list: nothing parsed beyond what reading needs."""
     paths = ['/proc/self/mountinfo', '/proc/meminfo', '/proc/stat', '/proc/stat']
     for controller, names in (('memory', ('memory.usage_in_bytes', 'memory.stat')), ('cpuacct', ('cpuacct.usage',))):
         for group in ('kubepods.slice', 'system.slice'):
@@ -84,18 +132,26 @@ def peak_rss_kib(code):
 
 def measure(pod_counts, repeat):
     results = []
+    recorder = Recorder()
     for pods in pod_counts:
         tree = cgroups_v1.CgroupTree()
         try:
             tree.make('system.slice')
             for index in range(pods):
                 tree.make('kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod%05d.slice' % index)
-            gather()  # warm caches and imports for both sides
+            gather()  # warm caches and imports for every side
+            reads = recorder.record(gather)
+
+            def baseline():
+                replay(reads)
+
             baseline()
-            gather_seconds, baseline_seconds = [], []
+            listed_baseline()
+            gather_seconds, baseline_seconds, listed_seconds = [], [], []
             for _round in range(5):
                 gather_seconds.append(timed(gather, repeat))
                 baseline_seconds.append(timed(baseline, repeat))
+                listed_seconds.append(timed(listed_baseline, repeat))
             rss_kib, cpu_seconds = peak_rss_kib(
                 'from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather; '
                 '_gather.gather({"sample_seconds": 0, "history": False})')
@@ -104,6 +160,10 @@ def measure(pod_counts, repeat):
         results.append({'pods': pods, 'gather_ms': round(statistics.median(gather_seconds) * 1000, 3),
                         'baseline_ms': round(statistics.median(baseline_seconds) * 1000, 3),
                         'ratio': round(statistics.median(gather_seconds) / statistics.median(baseline_seconds), 2),
+                        'files_read': sum(1 for kind, _path in reads if kind == 'read'),
+                        'directories_listed': sum(1 for kind, _path in reads if kind == 'list'),
+                        'listed_baseline_ms': round(statistics.median(listed_seconds) * 1000, 3),
+                        'listed_ratio': round(statistics.median(gather_seconds) / statistics.median(listed_seconds), 2),
                         'peak_rss_mib': round(rss_kib / 1024.0, 1), 'process_cpu_seconds': round(cpu_seconds, 3)})
     return results
 
@@ -123,10 +183,11 @@ def main(argv):
     if args.json:
         print(json.dumps(result))
     else:
-        print('pods  gather ms  baseline ms  ratio  peak RSS MiB')
+        print('pods  files  dirs  gather ms  baseline ms  ratio  listed ms  listed ratio  peak RSS MiB')
         for row in rows:
-            print('%4d  %9.3f  %11.3f  %5.2f  %12.1f'
-                  % (row['pods'], row['gather_ms'], row['baseline_ms'], row['ratio'], row['peak_rss_mib']))
+            print('%4d  %5d  %4d  %9.3f  %11.3f  %5.2f  %9.3f  %12.2f  %12.1f'
+                  % (row['pods'], row['files_read'], row['directories_listed'], row['gather_ms'], row['baseline_ms'],
+                     row['ratio'], row['listed_baseline_ms'], row['listed_ratio'], row['peak_rss_mib']))
     return 0
 
 
