@@ -117,8 +117,8 @@ def controller(session, ansible_core):
     """One ansible-core minor: tarball built and installed, recommend/apply --check, invalid input, rollout.
 
     Positional arguments choose the parts (default both): ``static`` boots nothing; ``rollout`` boots the three
-    nspawn nodes. hack/run-tests.sh runs the static parts beside the main line and the rollouts on a fleet of their
-    own (``NODEALLOC_NSPAWN_SLOT=1``: its own node names, addresses and API server port; tests/nodes/testnodes.py).
+    nspawn nodes. hack/run-tests.sh runs the static parts beside the main line and the rollouts on its nspawn line
+    (one fleet at a time; ``NODEALLOC_NSPAWN_SLOT=1`` puts a lane's fleet beside another: tests/nodes/testnodes.py).
     """
     parts = session.posargs or PARTS
     unknown = set(parts) - set(PARTS + ALSO_ACCEPTED)
@@ -142,8 +142,7 @@ def controller(session, ansible_core):
         session.log('rollout: the main suite runs it with ansible-core %s, the pinned version' % ANSIBLE_CORE[ansible_core])
     elif 'rollout' in parts:
         # The scenario runs the playbooks with the ansible-playbook beside the Python running it (tests/helpers/rollout.py):
-        # this lane's. It boots nspawn nodes of the slot NODEALLOC_NSPAWN_SLOT names (hack/run-tests.sh: slot 1, beside
-        # the scenarios' fleet on slot 0).
+        # this lane's. It boots nspawn nodes of the slot NODEALLOC_NSPAWN_SLOT names (0 unless set).
         session.run(python, '-m', 'pytest', '-p', 'no:cacheprovider', '-q', '-rs',
                     '--basetemp', os.path.join(work, 'pytest-rollout'), '--nodes-lane', 'host', ROLLOUT_TEST,
                     env=dict(test_env, NODEALLOC_FLEET_SIZE=ROLLOUT_FLEET_SIZE), external=True,

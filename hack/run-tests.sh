@@ -125,12 +125,6 @@ localhost_tests() {
   # After the integration tests, in this line: both make kubepods.slice at the host's cgroup root.
   step "benchmark on this machine's cgroups (small sizes): facts_cost" \
     python benchmarks/facts_cost.py --json --pods 10,110 --repeat 5
-  # The matrix lanes' rollouts on a second nspawn fleet (slot 1: its own names, links and API server port,
-  # tests/nodes/testnodes.py), beside the scenarios' fleet on the nspawn line.
-  NODEALLOC_NSPAWN_SLOT=1 step "controller matrix: the rollout happy path with ansible-core 2.16-2.19" \
-    bash hack/matrix.sh -- rollout
-  NODEALLOC_NSPAWN_SLOT=1 step "controller matrix: the rollout happy path with ansible-core 2.20-2.21 (chroot)" \
-    bash hack/matrix-chroot.sh rollout
 }
 
 # ansible-test's checks work on the staged copy alone and boot nothing (about 80 s). The tests on QEMU guests keep
@@ -154,12 +148,15 @@ matrix_static() {
 alongside matrix_static
 
 # The unit tests run once, through ansible-test beside this line (units above); the role's playbook tests and the
-# integration tests on this machine beside it too, then the matrix lanes' rollouts on a fleet of their own
-# (localhost_tests). This line has the nspawn fleets of slot 0, one at a time: the scenarios, Molecule, the rollout
-# benchmark.
+# integration tests on this machine beside it too (localhost_tests). This line has the nspawn fleets, one at a time:
+# the scenarios, Molecule, the matrix lanes' rollouts, the rollout benchmark. (A second fleet beside the first, on
+# slot 1 of tests/nodes/testnodes.py, made the whole run slower: 2,540 s against 2,314 s, 2026-11-27. The CPUs are the
+# limit, and the guests' rollouts, which wait on emulated Python, lost most: docs/testing.md.)
 step "pytest: multi-node rollout scenarios on nspawn nodes" \
   python -m pytest -p no:cacheprovider -q -rs --durations=15 --nodes-lane host tests/scenarios
 step "molecule test (rollout scenario on three nodes)" molecule test -s rollout
+step "controller matrix: the rollout happy path with ansible-core 2.16-2.19" bash hack/matrix.sh -- rollout
+step "controller matrix: the rollout happy path with ansible-core 2.20-2.21 (chroot)" bash hack/matrix-chroot.sh rollout
 # The benchmarks are run, not timed: small sizes (shipped defaults otherwise), each prints its --json line; the
 # figures in docs/benchmarks.md come from full runs. rollout.py boots a node: here. facts_cost makes host cgroups: in
 # localhost_tests, after the integration tests that make them too.

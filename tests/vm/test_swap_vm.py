@@ -69,7 +69,16 @@ def measure(node):
 
 
 def daemon_swapped_out(node):
-    swap, cached = nodeio.ssh(node, DAEMON_SWAP).stdout.split()
+    """The daemon's bytes in swap, or None while the guest does not answer.
+
+    While the pod fills its memory the guest pages hard, and on a loaded host its sshd then missed the 10-s connect
+    timeout once (2026-11-27, make test's six lines): that is no answer yet, not a failure; the caller's deadline
+    bounds the wait and its assertion says how far the daemon got."""
+    answer = nodeio.ssh(node, DAEMON_SWAP, check=False)
+    fields = answer.stdout.split()
+    if answer.returncode != 0 or len(fields) != 2:
+        return None
+    swap, cached = fields
     return int(swap) - int(cached)
 
 
@@ -110,9 +119,11 @@ def test_swapped_out_daemon_memory_is_counted_reported_and_covered(vm_guests):
         assert nodeio.ssh(node, 'cat %s/memory.max %s/memory.swap.max' % (pod_cgroup, pod_cgroup)).stdout.split() == [
             str(POD_MAX_MIB * MIB), str(POD_SWAP_MAX_MIB * MIB)]
         deadline = time.monotonic() + 600  # a budget for a busy machine under emulation, not a timing assertion
-        while daemon_swapped_out(node) < DAEMON_SWAPPED_MIN and time.monotonic() < deadline:
-            time.sleep(3)
         pushed_out = daemon_swapped_out(node)
+        while (pushed_out is None or pushed_out < DAEMON_SWAPPED_MIN) and time.monotonic() < deadline:
+            time.sleep(3)
+            pushed_out = daemon_swapped_out(node)
+        assert pushed_out is not None, 'the guest did not answer for the whole budget'
         assert pushed_out >= DAEMON_SWAPPED_MIN, 'the pod pushed only %d MiB of the daemon out' % (pushed_out // MIB)
         # Pressure off: the pod and its own swap go, the sleeping daemon's pages stay where they are.
         nodeio.ssh(node, 'systemctl stop %s' % unit)
