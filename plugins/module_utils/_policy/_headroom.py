@@ -270,7 +270,7 @@ def near_reservation(non_pod_bytes, reserved_bytes, headroom_bytes):
     the never-seen seeds 301, 302 its 93 runs added 53 restarts on ``incidents`` (1.081 changes per
     node-day against 0.750 without them) and bought no exposure back on any family; on 401, 402, run once
     after this rule was frozen, 0.625 / 0.700 / 0.571 changes per node-day at the same risk
-    (docs/benchmarks.md).
+    (docs/benchmarks-history.md).
     """
     if not reserved_bytes:
         return False

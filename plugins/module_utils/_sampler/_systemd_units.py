@@ -94,7 +94,7 @@ def service(settings, sampler_dir):
     """nodealloc-sampler.service: one run of the script, sandboxed (see the module docstring).
 
     ``-I``: no PYTHON* variables, no user site, not the working directory; ``-S``: no site module (stdlib only), a
-    third of the interpreter's start-up, which is most of a run's CPU (docs/benchmarks.md).
+    third of the interpreter's start-up, which is most of a run's CPU (docs/benchmarks-history.md, "sampler_cost").
     """
     sampler_dir = _unit_path('sampler_dir', sampler_dir)
     lines = [

@@ -1,7 +1,7 @@
 """The shipped rule (P + the node's largest jump, between a floor and a cap), jumps lent to a young node, the percent
 rule as an option, the cold-start prior, and the near-reservation flag.
 
-Each rule has a test that fails when that rule alone breaks (the ablation of docs/benchmarks.md, in small).
+Each rule has a test that fails when that rule alone breaks (the ablations of docs/benchmarks.md and docs/benchmarks-history.md, in small).
 """
 
 from __future__ import annotations
