@@ -66,7 +66,10 @@ def _preferred(candidates):
 def layout_from_mountinfo(text):
     """Work out the layout the kubelet would see from the mount table."""
     memory, cpuacct, unified = [], [], []
-    for mount_root, mount_point, fstype, options in parse_mountinfo(text):
+    # Only cgroup mounts matter: their lines hold ' - cgroup' (the separator, then the type cgroup or cgroup2; a path's
+    # spaces are escaped as \040, so no other field can). A node's pods add hundreds of other mounts, not parsed.
+    cgroup_lines = '\n'.join(line for line in text.splitlines() if ' - cgroup' in line)
+    for mount_root, mount_point, fstype, options in parse_mountinfo(cgroup_lines):
         if fstype == 'cgroup':
             if 'memory' in options:
                 memory.append((mount_root, mount_point))

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cgroup
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cgroup, _procfs
 
 DEFAULT_WEIGHT = {'v1': 1024, 'v2': 100}
 
@@ -79,8 +79,7 @@ def read_weight(layout, relative):
         return None, None
     path = os.path.join(directory, 'cpu.shares' if layout.version == 'v1' else 'cpu.weight')
     try:
-        with open(path, 'r', encoding='utf-8') as handle:
-            return int(handle.read().strip()), path
+        return int(_procfs.read_file_text(path, 'strict').strip()), path
     except (OSError, ValueError):
         return None, path
 
@@ -105,8 +104,7 @@ def parse_pressure(text):
 
 def read_pressure(path):
     try:
-        with open(path, 'r', encoding='utf-8') as handle:
-            return parse_pressure(handle.read())
+        return parse_pressure(_procfs.read_file_text(path, 'strict'))
     except OSError:
         return None
 

@@ -31,6 +31,7 @@ import shlex
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._kubelet_process import config_paths, flag_values
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._procfs import read_file_text
 
 # systemd.unit(5) "System Unit Search Path", highest priority first (the directories a packaged
 # or admin-written kubelet.service lives in).
@@ -54,8 +55,7 @@ def _path(root, path):
 
 def _read(root, path):
     try:
-        with open(_path(root, path), encoding='utf-8', errors='replace') as handle:
-            return handle.read()
+        return read_file_text(_path(root, path))
     except OSError:
         return None
 

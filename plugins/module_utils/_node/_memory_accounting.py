@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import os
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _procfs
+
 MIB = 1024 * 1024
 
 
@@ -46,6 +48,8 @@ def parse_zoneinfo_low_pages(text):
     """Sum of every zone's low watermark in pages (the ``low`` lines of /proc/zoneinfo), or None if none."""
     total, seen = 0, False
     for line in text.splitlines():
+        if 'low' not in line:
+            continue  # most of the file's two hundred lines per zone: not split at all
         fields = line.split()
         if len(fields) == 2 and fields[0] == 'low':
             try:
@@ -59,8 +63,7 @@ def parse_zoneinfo_low_pages(text):
 def read_low_watermark_bytes(proc_root='/proc'):
     """The kernel's ``wmark_low`` in bytes, or None when /proc/zoneinfo cannot be read."""
     try:
-        with open(os.path.join(proc_root, 'zoneinfo'), 'r', encoding='utf-8') as handle:
-            pages = parse_zoneinfo_low_pages(handle.read())
+        pages = parse_zoneinfo_low_pages(_procfs.read_file_text(os.path.join(proc_root, 'zoneinfo'), 'strict'))
     except OSError:
         return None
     if pages is None:

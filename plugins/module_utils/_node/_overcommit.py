@@ -73,7 +73,7 @@ def group_cpu_millicores(layout, relative, roots=None):
         for root in roots or _cgroup.cpu_controller_roots(layout):
             # Opened where cpu_controller_dir would test for it first: one system call per pod instead of two.
             try:
-                return shares_to_millicores(int(_read_bytes(os.path.join(root, relative, 'cpu.shares')).strip()))
+                return shares_to_millicores(int(_read_bytes('%s/%s/cpu.shares' % (root, relative)).strip()))
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
                 continue
         return None
@@ -102,7 +102,7 @@ def _pods(layout, kubepods):
         try:
             # scandir's is_dir answers from the directory entry's type: no stat per pod.
             with os.scandir(os.path.join(layout.memory_root, relative)) as listing:
-                entries = sorted(e.name for e in listing if _POD.match(e.name) and e.is_dir())
+                entries = sorted(e.name for e in listing if 'pod' in e.name and _POD.match(e.name) and e.is_dir())
         except OSError:
             continue
         pods.extend((qos, relative + '/' + e) for e in entries)
@@ -124,7 +124,8 @@ def audit(layout, kubepods):
     roots = cpu_shares_roots(layout, kubepods)
     for qos, relative in _pods(layout, kubepods):
         try:
-            limit = _read_limit(os.path.join(layout.memory_root, relative, limit_file))
+            # Joined by hand, as the CPU shares' path: os.path.join per pod was a tenth of the audit's own work.
+            limit = _read_limit('%s/%s/%s' % (layout.memory_root, relative, limit_file))
         except (OSError, ValueError, NodeallocError):
             continue  # a pod removed while we read
         by_qos[qos] += 1

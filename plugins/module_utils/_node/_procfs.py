@@ -18,11 +18,18 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import M
 _MEMINFO_UNIT_BYTES = 1024
 
 
+def read_file_text(path, errors='replace'):
+    """A whole small file's text, read as bytes and decoded: what text mode gives (its newline translation too),
+    without a text wrapper per file, which cost as much as the reading of a kernel file. Raises OSError."""
+    with open(path, 'rb') as handle:
+        text = handle.read().decode('utf-8', errors)
+    return text.replace('\r\n', '\n').replace('\r', '\n') if '\r' in text else text
+
+
 def read_text(path):
     """Read a whole small kernel file, turning OS errors into MeasurementError."""
     try:
-        with open(path, 'r', encoding='utf-8', errors='replace') as handle:
-            return handle.read()
+        return read_file_text(path)
     except OSError as exc:
         raise MeasurementError(path, 'a readable file', exc.strerror or exc)
 
@@ -246,8 +253,8 @@ def read_hugepages_bytes(sys_root='/sys'):
             continue
         try:
             size_kib = int(name[len('hugepages-'):-2])
-            with open(os.path.join(base, name, 'nr_hugepages'), encoding='utf-8') as handle:
-                total += int(handle.read().strip()) * size_kib * _MEMINFO_UNIT_BYTES
+            total += int(read_file_text(os.path.join(base, name, 'nr_hugepages'), 'strict').strip()) \
+                * size_kib * _MEMINFO_UNIT_BYTES
         except (OSError, ValueError):
             continue
     return total

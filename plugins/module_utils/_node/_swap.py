@@ -51,6 +51,8 @@ from __future__ import annotations
 
 import os
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _procfs
+
 MIB = 1024 * 1024
 DROP_IN_PATH = '/etc/systemd/system/system.slice.d/50-nodealloc-no-swap.conf'
 DROP_IN_CONTENT = ('# Written by hand from nodealloc.kubelet\'s proposal: system daemons (the kubelet, the runtime) do not\n'
@@ -78,16 +80,14 @@ def read_swaps(proc_root='/proc'):
     try:
         # A swap file's name is any bytes its path holds (the kernel escapes only whitespace and '\\'): shown, so
         # replaced where not UTF-8, never a reason to stop.
-        with open(os.path.join(proc_root, 'swaps'), 'r', encoding='utf-8', errors='backslashreplace') as handle:
-            return parse_swaps(handle.read())
+        return parse_swaps(_procfs.read_file_text(os.path.join(proc_root, 'swaps'), 'backslashreplace'))
     except OSError:
         return None
 
 
 def _read(path):
     try:
-        with open(path, 'r', encoding='utf-8', errors='replace') as handle:
-            return handle.read().strip()
+        return _procfs.read_file_text(path).strip()
     except OSError:
         return None
 
