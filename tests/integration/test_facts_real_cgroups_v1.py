@@ -59,8 +59,11 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / float(os.sysconf('SC_CLK_TCK'))
 
 
-def test_systemd_driver_layout(cgroup_tree, tmp_path):
-    config = tmp_path / 'config.yaml'
+def systemd_driver_layout(cgroup_tree, directory):
+    """(config path, the best-effort pod's busy loop, the kubelet) of a node with the systemd driver: a burstable pod
+    allocating 200 MiB, a best-effort one allocating 100 MiB and burning a CPU, a kubelet (60 MiB, KUBELET_CONFIG)
+    and containerd (30 MiB) in their units. Also docs/arithmetic.md's worked example (hack/worked-example.py)."""
+    config = directory / 'config.yaml'
     config.write_text(KUBELET_CONFIG)
     cgroup_tree.spawn(pod('kubepods-burstable.slice', 'burstable'), alloc_mib=200)
     burner = cgroup_tree.spawn(pod('kubepods-besteffort.slice', 'besteffort'), alloc_mib=100, burn=True)
@@ -68,6 +71,11 @@ def test_systemd_driver_layout(cgroup_tree, tmp_path):
     kubelet = cgroup_tree.spawn('system.slice/kubelet.service', alloc_mib=60, program='kubelet',
                                 extra_args=['--config=%s' % config, '--kubeconfig=/dev/null'])
     cgroup_tree.spawn('system.slice/containerd.service', alloc_mib=30, program='containerd')
+    return config, burner, kubelet
+
+
+def test_systemd_driver_layout(cgroup_tree, tmp_path):
+    config, burner, kubelet = systemd_driver_layout(cgroup_tree, tmp_path)
 
     sample = 2.0
     cpu_before, wall_before = cpu_seconds(burner.pid), time.monotonic()
