@@ -36,7 +36,7 @@ def main():
     memory, cpu, recommendation = facts['memory'], facts['cpu'], facts['recommendation']
     print(json.dumps({
         'memory': {k: memory[k] for k in ('mem_total_bytes', 'mem_available_bytes', 'kubepods_working_set_bytes',
-                                         'non_pod_poc_bytes', 'non_pod_bytes', 'kube_components_working_set_bytes')},
+                                          'non_pod_poc_bytes', 'non_pod_bytes', 'kube_components_working_set_bytes')},
         'kubepods': memory['kubepods'],
         'kube_components': [(c['cgroup'], c['working_set_bytes']) for c in memory['kube_components']['cgroups']],
         'accounting': memory['non_pod_accounting'],
