@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import marshal
 import time
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs
@@ -233,14 +234,22 @@ def protection_and_enforcement(measurement, recommendation):
 
 
 def _copied(value):
-    """A deep copy of the measurement or the history: dicts and lists copied level by level, anything else by
-    copy.deepcopy. A sixth of a run went to copy.deepcopy's generic walk of the overcommit audit's pod list; what it
-    adds (shared parts copied once) the basis does not need: it goes to the controller as JSON."""
+    """A deep copy of the measurement or the history. A sixth of a run went to copy.deepcopy's generic walk of the
+    overcommit audit's pod list: marshal copies plain data (dicts, lists, tuples, str with any surrogate, numbers,
+    None) in C, exactly; anything else (it refuses subclasses, a namedtuple) is copied level by level."""
+    try:
+        return marshal.loads(marshal.dumps(value))
+    except ValueError:
+        return _copied_by_level(value)
+
+
+def _copied_by_level(value):
+    """dicts and lists copied level by level, anything else by copy.deepcopy."""
     kind = type(value)
     if kind is dict:
-        return {key: _copied(item) for key, item in value.items()}
+        return {key: _copied_by_level(item) for key, item in value.items()}
     if kind is list:
-        return [_copied(item) for item in value]
+        return [_copied_by_level(item) for item in value]
     if kind in (str, int, float, bool) or value is None:
         return value
     return copy.deepcopy(value)

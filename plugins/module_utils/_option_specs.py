@@ -360,8 +360,9 @@ def with_defaults(settings, table):
     ``options[name]`` after (not ``options.get(name) or DEFAULT``, which also replaces a legitimate 0 or ''). A memory
     option that takes a quantity (rule 'quantity_bytes': '256Mi' or 268435456) comes out in bytes.
     """
-    filled = dict(table, **{name: value for name, value in (settings or {}).items()
-                            if name in table and value is not None})
+    settings = settings or {}
+    # Over the table, not the settings: a module's parameters are some seventy, a policy function's table a handful.
+    filled = dict(table, **{name: settings[name] for name in table if settings.get(name) is not None})
     for name in QUANTITY_BYTES_OPTIONS.intersection(filled):
         filled[name] = quantity_bytes(filled[name])
     return filled

@@ -25,7 +25,7 @@ import math
 import os
 import re
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cgroup
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cgroup, _procfs
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 
 UNLIMITED_AT_LEAST = 1 << 62  # v1 reports "no limit" as PAGE_COUNTER_MAX * PAGE_SIZE (9223372036854771712 with 4 KiB pages)
@@ -49,17 +49,11 @@ def weight_to_shares(weight):
 
 def _read_limit(path):
     """Bytes, or None for no limit (``max`` on v2, the page-counter maximum on v1)."""
-    text = _read_bytes(path).strip()
+    text = _procfs.read_bytes(path).strip()
     if text == b'max':
         return None
     value = int(text)
     return None if value >= UNLIMITED_AT_LEAST else value
-
-
-def _read_bytes(path):
-    # Read as bytes: int() takes them, and a text wrapper per file was a tenth of the audit on a dense node.
-    with open(path, 'rb') as handle:
-        return handle.read()
 
 
 def group_cpu_millicores(layout, relative, roots=None):
@@ -69,11 +63,11 @@ def group_cpu_millicores(layout, relative, roots=None):
     try:
         if layout.version == 'v2':
             directory = _cgroup.cpu_controller_dir(layout, relative)
-            return shares_to_millicores(weight_to_shares(int(_read_bytes(os.path.join(directory, 'cpu.weight')).strip())))
+            return shares_to_millicores(weight_to_shares(int(_procfs.read_bytes(os.path.join(directory, 'cpu.weight')).strip())))
         for root in roots or _cgroup.cpu_controller_roots(layout):
             # Opened where cpu_controller_dir would test for it first: one system call per pod instead of two.
             try:
-                return shares_to_millicores(int(_read_bytes('%s/%s/cpu.shares' % (root, relative)).strip()))
+                return shares_to_millicores(int(_procfs.read_bytes('%s/%s/cpu.shares' % (root, relative)).strip()))
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
                 continue
         return None
@@ -91,22 +85,34 @@ def cpu_shares_roots(layout, kubepods):
 
 def _pods(layout, kubepods):
     """[(qos, relative path)] of every pod cgroup under kubepods."""
-    base = os.path.join(layout.memory_root, kubepods)
-    places = [('guaranteed', kubepods)]
+    # scandir's is_dir answers from the directory entry's type: no stat per pod, nor per QoS group (kubepods' own
+    # listing, which holds its Guaranteed pods, says which QoS groups are there).
+    top = _pod_listing(os.path.join(layout.memory_root, kubepods))
+    if top is None:
+        return []
+    places = [('guaranteed', kubepods, top)]
     for qos, names in _QOS_DIRS:
         for name in names:
-            if os.path.isdir(os.path.join(base, name)):
-                places.append((qos, kubepods + '/' + name))
+            entry = top.get(name)
+            if entry is not None and entry.is_dir():
+                places.append((qos, kubepods + '/' + name, None))
     pods = []
-    for qos, relative in places:
-        try:
-            # scandir's is_dir answers from the directory entry's type: no stat per pod.
-            with os.scandir(os.path.join(layout.memory_root, relative)) as listing:
-                entries = sorted(e.name for e in listing if 'pod' in e.name and _POD.match(e.name) and e.is_dir())
-        except OSError:
+    for qos, relative, listing in places:
+        listing = listing if listing is not None else _pod_listing(os.path.join(layout.memory_root, relative))
+        if listing is None:
             continue
+        entries = sorted(name for name, e in listing.items() if 'pod' in name and _POD.match(name) and e.is_dir())
         pods.extend((qos, relative + '/' + e) for e in entries)
     return pods
+
+
+def _pod_listing(directory):
+    """{name: os.DirEntry} of a directory, or None when it cannot be listed (a QoS group removed while we read)."""
+    try:
+        with os.scandir(directory) as listing:
+            return {entry.name: entry for entry in listing}
+    except OSError:
+        return None
 
 
 def audit(layout, kubepods):

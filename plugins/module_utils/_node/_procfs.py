@@ -18,11 +18,38 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import M
 _MEMINFO_UNIT_BYTES = 1024
 
 
+# What one read asks for: a kernel file is a page or a few (a dense node's mountinfo, more: read until the end).
+_READ_SIZE = 65536
+
+
+def read_bytes(path):
+    """A whole small file's bytes, read to its end. Raises OSError.
+
+    By os.open and os.read, not open(): for each file open() makes a file object and a buffer, and nine system calls
+    (openat, fstat, an ioctl asking whether it is a terminal, two lseek, fstat, read, read, close); this makes four
+    (openat, read until a read returns nothing, close). Measured on this collection's test machine: 4.9 against 7.8
+    us for /proc/meminfo, 2.9 against 5.7 for a command line; a gathering reads some 120 files.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        data = os.read(fd, _READ_SIZE)
+        if data:
+            chunk = os.read(fd, _READ_SIZE)
+            if chunk:
+                chunks = [data, chunk]
+                while chunk:
+                    chunk = os.read(fd, _READ_SIZE)
+                    chunks.append(chunk)
+                data = b''.join(chunks)
+    finally:
+        os.close(fd)
+    return data
+
+
 def read_file_text(path, errors='replace'):
     """A whole small file's text, read as bytes and decoded: what text mode gives (its newline translation too),
     without a text wrapper per file, which cost as much as the reading of a kernel file. Raises OSError."""
-    with open(path, 'rb') as handle:
-        text = handle.read().decode('utf-8', errors)
+    text = read_bytes(path).decode('utf-8', errors)
     return text.replace('\r\n', '\n').replace('\r', '\n') if '\r' in text else text
 
 
@@ -101,8 +128,7 @@ def list_pids(proc_root='/proc'):
 def read_process_file(pid, name, proc_root='/proc'):
     """The bytes of /proc/<pid>/<name>, or None when the process has gone or the file cannot be read."""
     try:
-        with open(os.path.join(proc_root, str(pid), name), 'rb') as handle:
-            return handle.read()
+        return read_bytes(os.path.join(proc_root, str(pid), name))
     except OSError:
         return None
 
@@ -116,8 +142,7 @@ def read_cmdlines(proc_root='/proc'):
     prefix = os.path.join(proc_root, '')
     for pid in list_pids(proc_root):
         try:
-            with open('%s%d/cmdline' % (prefix, pid), 'rb') as handle:
-                raw = handle.read()
+            raw = read_bytes('%s%d/cmdline' % (prefix, pid))
         except OSError:
             continue
         if raw:

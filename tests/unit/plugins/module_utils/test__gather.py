@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import os
 import sys
 import time
@@ -407,3 +408,15 @@ def test_gather_says_which_history_it_rests_on(v2_node, tmp_path):
                             'prometheus_history': _prometheus(now, 2, 64 * MIB)}, sleep=lambda _s: None)
     assert facts['history']['source'] == 'prometheus'
     assert facts['basis']['history']['basis']['history_source'] == 'prometheus'
+
+
+def test_the_basis_copy_is_equal_and_shares_nothing_mutable_with_what_it_copies():
+    name = b'odd-\xff.scope'.decode('utf-8', 'surrogateescape')  # a cgroup's name of any bytes
+    plain = {'groups': [name, {'t': 1.5, 'n': 1 << 70, 'none': None, 'pair': (1, 'a')}], 'flag': True}
+    point = collections.namedtuple('Point', 'x y')(1, [2])  # what marshal refuses: copied level by level
+    for value in ({'plain': plain}, {'point': point, 'plain': plain}):
+        copied = _gather._copied(value)
+        assert copied == value and isinstance(copied, dict)
+        copied['plain']['groups'][1]['t'] = 0
+        assert plain['groups'][1]['t'] == 1.5
+    assert _gather._copied({'point': point})['point'].y is not point.y

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _procfs
@@ -110,3 +112,34 @@ def test_command_lines_keep_every_argument_and_replace_what_is_not_utf8(tmp_path
     (tmp_path / '13').mkdir()
     (tmp_path / '13' / 'cmdline').write_bytes(b'')
     assert _procfs.read_cmdlines(str(tmp_path)) == {12: ['/usr/bin/python3', '', '-c', 'caf\xe9 \ufffd']}
+
+
+def test_a_file_is_read_to_its_end_whatever_one_read_returns(tmp_path):
+    # Longer than one read's request (_procfs._READ_SIZE), and not a multiple of it: the loop, not one read.
+    whole = bytes(range(256)) * 700 + b'end'
+    (tmp_path / 'long').write_bytes(whole)
+    (tmp_path / 'empty').write_bytes(b'')
+    assert len(whole) > 2 * _procfs._READ_SIZE
+    assert _procfs.read_bytes(str(tmp_path / 'long')) == whole
+    assert _procfs.read_bytes(str(tmp_path / 'empty')) == b''
+
+
+def test_a_kernel_file_reads_as_open_reads_it():
+    # seq_file files answer a page or so a read: mountinfo and the kernel's command line do not change while read.
+    for path in ('/proc/self/mountinfo', '/proc/cmdline', '/proc/filesystems'):
+        with open(path, 'rb') as handle:
+            assert _procfs.read_bytes(path) == handle.read()
+
+
+@pytest.mark.parametrize('name, error', [('missing', FileNotFoundError), ('a_directory', IsADirectoryError)])
+def test_what_cannot_be_read_raises_as_open_does(tmp_path, name, error):
+    (tmp_path / 'a_directory').mkdir()
+    with pytest.raises(error):
+        _procfs.read_bytes(str(tmp_path / name))
+    with pytest.raises(error):
+        open(str(tmp_path / name), 'rb').close()
+    before = len(os.listdir('/proc/self/fd'))
+    for _attempt in range(50):
+        with pytest.raises(error):
+            _procfs.read_bytes(str(tmp_path / name))
+    assert len(os.listdir('/proc/self/fd')) == before  # no descriptor left open
