@@ -149,7 +149,7 @@ def test_a_runtime_with_bytes_of_any_kind_in_its_name_and_command_line_changes_n
     assert b'\xff' in _procfs.read_process_file(process.pid, 'stat')
     # The readings a runtime measured by its process (in a shared group: system.slice, '/') goes through: each
     # raised UnicodeDecodeError, or kept other bytes than the process's.
-    assert os.fsencode(_procfs.read_process_status(process.pid)['Name']) == b'rt-\xff\xfe'
+    assert os.fsencode(_procfs.read_process_status_field(process.pid, 'Name')) == b'rt-\xff\xfe'
     assert os.fsencode(_procfs.read_cmdline(process.pid)[-1]) == b'--root=/var/lib/\xff\xfe'
     assert _procfs.read_process_rss_bytes(process.pid) > 0
     assert _procfs.read_process_cpu_ticks(process.pid) is not None

@@ -33,8 +33,12 @@ CgroupLayout = namedtuple('CgroupLayout', ['version', 'mode', 'memory_root', 'cp
 
 def parse_mountinfo(text):
     """Return [(mount_root, mount_point, fstype, super_options)] from /proc/self/mountinfo."""
+    return _parse_mount_lines(text.splitlines())
+
+
+def _parse_mount_lines(lines):
     mounts = []
-    for line in text.splitlines():
+    for line in lines:
         left, sep, right = line.partition(' - ')
         if not sep:
             continue
@@ -50,6 +54,8 @@ def parse_mountinfo(text):
 
 def _unescape(field):
     # mountinfo escapes space, tab, newline and backslash as octal (fs/proc_namespace.c).
+    if '\\' not in field:
+        return field
     return field.replace('\\040', ' ').replace('\\011', '\t').replace('\\012', '\n').replace('\\134', '\\')
 
 
@@ -68,8 +74,8 @@ def layout_from_mountinfo(text):
     memory, cpuacct, unified = [], [], []
     # Only cgroup mounts matter: their lines hold ' - cgroup' (the separator, then the type cgroup or cgroup2; a path's
     # spaces are escaped as \040, so no other field can). A node's pods add hundreds of other mounts, not parsed.
-    cgroup_lines = '\n'.join(line for line in text.splitlines() if ' - cgroup' in line)
-    for mount_root, mount_point, fstype, options in parse_mountinfo(cgroup_lines):
+    cgroup_lines = [line for line in text.splitlines() if ' - cgroup' in line]
+    for mount_root, mount_point, fstype, options in _parse_mount_lines(cgroup_lines):
         if fstype == 'cgroup':
             if 'memory' in options:
                 memory.append((mount_root, mount_point))
@@ -137,7 +143,7 @@ def find_kubepods(layout, override=None, driver_hint=None):
             raise LayoutError('kubepods_cgroup %r does not exist under %s' % (override, layout.memory_root))
         return ('systemd' if relative.endswith('.slice') else 'cgroupfs'), relative
     candidates = [(driver, name) for driver, name in KUBEPODS_BY_DRIVER
-                  if os.path.isdir(os.path.join(layout.memory_root, name))]
+                  if os.path.isdir(_procfs.joined(layout.memory_root, name))]
     if driver_hint:
         preferred = [c for c in candidates if c[0] == driver_hint]
         candidates = preferred or candidates
@@ -178,7 +184,7 @@ def memory_limit_file(layout):
 
 def memory_limit_path(layout, relative):
     """The absolute path of a group's memory limit file."""
-    return os.path.join(layout.memory_root, relative, memory_limit_file(layout))
+    return _procfs.joined(_procfs.joined(layout.memory_root, relative), memory_limit_file(layout))
 
 
 def memory_working_set(layout, relative, stats=None):
@@ -186,13 +192,13 @@ def memory_working_set(layout, relative, stats=None):
 
     ``stats``: a dict that keeps the parsed memory.stat by group, for the pass's other reader of it (_swap.measure's
     swap cache), which then does not read and parse the file again."""
-    directory = os.path.join(layout.memory_root, relative)
-    stat_path = os.path.join(directory, 'memory.stat')
+    directory = _procfs.joined(layout.memory_root, relative)
+    stat_path = _procfs.joined(directory, 'memory.stat')
     if layout.version == 'v1':
-        usage_path = os.path.join(directory, 'memory.usage_in_bytes')
+        usage_path = _procfs.joined(directory, 'memory.usage_in_bytes')
         inactive_key = 'total_inactive_file'
     else:
-        usage_path = os.path.join(directory, 'memory.current')
+        usage_path = _procfs.joined(directory, 'memory.current')
         inactive_key = 'inactive_file'
     usage_bytes = _read_int(usage_path)
     stat = parse_flat_keyed(read_text(stat_path), stat_path)
@@ -216,10 +222,10 @@ def memory_working_set(layout, relative, stats=None):
 
 def cpu_usage_ns(layout, relative):
     """Cumulative CPU time of a cgroup in nanoseconds."""
-    directory = os.path.join(layout.cpu_root, relative)
+    directory = _procfs.joined(layout.cpu_root, relative)
     if layout.version == 'v1':
-        return _read_int(os.path.join(directory, 'cpuacct.usage'))
-    path = os.path.join(directory, 'cpu.stat')
+        return _read_int(_procfs.joined(directory, 'cpuacct.usage'))
+    path = _procfs.joined(directory, 'cpu.stat')
     stat = parse_flat_keyed(read_text(path), path)
     if 'usage_usec' not in stat:
         raise MeasurementError(path, 'a usage_usec line')
@@ -233,21 +239,22 @@ def cpu_controller_dir(layout, relative):
     it (cpu,cpuacct) or its sibling ``cpu``.
     """
     if layout.version == 'v2':
-        return os.path.join(layout.cpu_root, relative)
+        return _procfs.joined(layout.cpu_root, relative)
     for root in cpu_controller_roots(layout):
-        if os.path.isfile(os.path.join(root, relative, 'cpu.shares')):
-            return os.path.join(root, relative)
+        directory = _procfs.joined(root, relative)
+        if os.path.isfile(_procfs.joined(directory, 'cpu.shares')):
+            return directory
     return None
 
 
 def cpu_controller_roots(layout):
     """Where a v1 group's cpu.shares may be, in the order looked at: the cpuacct mount, co-mounted with cpu
     (cpu,cpuacct), or its sibling ``cpu``."""
-    return (layout.cpu_root, os.path.join(os.path.dirname(layout.cpu_root.rstrip('/')), 'cpu'))
+    return (layout.cpu_root, _procfs.joined(os.path.dirname(layout.cpu_root.rstrip('/')), 'cpu'))
 
 
 def cgroup_exists(layout, relative):
-    return os.path.isdir(os.path.join(layout.memory_root, relative))
+    return os.path.isdir(_procfs.joined(layout.memory_root, relative))
 
 
 def process_memory_cgroup(layout, process_cgroups):

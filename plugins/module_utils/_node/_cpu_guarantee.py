@@ -29,6 +29,7 @@ only the node-wide /proc/pressure files exist there (with CONFIG_PSI and psi=1).
 
 from __future__ import annotations
 
+import functools
 import os
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cgroup, _procfs
@@ -41,13 +42,19 @@ def shares_to_weight(shares):
     return ((shares - 2) * 9999) // 262142 + 1
 
 
+@functools.lru_cache(maxsize=None)
+def _node_allocatable():
+    """The kubelet's allocatable arithmetic, imported on first use: the sampler imports this module for PSI alone,
+    and _node_allocatable brings the quantities and the eviction rules, a tenth of a sampler run's CPU. Kept after
+    the first use: the reservation's search (min_reserved_for) asks for a weight a dozen times."""
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _node_allocatable as module
+
+    return module
+
+
 def kubepods_weight(version, kubepods_millicores):
     """The weight the kubelet gives kubepods for a node-allocatable CPU."""
-    # Imported here: the sampler imports this module for PSI alone, and _node_allocatable brings the
-    # option specs, quantities and formulas, a tenth of a sampler run's CPU.
-    from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _node_allocatable
-
-    shares = _node_allocatable.milli_cpu_to_shares(max(0, kubepods_millicores))
+    shares = _node_allocatable().milli_cpu_to_shares(max(0, kubepods_millicores))
     return shares if version == 'v1' else shares_to_weight(shares)
 
 
@@ -113,7 +120,7 @@ def pressure(layout, groups, proc_root='/proc'):
     """PSI of each cgroup in ``groups`` (v2) and of the whole node (/proc/pressure), with a note on v1."""
     result = {'node': {}, 'cgroups': {}, 'note': None}
     for resource in ('cpu', 'memory'):
-        value = read_pressure(os.path.join(proc_root, 'pressure', resource))
+        value = read_pressure(_procfs.joined(_procfs.joined(proc_root, 'pressure'), resource))
         if value is not None:
             result['node'][resource] = value
     if layout.version == 'v1':

@@ -31,7 +31,7 @@ import shlex
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._kubelet_process import config_paths, flag_values
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._procfs import read_file_text
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._procfs import joined, read_file_text
 
 # systemd.unit(5) "System Unit Search Path", highest priority first (the directories a packaged
 # or admin-written kubelet.service lives in).
@@ -50,7 +50,7 @@ _VARIABLE = re.compile(r'\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]
 
 
 def _path(root, path):
-    return os.path.join(root, path.lstrip('/'))
+    return joined(root, path.lstrip('/'))
 
 
 def _read(root, path):
@@ -109,20 +109,20 @@ def unit_files(unit, root='/'):
     """(FragmentPath, DropInPaths) of ``unit`` as systemd would load them."""
     fragment = None
     for directory in UNIT_DIRS:
-        candidate = os.path.join(directory, unit)
+        candidate = joined(directory, unit)
         if os.path.isfile(_path(root, candidate)):
             fragment = candidate
             break
     drop_ins = {}
     for directory in UNIT_DIRS:
-        drop_in_dir = os.path.join(directory, unit + '.d')
+        drop_in_dir = joined(directory, unit + '.d')
         try:
             names = os.listdir(_path(root, drop_in_dir))
         except OSError:
             continue
         for name in names:
             if name.endswith('.conf') and name not in drop_ins:
-                drop_ins[name] = os.path.join(drop_in_dir, name)
+                drop_ins[name] = joined(drop_in_dir, name)
     return fragment, [drop_ins[name] for name in sorted(drop_ins)]
 
 

@@ -73,7 +73,7 @@ def _mount_namespace(pid, proc_root):
 
 def _pid_namespace_depth(pid, proc_root):
     """How many pid namespaces deep ``pid`` is, seen from ours: the ids on its ``NSpid:`` line (Linux >= 4.1)."""
-    line = _procfs.read_process_status(pid, proc_root).get('NSpid')
+    line = _procfs.read_process_status_field(pid, 'NSpid', proc_root)
     return len(line.split()) if line else None
 
 

@@ -48,7 +48,7 @@ def component_targets(layout, found, proc_root, kubepods):
 def cpu_snapshot(layout, kubepods, component_cgroups, component_pids, proc_root='/proc'):
     """Cumulative CPU counters now (plain numbers, so a snapshot can be kept in a state file)."""
     busy, total = _procfs.read_cpu_times(proc_root)
-    sessions = [g for g in SESSION_CGROUPS if os.path.isdir(os.path.join(layout.cpu_root, g))]
+    sessions = [g for g in SESSION_CGROUPS if os.path.isdir(_procfs.joined(layout.cpu_root, g))]
     return {
         'time': time.monotonic(),
         'busy_jiffies': busy,

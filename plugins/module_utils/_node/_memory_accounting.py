@@ -47,16 +47,24 @@ MIB = 1024 * 1024
 def parse_zoneinfo_low_pages(text):
     """Sum of every zone's low watermark in pages (the ``low`` lines of /proc/zoneinfo), or None if none."""
     total, seen = 0, False
-    for line in text.splitlines():
-        if 'low' not in line:
-            continue  # most of the file's two hundred lines per zone: not split at all
-        fields = line.split()
-        if len(fields) == 2 and fields[0] == 'low':
-            try:
-                total += int(fields[1])
-            except ValueError:
-                return None
-            seen = True
+    # Only the lines holding 'low' are looked at, a few of the file's two hundred lines per zone: each found by the
+    # word, its '\n'-delimited stretch then split as str.splitlines splits the whole text (which also breaks at \r,
+    # \x1c and others).
+    start = text.find('low')
+    while start >= 0:
+        end = text.find('\n', start)
+        end = len(text) if end < 0 else end
+        for line in text[text.rfind('\n', 0, start) + 1:end].splitlines():
+            if 'low' not in line:
+                continue
+            fields = line.split()
+            if len(fields) == 2 and fields[0] == 'low':
+                try:
+                    total += int(fields[1])
+                except ValueError:
+                    return None
+                seen = True
+        start = text.find('low', end)
     return total if seen else None
 
 

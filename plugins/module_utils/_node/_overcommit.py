@@ -33,6 +33,7 @@ MIN_SHARES = 2
 _POD = re.compile(r'^(?:pod[0-9a-fA-F_-]+|kubepods(?:-burstable|-besteffort)?-pod[0-9a-fA-F_]+\.slice)$')
 _QOS_DIRS = (('burstable', ('burstable', 'kubepods-burstable.slice')),
              ('besteffort', ('besteffort', 'kubepods-besteffort.slice')))
+_QOS_NAMES = frozenset(name for _qos, names in _QOS_DIRS for name in names)
 
 
 def shares_to_millicores(shares):
@@ -87,32 +88,35 @@ def _pods(layout, kubepods):
     """[(qos, relative path)] of every pod cgroup under kubepods."""
     # scandir's is_dir answers from the directory entry's type: no stat per pod, nor per QoS group (kubepods' own
     # listing, which holds its Guaranteed pods, says which QoS groups are there).
-    top = _pod_listing(os.path.join(layout.memory_root, kubepods))
-    if top is None:
+    listing = _pod_listing(os.path.join(layout.memory_root, kubepods))
+    if listing is None:
         return []
-    places = [('guaranteed', kubepods, top)]
-    for qos, names in _QOS_DIRS:
-        for name in names:
-            entry = top.get(name)
-            if entry is not None and entry.is_dir():
-                places.append((qos, kubepods + '/' + name, None))
-    pods = []
-    for qos, relative, listing in places:
-        listing = listing if listing is not None else _pod_listing(os.path.join(layout.memory_root, relative))
-        if listing is None:
-            continue
-        entries = sorted(name for name, e in listing.items() if 'pod' in name and _POD.match(name) and e.is_dir())
-        pods.extend((qos, relative + '/' + e) for e in entries)
+    names, groups = listing
+    pods = [('guaranteed', kubepods + '/' + name) for name in names]
+    for qos, qos_names in _QOS_DIRS:
+        for qos_name in qos_names:
+            if qos_name in groups:
+                relative = kubepods + '/' + qos_name
+                listing = _pod_listing(os.path.join(layout.memory_root, relative))
+                if listing is not None:  # else removed while we read
+                    pods.extend((qos, relative + '/' + name) for name in listing[0])
     return pods
 
 
 def _pod_listing(directory):
-    """{name: os.DirEntry} of a directory, or None when it cannot be listed (a QoS group removed while we read)."""
+    """(the pod groups' names in order, the QoS groups' names) of a directory, or None when it cannot be listed."""
+    names, groups = [], set()
     try:
         with os.scandir(directory) as listing:
-            return {entry.name: entry for entry in listing}
+            for entry in listing:
+                name = entry.name
+                if 'pod' in name and _POD.match(name) and entry.is_dir():
+                    names.append(name)
+                elif name in _QOS_NAMES and entry.is_dir():
+                    groups.add(name)
     except OSError:
         return None
+    return sorted(names), groups
 
 
 def audit(layout, kubepods):

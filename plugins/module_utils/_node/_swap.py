@@ -116,17 +116,17 @@ def cgroup_swap(memory_root, version, relative, stat=None):
     """One group's swap as the kernel accounts it: ``swap_bytes`` (None when it does not), ``swapcached_bytes``
     (None when unknown), ``swap_max`` (v2: an int, or None for "max"), ``accounted_by`` (the files read).
     ``stat``: the group's memory.stat as this pass parsed it (_stat_value)."""
-    directory = os.path.join(memory_root, relative)
+    directory = _procfs.joined(memory_root, relative)
     if version == 'v2':
-        swap = _int_or_none(_read(os.path.join(directory, 'memory.swap.current')))
-        limit_text = _read(os.path.join(directory, 'memory.swap.max'))
+        swap = _int_or_none(_read(_procfs.joined(directory, 'memory.swap.current')))
+        limit_text = _read(_procfs.joined(directory, 'memory.swap.max'))
         return {'cgroup': '/' + relative, 'swap_bytes': swap,
                 'swapcached_bytes': _stat_value(directory, 'swapcached', stat) if swap is not None else None,
                 'swap_max': None if limit_text in (None, 'max') else _int_or_none(limit_text),
                 'swap_max_file': limit_text is not None,
                 'accounted_by': 'memory.swap.current' if swap is not None else None}
-    memsw = _int_or_none(_read(os.path.join(directory, 'memory.memsw.usage_in_bytes')))
-    usage = _int_or_none(_read(os.path.join(directory, 'memory.usage_in_bytes')))
+    memsw = _int_or_none(_read(_procfs.joined(directory, 'memory.memsw.usage_in_bytes')))
+    usage = _int_or_none(_read(_procfs.joined(directory, 'memory.usage_in_bytes')))
     swap = max(0, memsw - usage) if memsw is not None and usage is not None else None
     # v1 memory.stat's total_swapcached: the hierarchy's swap cache (Linux 5.12+, as v2's swapcached).
     return {'cgroup': '/' + relative, 'swap_bytes': swap,

@@ -89,7 +89,7 @@ def anonymous_bytes(pid, proc_root='/proc'):
     for line in (raw or b'').decode('utf-8', 'replace').splitlines():
         if line.startswith('Pss_Anon:'):
             return int(line.split()[1]) * _KIB, 'smaps_rollup Pss_Anon'
-    value = _procfs.read_process_status(pid, proc_root).get('RssAnon')
+    value = _procfs.read_process_status_field(pid, 'RssAnon', proc_root)
     if value:
         return int(value.split()[0]) * _KIB, 'status RssAnon'
     return 0, None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import json
 import os
 import sys
 import time
@@ -25,6 +26,24 @@ GIB = 1024 * MIB
 # a `python3 .../kubelet --config=...` and a `containerd` started by hand, ten of these tests failed. Pinned to names no
 # process can have (a program name is a file's base name, which never holds a '/'), they find none, whatever runs.
 NO_HOST_PROCESSES = {'kubelet_process_names': ['no/kubelet'], 'runtime_process_names': ['no/runtime']}
+
+
+@pytest.fixture(autouse=True)
+def measurement_left_as_measured(monkeypatch):
+    """gather's basis holds the measurement itself, not a copy (_gather.gather): nothing after measure() may change
+    it. Every measurement a test here makes is compared, after the test, with what measure() returned."""
+    measured = []
+    measure = _gather.measure
+
+    def recording(*args, **kwargs):
+        measurement = measure(*args, **kwargs)
+        measured.append((measurement, json.dumps(measurement, sort_keys=True)))
+        return measurement
+
+    monkeypatch.setattr(_gather, 'measure', recording)
+    yield
+    for measurement, as_returned in measured:
+        assert json.dumps(measurement, sort_keys=True) == as_returned
 
 
 @pytest.fixture

@@ -103,7 +103,7 @@ def test_a_parent_is_the_ppid_line_of_status_whatever_the_name_holds(tmp_path):
     (tmp_path / '9').mkdir()
     (tmp_path / '9' / 'status').write_bytes(b'Name:\tkthreadd\nPPid:\t\n')
     assert [_procfs.read_process_parent(pid, str(tmp_path)) for pid in (7, 8, 9, 10)] == [6412, 1, None, None]
-    assert _procfs.read_process_parent(7, str(tmp_path)) == int(_procfs.read_process_status(7, str(tmp_path))['PPid'])
+    assert _procfs.read_process_parent(7, str(tmp_path)) == int(_procfs.read_process_status_field(7, 'PPid', str(tmp_path)))
 
 
 def test_command_lines_keep_every_argument_and_replace_what_is_not_utf8(tmp_path):
@@ -143,3 +143,21 @@ def test_what_cannot_be_read_raises_as_open_does(tmp_path, name, error):
         with pytest.raises(error):
             _procfs.read_bytes(str(tmp_path / name))
     assert len(os.listdir('/proc/self/fd')) == before  # no descriptor left open
+
+
+def test_a_status_field_is_its_first_line_whatever_the_name_holds(tmp_path):
+    # A name the kernel escaped ('\\n'), and bytes str.splitlines takes for line breaks (\x1c, \xc2\x85), kept as they are.
+    (tmp_path / '7').mkdir()
+    (tmp_path / '7' / 'status').write_bytes(b'Name:\tx\\nUid:\t5\x1cUid:\t6\xc2\x85NSpid:\t9 \xff\nUid:\t0\t0\t0\t0\n'
+                                            b'NSpid:\t7\t1\nUid:\t1\t1\t1\t1\nRssAnon:\t  2048 kB  \n')
+    fields = [_procfs.read_process_status_field(7, name, str(tmp_path)) for name in ('Uid', 'NSpid', 'RssAnon', 'Name')]
+    assert fields == ['0\t0\t0\t0', '7\t1', '2048 kB', 'x\\nUid:\t5\x1cUid:\t6\x85NSpid:\t9 \udcff']
+    assert _procfs.read_process_uids(7, str(tmp_path)) == (0, 0, 0, 0)
+    assert _procfs.read_process_status_field(7, 'VmRSS', str(tmp_path)) is None  # no such line
+    assert _procfs.read_process_status_field(8, 'Uid', str(tmp_path)) is None  # gone
+
+
+@pytest.mark.parametrize('directory', ['/sys/fs/cgroup/memory', '/', '', 'relative', 'trailing/', '//', '/a//'])
+@pytest.mark.parametrize('relative', ['kubepods.slice', '', 'a/b', 'a/', '/abs', '//abs', '.', 'sp ace/\udcff'])
+def test_a_path_is_joined_as_os_path_join_joins_it(directory, relative):
+    assert _procfs.joined(directory, relative) == os.path.join(directory, relative)
