@@ -110,13 +110,22 @@ def _pod_listing(directory):
         with os.scandir(directory) as listing:
             for entry in listing:
                 name = entry.name
-                if 'pod' in name and _POD.match(name) and entry.is_dir():
+                if 'pod' in name and _POD.match(name) and _is_dir(entry):
                     names.append(name)
-                elif name in _QOS_NAMES and entry.is_dir():
+                elif name in _QOS_NAMES and _is_dir(entry):
                     groups.add(name)
     except OSError:
         return None
     return sorted(names), groups
+
+
+def _is_dir(entry):
+    """Whether a directory entry is one, False where that cannot be known (as os.path.isdir answers): one entry that
+    cannot be examined (a symlink loop under a ``cgroup_root`` outside cgroupfs) hides no other."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def audit(layout, kubepods):
