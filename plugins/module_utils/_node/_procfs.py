@@ -146,8 +146,7 @@ def list_pids(proc_root='/proc'):
 def read_process_file(pid, name, proc_root='/proc'):
     """The bytes of /proc/<pid>/<name>, or None when the process has gone or the file cannot be read."""
     try:
-        # Joined by hand: a gathering reads a score of these, and os.path.join was a tenth of each.
-        return read_bytes('%s/%s/%s' % (proc_root.rstrip('/'), pid, name))
+        return read_bytes(joined(joined(proc_root, str(pid)), name))
     except OSError:
         return None
 
@@ -185,11 +184,11 @@ def shown(text):
     return text.encode('utf-8', PROCESS_TEXT_ERRORS).decode('utf-8', 'backslashreplace')
 
 
-def read_process_status_field(pid, name, proc_root='/proc'):
-    """The value text of the first ``<name>:`` line of /proc/<pid>/status (stripped, any byte kept), or None when the
-    process has gone or has no such line. Only that line is decoded: each line follows a '\n' (the first, the file's
-    start), and no value holds one (the kernel escapes the name's, fs/proc/array.c), so a '\x1c' or '\x85' in a
-    name, which str.splitlines would take for a line break, starts no line either."""
+def _status_value(pid, name, proc_root):
+    """The bytes after ``<name>:`` on the first such line of /proc/<pid>/status, or None when the process has gone or
+    has no such line. Each line follows a '\n' (the first, the file's start), and no value holds one (the kernel
+    escapes the name's, fs/proc/array.c), so a '\x1c' or '\x85' in a name, which str.splitlines would take for a line
+    break, starts no line either; only that line is looked at."""
     raw = read_process_file(pid, 'status', proc_root)
     if raw is None:
         return None
@@ -197,7 +196,14 @@ def read_process_status_field(pid, name, proc_root='/proc'):
     start = (b'\n' + raw).find(key)
     if start < 0:
         return None
-    return decode(raw[start + len(key) - 1:].split(b'\n', 1)[0]).strip()
+    return raw[start + len(key) - 1:].split(b'\n', 1)[0]
+
+
+def read_process_status_field(pid, name, proc_root='/proc'):
+    """The value text of the first ``<name>:`` line of /proc/<pid>/status (stripped, any byte kept), or None when the
+    process has gone or has no such line (_status_value: only that line is decoded)."""
+    value = _status_value(pid, name, proc_root)
+    return None if value is None else decode(value).strip()
 
 
 def read_cmdline(pid, proc_root='/proc'):
@@ -234,14 +240,7 @@ def read_process_cgroups(pid, proc_root='/proc'):
 def read_process_parent(pid, proc_root='/proc'):
     """The parent's pid from the ``PPid:`` line of /proc/<pid>/status, or None when the process has gone or the line
     is not a number. Only that line is looked at: a walk up a process's ancestors reads one status per step."""
-    raw = read_process_file(pid, 'status', proc_root)
-    if raw is None:
-        return None
-    # Each line follows a '\n' (the first, the file's start); no value holds one (the name's are escaped).
-    start = (b'\n' + raw).find(b'\nPPid:')
-    if start < 0:
-        return None
-    value = raw[start + len(b'PPid:'):].split(b'\n', 1)[0].strip()
+    value = (_status_value(pid, 'PPid', proc_root) or b'').strip()
     return int(value) if value.isdigit() else None
 
 
