@@ -432,7 +432,7 @@ def test_gather_says_which_history_it_rests_on(v2_node, tmp_path):
 def test_the_basis_copy_is_equal_and_shares_nothing_mutable_with_what_it_copies():
     name = b'odd-\xff.scope'.decode('utf-8', 'surrogateescape')  # a cgroup's name of any bytes
     plain = {'groups': [name, {'t': 1.5, 'n': 1 << 70, 'none': None, 'pair': (1, 'a')}], 'flag': True}
-    point = collections.namedtuple('Point', 'x y')(1, [2])  # what marshal refuses: copied level by level
+    point = collections.namedtuple('Point', 'x y')(1, [2])  # neither a dict nor a list: copied by copy.deepcopy
     for value in ({'plain': plain}, {'point': point, 'plain': plain}):
         copied = _gather._copied(value)
         assert copied == value and isinstance(copied, dict)
