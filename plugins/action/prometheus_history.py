@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import ipaddress
 import time
+from urllib.parse import urlsplit
 
 from ansible.module_utils.urls import open_url
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_forms, _option_specs
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _duration
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _prometheus_class, _prometheus_history
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import (_prometheus_class, _prometheus_history,
+                                                                                _prometheus_http)
 
 _ROLE = _option_specs.OPTIONS
 
@@ -43,13 +46,28 @@ class ActionModule(ActionBase):
         'ca_file': {'type': 'str', 'default': ''},
         'validate_certs': {'type': 'bool', 'default': _ROLE['prometheus_validate_certs']['default']},
         'timeout': {'type': 'int', 'default': _ROLE['prometheus_timeout_seconds']['default']},
+        'max_answer_bytes': {'type': 'raw', 'default': _ROLE['prometheus_max_answer_bytes']['default']},
     }
+    # Checked as the role's option check does (_option_forms), the values never shown.
+    _FORMS = {'url': 'prometheus_url', 'bearer_token': 'header_value', 'username': 'header_value',
+              'password': 'header_value'}
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
         dummy, args = self.validate_argument_spec(argument_spec=self._SPEC,
                                                   required_if=[('mode', 'node', ('node',))])
+        for name, form in sorted(self._FORMS.items()):
+            problem = _option_forms.RULES[form](args[name]) if args[name] else None
+            if problem:
+                return dict(result, failed=True, msg='%s %s' % (name, problem))
+        try:
+            max_answer_bytes = _option_specs.quantity_bytes(args['max_answer_bytes'])
+        except (TypeError, ValueError):
+            max_answer_bytes = 0
+        if max_answer_bytes < 1:
+            return dict(result, failed=True, msg='max_answer_bytes must be bytes (16777216) or a quantity (16Mi), at '
+                                                 'least 1 byte')
         problem = _option_forms.query_problem(args['query'])
         if problem:
             return dict(result, failed=True, msg='query %s' % problem)
@@ -64,10 +82,24 @@ class ActionModule(ActionBase):
         settings = {'url': args['url'], 'query': args['query'], 'node': args['node'] or '', 'window_seconds': window,
                     'step_seconds': max(1, step), 'timeout_seconds': args['timeout'],
                     'validate_certs': args['validate_certs'], 'ca_file': args['ca_file'],
-                    'bearer_token': args['bearer_token'], 'username': args['username'], 'password': args['password']}
-        if args['mode'] == 'classes':
-            return dict(result, changed=False, **self._classes(args, settings))
-        history = _prometheus_history.fetch(open_url, settings, time.time())
+                    'bearer_token': args['bearer_token'], 'username': args['username'], 'password': args['password'],
+                    'max_answer_bytes': max_answer_bytes}
+        warning = plain_http_credentials(settings)
+        if warning:
+            result['warnings'] = [warning]
+        try:
+            if args['mode'] == 'classes':
+                return dict(result, changed=False, **self._classes(args, settings))
+            history = _prometheus_history.fetch(open_url, settings, time.time())
+        except Exception as exc:  # pylint: disable=broad-except  # a defect of ours is still a reason, not a failed node
+            why = _prometheus_http.redact('reading Prometheus failed unexpectedly (%s: %s); please report it'
+                                          % (type(exc).__name__, exc), settings)
+            if args['mode'] == 'classes':
+                return dict(result, changed=False, classes={}, host_classes={}, label='', reason=why)
+            history = {'source': 'prometheus', 'url': _prometheus_http.without_user_info(settings['url']),
+                       'node': settings['node'], 'query': None, 'samples': [], 'span_seconds': 0, 'problems': [],
+                       'reason': why, 'step_seconds': settings['step_seconds'],
+                       'window_seconds': settings['window_seconds']}
         result.update(changed=False, history=history)
         return result
 
@@ -82,3 +114,21 @@ class ActionModule(ActionBase):
                         if name in read['node_classes']}
         return {'classes': read['classes'], 'host_classes': host_classes, 'label': read['label'],
                 'reason': read['reason']}
+
+
+def plain_http_credentials(settings):
+    """The warning for credentials sent in the clear to a host other than the loopback, or None."""
+    if not (settings['bearer_token'] or settings['password']):
+        return None
+    parts = urlsplit(settings['url'])
+    if parts.scheme != 'http':
+        return None
+    host = parts.hostname or ''
+    try:
+        loopback = host == 'localhost' or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if loopback:
+        return None
+    return ('reservations_prometheus_url is plain http:// to %s: the bearer token or password crosses the network '
+            'unencrypted; use https://' % _prometheus_http.without_user_info(host))

@@ -116,6 +116,27 @@ def http_url(text):
     return None
 
 
+def prometheus_url(text):
+    """``http_url``, without a user name or password in it: those go in their own options, which are sent only to
+    this origin and never printed, where a URL is shown in reasons, reports and the job output."""
+    reason = http_url(text)
+    if reason:
+        return reason
+    if '@' in urlsplit(text).netloc:
+        return ('must not hold a user name or password (user:password@): set reservations_prometheus_username and '
+                '_password, which are never printed')
+    return None
+
+
+def header_value(text):
+    """A value sent in an HTTP header (a bearer token, a basic-auth user name or password): no control character
+    (a newline a file lookup left at its end would end the header), no surrounding whitespace."""
+    if _control_character(text) or text != text.strip():
+        return ('must not contain control characters or surrounding whitespace (a newline left by a file lookup: '
+                'add | trim); it is sent in an HTTP header')
+    return None
+
+
 def systemd_percent(text):
     reason = unit_text(text)
     if reason:
@@ -198,6 +219,8 @@ RULES = {
     'unit_path': unit_path,
     'unit_file_path': unit_file_path,
     'http_url': http_url,
+    'prometheus_url': prometheus_url,
+    'header_value': header_value,
     'prometheus_label': prometheus_label,
     'systemd_percent': systemd_percent,
     'systemd_bytes': systemd_bytes,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 
 # A leaf on purpose: the controller-side option check (the role's check_options.yml, the option_problems filter) and
 # every module load this file, so it imports only the kubelet's own model and the state paths, never node code
@@ -31,9 +32,12 @@ VENDOR_FORMULAS = list(_vendor_formulas.FORMULAS)
 
 
 def _option(type_, default=None, description='', unit=None, modules=(FACTS,), rule=None, choices=None,
-            elements=None, required=False, removed_in_version=None):
+            elements=None, required=False, removed_in_version=None, secret=False):
     option = {'type': type_, 'default': default, 'description': description, 'unit': unit, 'modules': modules,
               'rule': rule, 'choices': choices, 'elements': elements, 'required': required}
+    if secret:
+        # Never printed: a problem with it names the option and the rule, not the value (check()).
+        option['secret'] = True
     if removed_in_version:
         # AnsibleModule warns of the deprecation whenever the option is set.
         option.update(removed_in_version=removed_in_version, removed_from_collection='nodealloc.kubelet')
@@ -190,18 +194,24 @@ OPTIONS = {
     # Issue 36: the history from Prometheus, read on the controller (the action plugin prometheus_history) and handed
     # to node_reservation_facts as prometheus_history.
     'prometheus_url': _option('str', '', 'the Prometheus server to read history from (empty: none)', modules=(),
-                              rule='http_url'),
+                              rule='prometheus_url'),
     'prometheus_query': _option('str', _option_forms.DEFAULT_QUERY, "a PromQL query of one node's non-pod "
                                 'memory in bytes, the node named by $node', modules=(), rule='promql_template'),
     'prometheus_node': _option('str', '', 'how Prometheus names this node (empty: the inventory hostname)',
                                modules=()),
-    'prometheus_bearer_token': _option('str', '', 'a bearer token for Prometheus', modules=()),
-    'prometheus_username': _option('str', '', 'a user name for basic authentication to Prometheus', modules=()),
-    'prometheus_password': _option('str', '', 'a password for basic authentication to Prometheus', modules=()),
+    'prometheus_bearer_token': _option('str', '', 'a bearer token for Prometheus', modules=(), rule='header_value',
+                                       secret=True),
+    'prometheus_username': _option('str', '', 'a user name for basic authentication to Prometheus', modules=(),
+                                   rule='header_value'),
+    'prometheus_password': _option('str', '', 'a password for basic authentication to Prometheus', modules=(),
+                                   rule='header_value', secret=True),
     'prometheus_ca_file': _option('str', '', "a CA file on the controller for Prometheus' certificate", modules=()),
     'prometheus_validate_certs': _option('bool', True, "check Prometheus' TLS certificate", modules=()),
-    'prometheus_timeout_seconds': _option('int', 30, 'time each Prometheus request has to answer', 'seconds',
-                                          modules=(), rule=AT_LEAST_1),
+    'prometheus_timeout_seconds': _option('int', 30, 'time each Prometheus request has to answer: connecting, the '
+                                          'headers and the whole body', 'seconds', modules=(), rule=AT_LEAST_1),
+    # Issue 44: an answer is read up to this size, never more (_prometheus_http.DEFAULT_MAX_ANSWER_BYTES, 16 MiB).
+    'prometheus_max_answer_bytes': _option('raw', 16777216, 'the largest Prometheus answer read', 'bytes', modules=(),
+                                           rule='quantity_bytes'),
     'prometheus_history': _option('dict', None, 'the history the controller read from Prometheus (the role reads it '
                                   'with the prometheus_history action)'),
     'prometheus_class_label': _option('str', '', "the node label naming a node's class in Prometheus (kube_node_labels; "
@@ -499,6 +509,13 @@ REMOVED = {
 }
 
 
+def _shown(value):
+    """``value`` as a problem shows it: a URL's user information hidden (never printed, even when refused)."""
+    if isinstance(value, str) and '@' in value and '://' in value:
+        return re.sub(r'(://)[^/@]*@', r'\1(hidden)@', value)
+    return value
+
+
 def check(params, prefix='', report_unknown=False, table=None):
     """Every problem in ``params`` (names without ``prefix`` must be options), one sentence each.
 
@@ -520,5 +537,6 @@ def check(params, prefix='', report_unknown=False, table=None):
             continue
         reason = problem(name, value, table)
         if reason:
-            problems.append('%s%s: %r %s' % (prefix, name, value, reason))
+            shown = '(hidden)' if (OPTIONS if table is None else table)[name].get('secret') else repr(_shown(value))
+            problems.append('%s%s: %s %s' % (prefix, name, shown, reason))
     return problems

@@ -24,11 +24,13 @@ action plugin's ``open_url``, as for a node's history.
 
 from __future__ import annotations
 
+import math
 import re
 from urllib.parse import urlencode
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_forms import NODE_PLACEHOLDER
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _prometheus_history
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import (_prometheus_answer, _prometheus_history,
+                                                                                _prometheus_http)
 
 GIB = 1 << 30
 # kube-prometheus-stack's names (see _option_forms.DEFAULT_QUERY for the join that names node_exporter's node).
@@ -97,22 +99,16 @@ def instant_body(query, now, timeout_seconds):
 
 
 def vector(answer):
-    """[(labels, value)] of an instant query's answer, or raises ValueError with why it is not one."""
-    if not isinstance(answer, dict):
-        raise ValueError('the answer is not a JSON object')
-    if answer.get('status') != 'success':
-        raise ValueError('the query failed: %s: %s' % (answer.get('errorType', 'error'),
-                                                       answer.get('error', 'no error message')))
-    data = answer.get('data') or {}
-    if data.get('resultType') != 'vector':
-        raise ValueError('the answer is a %s, not an instant vector' % data.get('resultType'))
+    """[(labels, value)] of an instant query's answer (its shape checked by _prometheus_answer, which raises a
+    ValueError saying why it is not one); a value that is not a finite number is left out."""
     out = []
-    for entry in data.get('result') or []:
+    for metric, text in _prometheus_answer.vector(answer):
         try:
-            value = float((entry.get('value') or [None, None])[1])
-        except (TypeError, ValueError):
+            value = float(text)
+        except ValueError:
             continue
-        out.append((entry.get('metric') or {}, value))
+        if math.isfinite(value):
+            out.append((metric, value))
     return out
 
 
@@ -164,8 +160,8 @@ def fetch_classes(open_url, settings, now, wanted):
     result = {'label': label, 'node_classes': {}, 'classes': {}, 'reason': None}
     answers = []
     for query in membership_queries(label, settings['window_seconds']):
-        answer, reason = _prometheus_history.post(open_url, settings, 'query',
-                                                  instant_body(query, now, settings['timeout_seconds']))
+        answer, reason = _prometheus_http.post(open_url, settings, 'query',
+                                               instant_body(query, now, settings['timeout_seconds']))
         if reason:
             result['reason'] = 'the classes could not be read: %s' % reason
             return result
@@ -197,7 +193,7 @@ def class_history(open_url, settings, now, label, name, nodes):
     if history['reason']:
         return history
     counted = render_nodes(settings['query'], nodes)
-    answer, reason = _prometheus_history.post(open_url, settings, 'query', instant_body(
+    answer, reason = _prometheus_http.post(open_url, settings, 'query', instant_body(
         node_count_query(counted, settings['window_seconds'], step), now, settings['timeout_seconds']))
     try:
         history['nodes'] = int(vector(answer)[0][1]) if not reason and vector(answer) else 0

@@ -9,19 +9,20 @@ _gather.history_basis): one recommendation, two sources; ``choose`` takes the lo
 Here: the ``query_range`` requests
 (``max_over_time`` over a subquery per step, so that a peak between two steps is kept; Prometheus answers at most
 11 000 points per series, so a long window is asked in chunks), the reading of the answers, and every reason a
-history from Prometheus is not used. The HTTP call itself is the action plugin's (``fetch`` takes the opener), so
-that nothing here needs the network to be tested.
+history from Prometheus is not used. Every request goes through _prometheus_http.post (bounded in time and size,
+no redirect followed) and every answer through _prometheus_answer (its documented shape) before it is read; the
+opener itself is the action plugin's (``fetch`` takes it), so that nothing here needs the network to be tested.
 The query template, its default and its check are _option_forms' (the options check runs it on the controller
 before any node is touched, without loading this file).
 """
 
 from __future__ import annotations
 
-import json
 import math
 from urllib.parse import urlencode
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_forms import NODE_PLACEHOLDER
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _prometheus_answer, _prometheus_http
 
 # Prometheus refuses a query_range of more than 11 000 points per series (web/api/v1: "exceeded maximum resolution
 # of 11,000 points per timeseries"); a chunk stays under it.
@@ -37,6 +38,15 @@ def render(template, node):
     """The query for ``node``: ``$node`` replaced by the name as a PromQL double-quoted string's content."""
     escaped = str(node).replace('\\', '\\\\').replace('"', '\\"')
     return template.replace(NODE_PLACEHOLDER, escaped)
+
+
+def _node_name_problem(node):
+    # TEMPORARY until the shared name grammars land (issue 44): a DNS-1123 subdomain, as apimachinery's
+    # IsDNS1123Subdomain checks a Node's name.
+    import re
+    if len(node) > 253 or not re.fullmatch(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*', node):
+        return 'is not a Kubernetes node name (a DNS-1123 subdomain)'
+    return None
 
 
 def step_query(query, step_seconds):
@@ -74,38 +84,38 @@ def request_body(query, start, end, step_seconds, timeout_seconds):
 
 
 def _series_name(metric):
-    return '{%s}' % ', '.join('%s="%s"' % item for item in sorted((metric or {}).items()))
+    return '{%s}' % ', '.join('%s="%s"' % (_prometheus_answer.quoted(name), _prometheus_answer.quoted(value))
+                              for name, value in sorted((metric or {}).items()))
 
 
-def parse(answers, step_seconds, window_seconds, node, min_coverage=MIN_COVERAGE):
+def parse(answers, step_seconds, window_seconds, node, min_coverage=MIN_COVERAGE, spans=None):
     """The history in ``answers`` (each a decoded query_range answer, one per chunk, oldest first).
 
     Returns {'samples': [[t, non_pod_bytes], ...], 'span_seconds', 'reason': why the history cannot be used (None when
-    it can), 'problems': what is worth knowing but does not stop it}. A reason is given for an error answer, no series,
-    more than one series for the node, a value that is not a number, infinite, NaN or negative (a query that does not
-    compute non-pod memory; dropping the point could drop the peak), and too few steps present (``min_coverage``; a
-    class's history passes 0: a step where none of its nodes ran is no reading lost, _prometheus_class).
+    it can), 'problems': what is worth knowing but does not stop it}. A reason is given for an answer that is not of
+    the documented shape (_prometheus_answer), an error answer, no series, more than one series for the node, a value
+    that is not a number, infinite, NaN or negative (a query that does not compute non-pod memory; dropping the point
+    could drop the peak), and too few steps present (``min_coverage``; a class's history passes 0: a step where none
+    of its nodes ran is no reading lost, _prometheus_class). ``spans``: the (start, end) each answer was asked for;
+    a point outside it is dropped and counted in the problems.
     """
     result = {'samples': [], 'span_seconds': 0, 'reason': None, 'problems': []}
-    series, points = set(), {}
-    for answer in answers:
-        if not isinstance(answer, dict):
-            result['reason'] = 'the answer is not a JSON object'
+    series, points, dropped = set(), {}, 0
+    for index, answer in enumerate(answers):
+        try:
+            read, warnings, outside = _prometheus_answer.matrix(answer, spans[index] if spans else None)
+        except _prometheus_answer.AnswerError as exc:
+            result['reason'] = str(exc)
             return result
-        if answer.get('status') != 'success':
-            result['reason'] = 'the query failed: %s: %s' % (answer.get('errorType', 'error'),
-                                                             answer.get('error', 'no error message'))
-            return result
-        data = answer.get('data') or {}
-        if data.get('resultType') != 'matrix':
-            result['reason'] = 'the answer is a %s, not a range of values (matrix)' % data.get('resultType')
-            return result
-        for entry in data.get('result') or []:
-            series.add(_series_name(entry.get('metric')))
-            for pair in entry.get('values') or []:
-                points.setdefault(float(pair[0]), []).append(pair[1])
-        for warning in answer.get('warnings') or []:
-            result['problems'].append('Prometheus warned: %s' % warning)
+        dropped += outside
+        for metric, values in read:
+            series.add(_series_name(metric))
+            for when, text in values:
+                points.setdefault(when, []).append(text)
+        result['problems'].extend('Prometheus warned: %s' % warning for warning in warnings)
+    if dropped:
+        result['problems'].append('%d sample(s) outside the asked window dropped (a server that does not answer what '
+                                  'it was asked)' % dropped)
     if not series:
         result['reason'] = 'no series for node %s in the window (a node Prometheus never saw, or a query whose ' \
                            'labels do not match this Prometheus)' % node
@@ -120,12 +130,13 @@ def parse(answers, step_seconds, window_seconds, node, min_coverage=MIN_COVERAGE
         try:
             value = float(text)
         except (TypeError, ValueError):
-            result['reason'] = 'the value %r at %s is not a number' % (text, _when(t))
+            result['reason'] = 'the value %r at %s is not a number' % (_prometheus_answer.quoted(text), _when(t))
             return result
         if not math.isfinite(value) or value < 0:
             bad = [u for u in sorted(points) if _not_a_size(points[u][0])]
             result['reason'] = ('%d value(s) are NaN, infinite or negative, the first %r at %s: the query does not '
-                                'give non-pod memory in bytes' % (len(bad), points[bad[0]][0], _when(bad[0])))
+                                'give non-pod memory in bytes' % (len(bad), _prometheus_answer.quoted(points[bad[0]][0]),
+                                                                  _when(bad[0])))
             return result
         samples.append([t, int(round(value))])
     first, last = samples[0][0], samples[-1][0]
@@ -161,82 +172,36 @@ def _when(t):
     return '%.0f' % t
 
 
-def http_reason(status, body):
-    """Why an HTTP error answer gave no history: an auth failure named as one, a query error with Prometheus' words."""
-    if status in (401, 403):
-        return 'Prometheus refused the credentials (HTTP %d): check reservations_prometheus_bearer_token or ' \
-               'reservations_prometheus_username / _password' % status
-    try:
-        answer = json.loads(body)
-    except (TypeError, ValueError):
-        answer = None
-    if isinstance(answer, dict) and answer.get('status') == 'error':
-        return 'the query failed (HTTP %d): %s: %s' % (status, answer.get('errorType'), answer.get('error'))
-    return 'Prometheus answered HTTP %d: %s' % (status, (body or b'')[:200].decode('utf-8', 'replace')
-                                                if isinstance(body, bytes) else str(body)[:200])
-
-
 def fetch(open_url, settings, now, query=None, min_coverage=MIN_COVERAGE):
     """Ask Prometheus for ``settings['node']``'s history and read it: what ``parse`` returns, with the query and URL.
 
     ``open_url`` is ansible.module_utils.urls.open_url's signature (the action plugin passes it). ``settings``:
     url, query (the template), node, window_seconds, step_seconds, timeout_seconds, validate_certs, ca_file,
-    bearer_token, username, password. Every failure (unreachable, TLS, authentication, an error answer, JSON that is
-    not an answer) becomes the result's ``reason``: the node then rests on its own history, never on a guess.
-    ``query``: the query already rendered (a class's, _prometheus_class), instead of the template with the node's name.
+    bearer_token, username, password, max_answer_bytes. Every failure (unreachable, TLS, authentication, a redirect,
+    an answer too large, too slow or not of the documented shape, an error answer) becomes the result's ``reason``:
+    the node then rests on its own history, never on a guess. ``query``: the query already rendered (a class's,
+    _prometheus_class), instead of the template with the node's name.
     """
-    query = query or render(settings['query'], settings['node'])
     step = int(settings['step_seconds'])
-    base = {'source': 'prometheus', 'url': settings['url'], 'node': settings['node'], 'query': query,
-            'step_seconds': step, 'window_seconds': int(settings['window_seconds'])}
-    answers = []
+    base = {'source': 'prometheus', 'url': _prometheus_http.without_user_info(settings['url']),
+            'node': settings['node'], 'query': query, 'step_seconds': step,
+            'window_seconds': int(settings['window_seconds'])}
+    if query is None:
+        problem = _node_name_problem(settings['node'])
+        if problem:
+            return dict(base, samples=[], span_seconds=0, problems=[],
+                        reason='the node name %s %s: not put into a query' % (
+                            _prometheus_answer.quoted(repr(settings['node'])), problem))
+        query = base['query'] = render(settings['query'], settings['node'])
+    answers, spans = [], []
     for start, end in chunks(now, settings['window_seconds'], step):
         body = request_body(step_query(query, step), start, end, step, settings['timeout_seconds'])
-        answer, reason = post(open_url, settings, 'query_range', body)
+        answer, reason = _prometheus_http.post(open_url, settings, 'query_range', body)
         if reason:
             return dict(base, samples=[], span_seconds=0, problems=[], reason=reason)
         answers.append(answer)
-    return dict(base, **parse(answers, step, settings['window_seconds'], settings['node'], min_coverage))
-
-
-def post(open_url, settings, api, body):
-    """(the decoded answer, None) of a POST of ``body`` to /api/v1/``api``, or (None, why there is none)."""
-    headers = {'Content-Type': 'application/x-www-form-urlencoded', 'Accept': 'application/json'}
-    if settings.get('bearer_token'):
-        headers['Authorization'] = 'Bearer %s' % settings['bearer_token']
-    endpoint = settings['url'].rstrip('/') + '/api/v1/' + api
-    try:
-        response = open_url(endpoint, data=body, headers=headers, method='POST',
-                            timeout=settings['timeout_seconds'], validate_certs=settings['validate_certs'],
-                            ca_path=settings.get('ca_file') or None, url_username=settings.get('username') or None,
-                            url_password=settings.get('password') or None,
-                            force_basic_auth=bool(settings.get('username')), use_proxy=True)
-        text = response.read()
-    except Exception as exc:  # pylint: disable=broad-except  # every failure is a reason, none a crash
-        return None, _exception_reason(exc, endpoint)
-    try:
-        return json.loads(text), None
-    except ValueError as exc:
-        return None, ('%s did not answer JSON (%s): is reservations_prometheus_url the Prometheus server?'
-                      % (endpoint, exc))
-
-
-def _exception_reason(exc, endpoint):
-    status = getattr(exc, 'code', None)
-    if isinstance(status, int):  # urllib's HTTPError: an answer, with a status and maybe Prometheus' error JSON
-        try:
-            body = exc.read()
-        except Exception:  # pylint: disable=broad-except
-            body = b''
-        return http_reason(status, body)
-    name = type(exc).__name__
-    text = str(getattr(exc, 'reason', None) or exc)
-    if 'certificate' in text.lower() or 'ssl' in name.lower() or 'ssl' in text.lower():
-        return 'TLS to %s failed: %s (reservations_prometheus_ca_file, reservations_prometheus_validate_certs)' \
-               % (endpoint, text)
-    if 'timed out' in text.lower() or name in ('timeout', 'TimeoutError'):
-        return 'no answer from %s within the timeout (reservations_prometheus_timeout_seconds): %s' % (endpoint, text)
-    return 'cannot reach %s: %s: %s' % (endpoint, name, text)
+        spans.append((start, end))
+    return dict(base, **parse(answers, step, settings['window_seconds'], settings['node'], min_coverage, spans))
 
 
 def not_above(history, mem_total_bytes):

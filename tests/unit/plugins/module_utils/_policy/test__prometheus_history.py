@@ -45,10 +45,10 @@ def test_a_full_window_gives_its_samples_and_no_reason():
     (matrix(({'node': 'n1', 'instance': 'a'}, steady()), ({'node': 'n1', 'instance': 'b'}, steady())),
      '2 series for node n1'),
     (matrix(({'node': 'n1'}, steady()[:-1] + [(NOW, 'NaN')])), 'NaN, infinite or negative'),
-    (matrix(({'node': 'n1'}, steady()[:10] + [(NOW - 3 * DAY + 600, -5)] + steady()[11:])), 'NaN, infinite or negative'),
+    (matrix(({'node': 'n1'}, steady()[:10] + [(NOW - 3 * DAY + 600, '-5')] + steady()[11:])), 'NaN, infinite or negative'),
     (matrix(({'node': 'n1'}, [(NOW, '+Inf')])), 'NaN, infinite or negative'),
     ({'status': 'success', 'data': {'resultType': 'vector', 'result': []}}, 'not a range of values'),
-    ('<html>', 'not a JSON object'),
+    ('<html>', 'a JSON str, not an object'),
 ])
 def test_an_unusable_answer_gives_a_reason_and_no_samples(answer, words):
     history = ph.parse([answer], STEP, 3 * DAY, 'n1')
@@ -124,12 +124,12 @@ def test_the_documented_queries_pass_the_check(query):
     assert _option_forms.query_problem(query) is None
 
 
-class Answer:
-    def __init__(self, body):
-        self.body = body
+class Answer(io.BytesIO):
+    """A response as open_url returns it: a body read in pieces, and its headers."""
 
-    def read(self):
-        return self.body
+    def __init__(self, body, headers=None):
+        super().__init__(body)
+        self.headers = headers or {}
 
 
 def opener(*answers):
