@@ -130,5 +130,5 @@ def plain_http_credentials(settings):
         loopback = False
     if loopback:
         return None
-    return ('reservations_prometheus_url is plain http:// to %s: the bearer token or password crosses the network '
-            'unencrypted; use https://' % _prometheus_http.without_user_info(host))
+    return ('the Prometheus URL (reservations_prometheus_url) is plain http:// to %s: the bearer token or password '
+            'crosses the network unencrypted; use https://' % _prometheus_http.without_user_info(host))

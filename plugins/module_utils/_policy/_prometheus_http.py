@@ -24,6 +24,7 @@ What the answer holds is checked by _prometheus_answer; this hands over the deco
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -48,10 +49,15 @@ class _Outcome:
 
 
 def redact(text, settings):
-    """``text`` with the bearer token and the password (as given, and without surrounding whitespace) replaced by
-    ``<hidden>``: an exception's words may quote a header."""
+    """``text`` with the bearer token, the password (as given, and without surrounding whitespace) and the basic
+    authentication header's value (base64 of user:password) replaced by ``<hidden>``: an exception's words, or a
+    proxy's error page, may quote a header."""
     text = str(text)
-    for secret in (settings.get('bearer_token'), settings.get('password')):
+    basic = ''
+    if settings.get('username') or settings.get('password'):
+        basic = base64.b64encode(('%s:%s' % (settings.get('username') or '', settings.get('password') or ''))
+                                 .encode('utf-8')).decode('ascii')
+    for secret in (settings.get('bearer_token'), settings.get('password'), basic):
         for form in sorted({str(secret or ''), str(secret or '').strip()}, key=len, reverse=True):
             if form:
                 text = text.replace(form, '<hidden>')

@@ -556,3 +556,22 @@ def test_the_roles_argument_spec_documents_each_option_once_and_every_entry_poin
     for entry_point, spec in specs.items():
         if entry_point != 'check_options':  # it takes none on purpose: it checks them all itself
             assert spec['options'] == options, entry_point
+
+
+@pytest.mark.parametrize('name, value, words', [
+    ('prometheus_bearer_token', 'tok-secret\n', 'must not contain control characters'),
+    ('prometheus_bearer_token', ' tok-secret', 'surrounding whitespace'),
+    ('prometheus_password', 'pw-secret\r\nX-Evil: 1', 'must not contain control characters'),
+    ('prometheus_username', 'bob\n', 'must not contain control characters'),
+    ('prometheus_url', 'http://bob:pw-secret@prom:9090', 'must not hold a user name or password'),
+])
+def test_a_credential_refused_by_the_option_check_is_never_shown(name, value, words):
+    # Issue 44: a token with a trailing newline was echoed in the job output; a password in the URL too.
+    problems = _option_specs.check({'reservations_' + name: value}, 'reservations_')
+    assert len(problems) == 1 and words in problems[0], problems
+    assert 'secret' not in problems[0]
+
+
+def test_the_secret_options_are_the_credentials():
+    assert sorted(name for name, option in OPTIONS.items() if option.get('secret')) == [
+        'prometheus_bearer_token', 'prometheus_password']
