@@ -13,12 +13,20 @@ description:
     value per O(step) (the largest within each step, C(max_over_time) over a subquery, so that a peak between two
     steps is kept), and returns the samples for the O(nodealloc.kubelet.node_reservation_facts#module:prometheus_history)
     option. The node uses that history when it spans longer than its own history file.
-  - Never fails because of Prometheus. Not reaching it, a TLS or authentication failure, a query error, no series,
-    more than one series for the node, a value that is NaN, infinite or negative, or less than 90 % of the steps
-    present each give C(history.reason), and the node rests on its own history (or the cold start) as without
-    Prometheus. Gaps and a series shorter than O(window) are named in C(history.problems).
-  - Fails only on its own arguments (a O(query) that is not PromQL or has no C($node) in a label value, a O(window)
-    or O(step) that is not a duration); the C(reservations) role checks them before any node is touched.
+  - Never fails because of Prometheus. Not reaching it, a TLS or authentication failure, a redirect, an answer larger
+    than O(max_answer_bytes), slower than O(timeout), encoded in a way not asked for, or not of the shape the
+    Prometheus HTTP API documents, a query error, no series, more than one series for the node, a value that is
+    NaN, infinite or negative, or less than 90 % of the steps present each give C(history.reason), and the node rests
+    on its own history (or the cold start) as without Prometheus. Gaps, samples outside the asked window (dropped)
+    and a series shorter than O(window) are named in C(history.problems).
+  - Trusts nothing it is sent. One deadline, O(timeout), bounds connecting, the headers and the whole body of each
+    request; the body is read up to O(max_answer_bytes) and no further; C(Accept-Encoding) is C(identity) and no
+    other encoding is decoded; redirects are not followed, so O(bearer_token) and O(username)/O(password) go to the
+    origin of O(url) only; they never appear in a reason, and a value with a control character is refused without
+    being shown. Credentials over plain C(http://) to a host other than the loopback give a warning.
+  - Fails only on its own arguments (a O(url) with a user name or password in it, a credential with a control
+    character, a O(query) that is not PromQL or has no C($node) in a label value, a O(window) or O(step) that is not
+    a duration); the C(reservations) role checks them before any node is touched.
 author:
   - nodealloc.kubelet developers (@nodealloc)
 extends_documentation_fragment:
@@ -26,7 +34,9 @@ extends_documentation_fragment:
   - nodealloc.kubelet._attributes.on_controller
 options:
   url:
-    description: The Prometheus server, such as V(https://prometheus.example.com) or V(http://127.0.0.1:9090).
+    description:
+      - The Prometheus server, such as V(https://prometheus.example.com) or V(http://127.0.0.1:9090).
+      - No user information (V(user:password@)) in it; use O(username) and O(password).
     type: str
     required: true
   query:
@@ -91,9 +101,16 @@ options:
     type: bool
     default: true
   timeout:
-    description: Seconds each request has to answer.
+    description: Seconds each request has to answer - connecting, the headers and the whole body together.
     type: int
     default: 30
+  max_answer_bytes:
+    description:
+      - The largest answer read, in bytes or as a Kubernetes quantity (V(16Mi)); a larger one is refused unread and
+        the reason says so.
+    type: raw
+    default: 16777216
+    version_added: 0.1.0
 '''
 
 EXAMPLES = r'''
