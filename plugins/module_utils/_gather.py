@@ -148,14 +148,17 @@ def class_template(options, measurement, history, reading, now):
 
     The same path as the node's own history (``history_basis``, ``recommend``) with this node's measurement, this
     run's reading and its own CPU figure (Prometheus gives memory): one recommendation, two sources. The node's own
-    decision is not changed; only the class's templates rest on it. No MemTotal check as for the node's own series:
-    a class (a Karpenter nodepool) may mix sizes, and its template must hold the largest of them.
+    decision is not changed; only the class's templates rest on it. A value above this node's MemTotal refuses the
+    class's history here (_prometheus_history.not_above, as for the node's own series; issue 44: a server's 1e30 raised
+    the template to its cap): no recommendation for this node can rest on more memory than it has. In a class that
+    mixes sizes, the template still takes the largest of its nodes' (_node_templates), each sized on its own MemTotal.
     Returns {class, label, members, nodes, span_seconds, covered_seconds, window_seconds, reason, problems, used,
     recommendation: CLASS_TEMPLATE_FIELDS of it, or None when the class's history cannot be used}.
     """
     given = options.get('class_history')
     if not given:
         return None
+    given = _prometheus_history.not_above(given, measurement['memory']['mem_total_bytes'])
     out = {key: given.get(key) for key in ('class', 'label', 'members', 'nodes', 'span_seconds', 'covered_seconds',
                                            'window_seconds', 'reason', 'url')}
     out.update(problems=list(given.get('problems') or ()), used=False, recommendation=None)

@@ -22,6 +22,7 @@ import time
 import urllib.request
 
 import pytest
+import yaml
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather, _option_forms, _option_specs
@@ -344,9 +345,10 @@ def test_the_template_of_a_class_whose_nodes_were_all_replaced_comes_from_their_
     rendered = _node_templates.render({BATCH_NEW: {'facts': facts, 'node_class': None}})
     drop_in = [item for item in rendered if item['path'].endswith('50-nodealloc.conf')][0]
     assert drop_in['class'] == class_name
+    written = yaml.safe_load(drop_in['content'])
     for field, key in (('kube_reserved', 'kubeReserved'), ('system_reserved', 'systemReserved')):
-        assert '%s:\n  cpu: "%s"\n  memory: "%s"\n' % (key, from_replay[field]['cpu'], from_replay[field]['memory']) \
-            in drop_in['content'], drop_in['content']
+        assert written[key] == {'cpu': from_replay[field]['cpu'], 'memory': from_replay[field]['memory']}, \
+            drop_in['content']
     span_days = (max(merged) - min(merged)) / 86400.0
     header = drop_in['content'].splitlines()[1]
     assert header.startswith('# History: Prometheus, 3 nodes of %s over %.1f days (6.0 days with a reading' % (

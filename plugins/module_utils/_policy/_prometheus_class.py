@@ -28,6 +28,7 @@ import math
 import re
 from urllib.parse import urlencode
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _names
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_forms import NODE_PLACEHOLDER
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import (_prometheus_answer, _prometheus_history,
                                                                                 _prometheus_http)
@@ -40,6 +41,8 @@ SIZE_MEMORY_QUERY = ('max by (node) (max_over_time(node_memory_MemTotal_bytes{jo
 SIZE_CPU_QUERY = 'max by (node) (max_over_time(machine_cpu_cores[%(window)ds]))'
 LABEL_QUERY = 'max by (node, %(label)s) (last_over_time(kube_node_labels{%(label)s!=""}[%(window)ds]))'
 _REGEX_SPECIAL = set('\\.+*?()|[]{}^$')
+# A hostile server can name thousands of nodes badly: the result lists this many reasons, then counts the rest.
+MAX_REFUSALS_LISTED = 20
 
 
 def kube_state_label(name):
@@ -112,21 +115,46 @@ def vector(answer):
     return out
 
 
-def membership(label, answers):
+def membership(label, answers, refused=None):
     """{node: class} from the membership answers: ``label``'s (LABEL_QUERY) or, without one, [memory, cpu] (SIZE_*).
 
     A node with two values of the label in the window (relabelled, or a name reused) takes the larger in sort order,
     so every run gives it the same class; its history counts in both classes.
+
+    A node whose name is not a Kubernetes node name, or one of whose values is not a Kubernetes label value (a size
+    class past 63 characters included), is left out of every class: a node's kubelet credentials may set most labels
+    on its own Node object, and a class name becomes a directory, a template's header and a query (issue 44). Why is
+    appended to ``refused`` (plain words, the values escaped and cut: ``refusal``); the rest of the class is unaffected.
     """
+    refused = [] if refused is None else refused
     if label:
         classes = {}
         for metric, _value in vector(answers[0]):
             if metric.get('node') and metric.get(label):
                 classes.setdefault(metric['node'], []).append(metric[label])
-        return {node: sorted(values) for node, values in classes.items()}
-    memory = {metric.get('node'): value for metric, value in vector(answers[0]) if metric.get('node')}
-    cpus = {metric.get('node'): value for metric, value in vector(answers[1]) if metric.get('node')}
-    return {node: [size_class(memory[node], cpus[node])] for node in memory if node in cpus and cpus[node] > 0}
+    else:
+        memory = {metric.get('node'): value for metric, value in vector(answers[0]) if metric.get('node')}
+        cpus = {metric.get('node'): value for metric, value in vector(answers[1]) if metric.get('node')}
+        classes = {node: [size_class(memory[node], cpus[node])] for node in memory if node in cpus and cpus[node] > 0}
+    kept = {}
+    for node in sorted(classes, key=_names.printable):
+        problem = refusal(node, classes[node])
+        if problem:
+            refused.append(problem)
+        else:
+            kept[node] = sorted(set(classes[node]))
+    return kept
+
+
+def refusal(node, class_names):
+    """Why ``node`` is left out of class history (None when it is not): its name, or one of its class names."""
+    if not _names.is_node_name(node):
+        return 'node %s is left out of class history: its name is %s' % (_names.shown(node), _names.NODE_NAME_RULE)
+    bad = [name for name in class_names if not _names.is_class_name(name)]
+    if bad:
+        return 'node %s is left out of class history: its class %s is %s' % (node, _names.shown(bad[0]),
+                                                                           _names.CLASS_NAME_RULE)
+    return None
 
 
 def members(node_classes, name):
@@ -151,13 +179,14 @@ def fetch_classes(open_url, settings, now, wanted):
 
     ``settings``: _prometheus_history.fetch's (its ``node`` unused) and ``class_label`` (the option; '' for the size
     class). Returns {'label': the kube_node_labels label or '', 'node_classes': {wanted node: class}, 'classes':
-    {class: history}, 'reason': why no class could be read, or None}. Each history is what _prometheus_history.fetch
-    returns for the class's query (``max`` over its nodes; a step with no node of the class running is no gap that
-    refuses it), plus ``class``, ``label``, ``members`` (the nodes Prometheus knows in the class in the window),
+    {class: history}, 'reason': why no class could be read, or None, 'refused': why nodes were left out of every
+    class (``membership``; at most MAX_REFUSALS_LISTED, then how many more)}. Each history is what
+    _prometheus_history.fetch returns for the class's query (``max`` over its nodes; a step with no node of the class
+    running is no gap that refuses it), plus ``class``, ``label``, ``members`` (the nodes Prometheus knows in the class in the window),
     ``nodes`` (how many of them have a series the history rests on) and ``covered_seconds`` (the steps with a value).
     """
     label = kube_state_label(settings['class_label']) if settings.get('class_label') else ''
-    result = {'label': label, 'node_classes': {}, 'classes': {}, 'reason': None}
+    result = {'label': label, 'node_classes': {}, 'classes': {}, 'reason': None, 'refused': []}
     answers = []
     for query in membership_queries(label, settings['window_seconds']):
         answer, reason = _prometheus_http.post(open_url, settings, 'query',
@@ -167,7 +196,11 @@ def fetch_classes(open_url, settings, now, wanted):
             return result
         answers.append(answer)
     try:
-        node_classes = membership(label, answers)
+        refused = []
+        node_classes = membership(label, answers, refused)
+        result['refused'] = refused[:MAX_REFUSALS_LISTED] + (
+            ['and %d more nodes left out of class history the same way' % (len(refused) - MAX_REFUSALS_LISTED)]
+            if len(refused) > MAX_REFUSALS_LISTED else [])
     except ValueError as exc:
         result['reason'] = 'the classes could not be read: %s' % exc
         return result
@@ -178,7 +211,10 @@ def fetch_classes(open_url, settings, now, wanted):
 
 
 def class_history(open_url, settings, now, label, name, nodes):
-    """One class's history (see fetch_classes)."""
+    """One class's history (see fetch_classes). ``name`` and ``nodes`` are names ``membership`` let through: anything
+    else is a caller's mistake, refused before it reaches a query."""
+    if not _names.is_class_name(name) or not all(_names.is_node_name(node) for node in nodes):
+        raise ValueError('class_history: the class %s or one of its nodes is not a Kubernetes name' % _names.shown(name))
     step = int(settings['step_seconds'])
     extra = {'class': name, 'label': label, 'members': nodes, 'nodes': 0, 'covered_seconds': 0}
     try:

@@ -30,7 +30,15 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _eviction, _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import MissingLibraryError
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _eviction, _names, _quantity
+
+try:
+    import yaml
+    HAS_YAML = True
+except ImportError:  # pragma: no cover - PyYAML comes with ansible-core on the controller, where this runs
+    yaml = None
+    HAS_YAML = False
 
 FILES = ('karpenter-ec2nodeclass-patch.yaml', 'capi-kubeadmconfigtemplate-patch.yaml', 'eks-nodeadm-nodeconfig.yaml',
          'gardener-worker-kubelet.yaml', _defaults.DROP_IN_NAME)
@@ -53,10 +61,16 @@ def class_name(host_vars_class, facts):
     from_prometheus = ((facts or {}).get('class_template') or {}).get('class')
     if from_prometheus:
         return str(from_prometheus)
-    node_class = record.get('node_class')
-    if not node_class:
-        return None
-    return '%dgib-%dcpu' % (int(node_class[0]), int(node_class[1]))
+    return size_class_name(facts)
+
+
+def size_class_name(facts):
+    """'<GiB>gib-<cpus>cpu' from the facts' class_record (_headroom.node_class), or None when it holds no size."""
+    node_class = ((facts or {}).get('class_record') or {}).get('node_class')
+    try:
+        return '%dgib-%dcpu' % (int(node_class[0]), int(node_class[1]))
+    except (TypeError, ValueError, OverflowError, IndexError, KeyError):
+        return None  # no size, or not one: facts are a node's word, not trusted to be well formed
 
 
 def _amount(resource, text):
@@ -302,33 +316,39 @@ PRECEDENCE = {
 }
 
 
-def _scalar(value):
-    return json.dumps(value)  # JSON strings, numbers and booleans are YAML scalars
+if HAS_YAML:
+    class _TemplateDumper(yaml.SafeDumper):  # pylint: disable=too-many-ancestors
+        """SafeDumper that writes the controller's subclasses of str, int, float, dict and list as their base type
+        (as _config_edit's dumper does: a filter's input carries AnsibleUnicode or tagged types at any depth) and a
+        string of several lines as a literal block, where the emitter allows one (it falls back to a quoted scalar
+        for text a block cannot hold)."""
+
+        def represent_text(self, data):
+            if '\n' in data:
+                return self.represent_scalar('tag:yaml.org,2002:str', str(data), style='|')
+            return self.represent_str(str(data))
+
+    for _base, _represent in ((str, _TemplateDumper.represent_text), (int, yaml.SafeDumper.represent_int),
+                              (float, yaml.SafeDumper.represent_float), (dict, yaml.SafeDumper.represent_dict),
+                              (list, yaml.SafeDumper.represent_list)):
+        _TemplateDumper.add_multi_representer(_base, _represent)
+    _TemplateDumper.add_representer(str, _TemplateDumper.represent_text)
 
 
-def to_yaml(value, indent=0):
-    """Block YAML for dicts, lists and scalars (multi-line strings as literal blocks); keys keep their order."""
-    pad = ' ' * indent
-    lines = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(item, (dict, list)) and item:
-                lines.append('%s%s:' % (pad, key))
-                lines.extend(to_yaml(item, indent + 2))
-            elif isinstance(item, str) and '\n' in item:
-                lines.append('%s%s: |' % (pad, key))
-                lines.extend(pad + '  ' + line for line in item.rstrip('\n').split('\n'))
-            else:
-                lines.append('%s%s: %s' % (pad, key, _scalar(item) if not isinstance(item, (dict, list)) else
-                                           ('{}' if isinstance(item, dict) else '[]')))
-    elif isinstance(value, list):
-        for item in value:
-            nested = to_yaml(item, indent + 2)
-            lines.append(pad + '- ' + nested[0].lstrip(' '))
-            lines.extend(nested[1:])
-    else:
-        lines.append(pad + _scalar(value))
-    return lines
+def yaml_text(document):
+    """``document`` as block YAML, through PyYAML's serializer: keys in the document's order, every key and value
+    quoted where YAML needs it, so no text in it can become a key of its own (issue 44)."""
+    if not HAS_YAML:  # pragma: no cover - see the import
+        raise MissingLibraryError('PyYAML', 'on the controller to write the node templates')
+    return yaml.dump(document, Dumper=_TemplateDumper, default_flow_style=False, sort_keys=False, width=10 ** 6,
+                     allow_unicode=False)
+
+
+def comment_line(line):
+    """One line of a template's header comment (``line`` starts with '#') with every character that could end the
+    line, or that a YAML reader refuses, escaped (_names.printable): host names, reasons and signals a node or a
+    server gave cannot leave the comment."""
+    return _names.printable(line)
 
 
 def history_header(name, class_history):
@@ -347,14 +367,58 @@ def history_header(name, class_history):
                (class_history.get('window_seconds') or 0) / 86400.0)]
 
 
+def placed(hosts):
+    """(hosts, moved): ``hosts`` with each host under a class name the templates may use, and {host: why it is not
+    under its own class}.
+
+    A class name becomes a directory, a template's name and its header: it must be a Kubernetes label value
+    (_names.is_class_name; issue 44: a label a node sets on itself held a newline that turned the drop-in into
+    ``authentication.anonymous.enabled: true``). A host whose class is not one, or whose class differs from another
+    class only in letter case (one directory on a file system that does not tell case apart), goes to its size class
+    (``<GiB>gib-<cpus>cpu``), and that class's header says so; a host without a usable size class either is left out.
+    Grouping elsewhere (pooling, the report's fleet view) keeps the class as given: only the files change.
+    """
+    names = {host: class_name((hosts[host] or {}).get('node_class'), (hosts[host] or {}).get('facts') or {})
+             for host in hosts}
+    by_case = {}
+    for name in set(names.values()):
+        if _names.is_class_name(name):
+            by_case.setdefault(name.lower(), set()).add(name)
+    out, moved = {}, {}
+    for host in sorted(hosts):
+        entry, name = hosts[host] or {}, names[host]
+        size = size_class_name(entry.get('facts'))
+        if name is None or name == size:
+            out[host] = entry
+            continue
+        if not _names.is_class_name(name):
+            why = 'its class %s is %s' % (_names.shown(name), _names.CLASS_NAME_RULE)
+        elif len(by_case[name.lower()]) > 1:
+            why = 'its class %s differs from %s only in letter case' % (name, ' and '.join(
+                sorted(other for other in by_case[name.lower()] if other != name)))
+        else:
+            out[host] = entry
+            continue
+        if _names.is_class_name(size):
+            out[host] = dict(entry, node_class=size)
+            moved[host] = why
+        else:
+            moved[host] = why + ', and it has no size class: left out'
+    return out, moved
+
+
 def render(hosts):
-    """[{'path': '<class>/<file>', 'content': text}] for every class of ``hosts`` (see class_recommendations)."""
+    """[{'path': '<class>/<file>', 'class': class, 'content': text}] for every class of ``hosts`` (see
+    class_recommendations and ``placed``). The directory is the class name itself (a label value: no '/', never '.'
+    or '..'); the content is a header of comment lines (``comment_line``) and the document through ``yaml_text``."""
     rendered = []
+    hosts, moved = placed(hosts)
     for name, summary in sorted(class_recommendations(hosts).items()):
-        directory = dns_label(name)
+        here = [host for host in summary['hosts'] + summary['not_used'] if host in moved]
         for file_name, document in documents(name, summary).items():
             header = ['# nodealloc.kubelet node template for class %s (%d nodes: %s).'
                       % (name, len(summary['hosts']), ', '.join(summary['hosts']))]
+            header += ['# Here by its size class: %s (%s).' % (host, moved[host]) for host in here]
             if summary['not_used']:
                 header.append('# Not used (no kubelet found): %s.' % ', '.join(summary['not_used']))
             header += history_header(name, summary.get('class_history'))
@@ -367,6 +431,6 @@ def render(hosts):
             if left_out_signals(file_name, summary):
                 header.append('# Not expressible here (the tool\'s default applies): evictionHard %s.'
                               % ', '.join(left_out_signals(file_name, summary)))
-            rendered.append({'path': '%s/%s' % (directory, file_name), 'class': name,
-                             'content': '\n'.join(header + to_yaml(document)) + '\n'})
+            rendered.append({'path': '%s/%s' % (name, file_name), 'class': name,
+                             'content': '\n'.join(comment_line(line) for line in header) + '\n' + yaml_text(document)})
     return rendered

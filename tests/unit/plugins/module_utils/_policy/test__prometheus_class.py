@@ -128,3 +128,46 @@ def test_a_class_history_that_cannot_be_read_is_the_classs_reason():
                      ('query_range', 'max('): {'status': 'success', 'data': {'resultType': 'matrix', 'result': []}}})
     batch = pc.fetch_classes(server, SETTINGS, NOW, ['new'])['classes']['batch']
     assert 'no series' in batch['reason'] and batch['samples'] == []
+
+
+HOSTILE_CLASS = 'batch\nauthentication:\n  anonymous:\n    enabled: true\nauthorization:\n  mode: AlwaysAllow'
+
+
+def test_a_node_whose_class_or_name_is_not_a_kubernetes_name_is_left_out_with_a_reason():
+    # Issue 44: a node's kubelet credentials may set most labels on its own Node object. A value that is not a
+    # Kubernetes label value (apimachinery IsValidLabelValue) would become a directory, a header and a query.
+    answer = vector(({'node': 'a', LABEL: 'batch'}, 1), ({'node': 'evil', LABEL: HOSTILE_CLASS}, 1),
+                    ({'node': 'evil', LABEL: 'batch'}, 1), ({'node': 'Bad_Name', LABEL: 'batch'}, 1),
+                    ({'node': 'long', LABEL: 'x' * 64}, 1), ({'node': 'b', LABEL: 'general'}, 1))
+    refused = []
+    assert pc.membership(LABEL, [answer], refused) == {'a': ['batch'], 'b': ['general']}
+    assert len(refused) == 3 and all('left out of class history' in reason for reason in refused)
+    assert all('\n' not in reason and reason.isprintable() for reason in refused)
+    evil = next(reason for reason in refused if 'evil' in reason)
+    assert "'batch\\nauthentication:\\n  anonymous" in evil and 'not a Kubernetes label value' in evil
+    assert "'Bad_Name'" in next(reason for reason in refused if 'Bad_Name' in reason)
+    # Size classes are ours and pass; a node name is checked there too.
+    memory = vector(({'node': 'a'}, 8 * GIB), ({'node': 'x"}) or vector(1) #'}, 8 * GIB))
+    cpus = vector(({'node': 'a'}, 2), ({'node': 'x"}) or vector(1) #'}, 2))
+    refused = []
+    assert pc.membership('', [memory, cpus], refused) == {'a': ['8gib-2cpu']} and len(refused) == 1
+
+
+def test_fetch_classes_lists_the_nodes_left_out_and_asks_nothing_with_their_names():
+    labels = [({'node': 'new', LABEL: 'batch'}, 1)] + [({'node': 'evil-%d' % n, LABEL: 'bad value %d' % n}, 1)
+                                                       for n in range(pc.MAX_REFUSALS_LISTED + 5)]
+    server = Server({('query', 'kube_node_labels'): vector(*labels),
+                     ('query_range', 'max('): matrix([[NOW - STEP, '50'], [NOW, '50']]),
+                     ('query', 'count('): vector(({}, 1))})
+    read = pc.fetch_classes(server, SETTINGS, NOW, ['new', 'evil-0'])
+    assert read['node_classes'] == {'new': 'batch'} and list(read['classes']) == ['batch']
+    assert read['classes']['batch']['members'] == ['new']
+    assert len(read['refused']) == pc.MAX_REFUSALS_LISTED + 1 and read['refused'][-1].startswith('and 5 more nodes')
+    assert 'bad value' not in json.dumps([query for _api, query in server.asked])
+
+
+def test_class_history_refuses_a_name_membership_would_not_have_let_through():
+    with pytest.raises(ValueError, match='not a Kubernetes name'):
+        pc.class_history(Server({}), SETTINGS, NOW, LABEL, HOSTILE_CLASS, ['a'])
+    with pytest.raises(ValueError, match='not a Kubernetes name'):
+        pc.class_history(Server({}), SETTINGS, NOW, LABEL, 'batch', ['a|b'])

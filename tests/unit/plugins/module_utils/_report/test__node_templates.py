@@ -44,12 +44,26 @@ def test_the_class_recommendation_is_the_largest_of_its_nodes_resource_by_resour
 
 
 def test_an_inventory_class_name_groups_nodes_of_any_size():
-    hosts = dict(HOSTS, b1=dict(HOSTS['b1'], node_class='General Purpose'),
-                 a1=dict(HOSTS['a1'], node_class='General Purpose'))
+    hosts = dict(HOSTS, b1=dict(HOSTS['b1'], node_class='general-purpose'),
+                 a1=dict(HOSTS['a1'], node_class='general-purpose'))
     classes = nt.class_recommendations(hosts)
-    assert classes['General Purpose']['hosts'] == ['a1', 'b1']
+    assert classes['general-purpose']['hosts'] == ['a1', 'b1']
     assert classes['16gib-4cpu']['hosts'] == ['a2']
     assert {item['path'].split('/')[0] for item in nt.render(hosts)} == {'general-purpose', '16gib-4cpu'}
+
+
+def test_a_class_name_that_is_no_label_value_groups_the_report_but_names_no_file():
+    # Issue 44: a class name becomes a directory and a header; one that is not a Kubernetes label value ('General
+    # Purpose' has a space) is grouped as given where it names nothing (the report's fleet view, pooling), and its
+    # nodes' templates are written under their size class, whose header says why.
+    hosts = dict(HOSTS, b1=dict(HOSTS['b1'], node_class='General Purpose'),
+                 a1=dict(HOSTS['a1'], node_class='General Purpose'))
+    assert nt.class_recommendations(hosts)['General Purpose']['hosts'] == ['a1', 'b1']
+    rendered = nt.render(hosts)
+    assert {item['path'].split('/')[0] for item in rendered} == {'4gib-2cpu', '16gib-4cpu'}
+    drop_in = next(item['content'] for item in rendered if item['path'] == '16gib-4cpu/50-nodealloc.conf')
+    assert ("# Here by its size class: a1 (its class 'General Purpose' is not a Kubernetes label value"
+            in drop_in) and 'for class 16gib-4cpu (2 nodes: a1, a2)' in drop_in
 
 
 def test_five_forms_per_class_each_valid_against_its_schema():
@@ -100,10 +114,13 @@ def test_a_node_without_a_recommendation_makes_no_class():
     assert nt.render({'down': HOSTS['down']}) == []
 
 
-def test_to_yaml_round_trips_through_a_yaml_parser():
+def test_yaml_text_round_trips_through_a_yaml_parser_keeping_the_key_order():
     yaml = pytest.importorskip('yaml')
-    document = {'a': {'b': ['x', {'c': 'multi\nline\n', 'd': '0644'}]}, 'e': {}, 'f': 'plain'}
-    assert yaml.safe_load('\n'.join(nt.to_yaml(document))) == document
+    document = {'z': {'b': ['x', {'c': 'multi\nline\n', 'd': '0644'}]}, 'e': {}, 'f': 'plain', 'a': '1',
+                'k\nx: y': 'v\n#: w', 'n': '  leading and trailing  \n'}
+    text = nt.yaml_text(document)
+    assert yaml.safe_load(text) == document and list(yaml.safe_load(text)) == list(document)
+    assert "c: |\n" in text  # the Cluster API patch's JSON stays a literal block a person can read
 
 
 def test_only_nodes_with_a_kubelet_make_a_template():

@@ -1,0 +1,101 @@
+"""The node templates with hostile text in every name that reaches them (issue 44): the host name, the inventory's
+class, the class a node's label gave it in Prometheus (its facts' class_template), the class history's reason and
+label, and an eviction signal a node's facts name.
+
+Each rendered file is parsed back (yaml.safe_load, and the Cluster API patch's JSON content with json.loads): its key
+paths must be the ones the same fleet with plain names gets, and its header must stay comment lines: as many as the
+plain fleet's, plus the one saying why a class name was not used.
+"""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from hypothesis import given, settings
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _node_templates
+from ansible_collections.nodealloc.kubelet.tests.fuzz.cpu_deadline import within_deadline
+from ansible_collections.nodealloc.kubelet.tests.fuzz.strategies import hostile_text
+
+GIB = 1 << 30
+# libyaml's parser where PyYAML has it (the pure-Python one took most of the run); a whole fleet rendered and ten
+# files parsed per example: fewer examples than the parsers get, as the report renderers (test_reports.py).
+LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+TEMPLATE_EXAMPLES = settings(max_examples=max(10, settings.default.max_examples // 4))
+
+
+def fleet(host, inventory_class, label_class, reason, label):
+    """Two measured nodes of 16 GiB: ``host`` (the inventory's class ``inventory_class``) and one whose class came
+    from Prometheus (``label_class``, with the class history's ``label`` and ``reason``)."""
+    def facts(template=None):
+        return {'recommendation': {'kube_reserved': {'cpu': '80m', 'memory': '900Mi'},
+                                   'system_reserved': {'cpu': '100m', 'memory': '1Gi'}},
+                'class_record': {'node_class': [16, 4]}, 'memory': {'mem_total_bytes': 16 * GIB},
+                'current': {'eviction_hard': {'memory.available': '100Mi', 'nodefs.available': '10%'}},
+                'class_template': template}
+    template = {'class': label_class, 'label': label, 'used': False, 'reason': reason, 'problems': []}
+    return {host: {'facts': facts(), 'node_class': inventory_class},
+            'labelled': {'facts': facts(template), 'node_class': None}}
+
+
+def keys(value):
+    """Every key path of a parsed document, the JSON of a string that holds one parsed too."""
+    if isinstance(value, dict):
+        return {(str(key),) + rest for key, item in value.items() for rest in keys(item) | {()}}
+    if isinstance(value, list):
+        return {('[]',) + rest for item in value for rest in keys(item) | {()}}
+    if isinstance(value, str) and value.startswith('{'):
+        return {('<json>',) + rest for rest in keys(json.loads(value))}
+    return set()
+
+
+def by_file(rendered):
+    """{file name: [(key paths, header lines, other lines)]} over the classes (in the order rendered)."""
+    out = {}
+    for item in rendered:
+        lines = item['content'].splitlines()
+        header = [line for line in lines if line.startswith('#')]
+        assert lines[:len(header)] == header, item['content']  # the header first, whole
+        out.setdefault(item['path'].split('/', 1)[1], []).append(
+            (keys(yaml.load(item['content'], Loader=LOADER)), len(header), len(lines) - len(header)))
+    return out
+
+
+PLAIN = by_file(_node_templates.render(fleet('plain-host', 'plain-class', 'plain-label', None, 'label_pool')))
+PLAIN_REASON = by_file(_node_templates.render(fleet('plain-host', 'plain-class', 'plain-label', 'no series',
+                                                    'label_pool')))
+
+
+@TEMPLATE_EXAMPLES
+@given(hostile_text, hostile_text, hostile_text, hostile_text, hostile_text)
+def test_no_name_adds_a_key_or_leaves_the_header(host, inventory_class, label_class, reason, label):
+    hosts = fleet(host or 'h', inventory_class or 'c', label_class or 'l', reason or None, label)
+    rendered = within_deadline(_node_templates.render, hosts)
+    plain = PLAIN_REASON if reason else PLAIN
+    files = by_file(rendered)
+    assert sorted(files) == sorted(plain)
+    plain_keys = {frozenset(entry[0]) for entries in plain.values() for entry in entries}
+    for file_name, entries in files.items():
+        expected = plain[file_name][0]
+        for paths, header_lines, body_lines in entries:
+            # metadata.name is the class's object name: the same key, whatever the class is called.
+            assert frozenset(paths) in plain_keys and paths == expected[0], (file_name, paths ^ expected[0])
+            assert body_lines == expected[2]
+            # One class or two (both names refused: one size class), and at most one line each saying why.
+            assert expected[1] - 1 <= header_lines <= expected[1] + 2, (file_name, header_lines, expected[1])
+    for item in rendered:
+        assert item['path'].count('/') == 1 and item['path'].split('/')[0] not in ('', '.', '..')
+
+
+PLAIN_TOP = {item['path']: set(yaml.load(item['content'], Loader=LOADER))
+             for item in _node_templates.render(fleet('h', 'c', 'l', None, 'label_pool'))}
+
+
+@TEMPLATE_EXAMPLES
+@given(hostile_text)
+def test_no_signal_a_node_names_leaves_the_header_or_adds_a_top_level_key(signal):
+    hosts = fleet('h', 'c', 'l', None, 'label_pool')
+    hosts['h']['facts']['current']['eviction_hard'][signal or 's'] = '5%'
+    for item in within_deadline(_node_templates.render, hosts):
+        assert set(yaml.load(item['content'], Loader=LOADER)) == PLAIN_TOP[item['path']]
