@@ -7,8 +7,10 @@ Run by hack/run-tests.sh (``make test``) through hack/matrix.sh, or by hand: ``n
    lane's own (``ansible-galaxy collection install -p``), as a user of a release does;
 2. runs ``nodealloc.kubelet.recommend --check`` and ``nodealloc.kubelet.apply --check`` from that installed
    collection in an empty directory against localhost (the report must be written, rc 0);
-3. runs the role's invalid-input tests and the YAML-writer tests that take the running ansible-core's own
-   string types (tests/unit) with the lane's ansible-playbook and the installed collection;
+3. runs the role's invalid-input tests, the YAML-writer tests that take the running ansible-core's own
+   string types (tests/unit), and node_reservation_facts on a runtime in a cgroup named with bytes that are not UTF-8
+   (tests/integration/test_module_results_utf8.py: this ansible-core takes the result) with the lane's
+   ansible-playbook and the installed collection;
 4. the rollout happy path on two nspawn nodes (tests/scenarios/test_rollout.py) with the lane's
    ansible-playbook (the ``rollout`` part: ``nox -s ... -- rollout``).
 
@@ -48,8 +50,10 @@ NEEDS_PYTHON_312 = ('2.20', '2.21')
 LANE_PACKAGES = ('pytest', 'psutil', 'PyYAML', 'kubernetes')
 # Pins of requirements*.txt a lane must not take: ansible-core's own, and what it bounds differently per minor.
 NOT_CONSTRAINED = ('ansible-core', 'ansible', 'resolvelib')
-# Tests that run in each lane: the role's invalid-input checks, and the config writer with this version's types.
-LANE_TESTS = ('tests/unit/roles/test_reservations_invalid_input.py', 'tests/unit/plugins/filter/test_controller_types.py')
+# Tests that run in each lane: the role's invalid-input checks, the config writer with this version's types, and a
+# module result holding node bytes that are not UTF-8 (a cgroup of the test's own, made and removed as root: ~4 s).
+LANE_TESTS = ('tests/unit/roles/test_reservations_invalid_input.py', 'tests/unit/plugins/filter/test_controller_types.py',
+              'tests/integration/test_module_results_utf8.py')
 KUBELET_CONFIG = ('apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n'
                   'kubeReserved:\n  cpu: 100m\n  memory: 256Mi\nsystemReserved:\n  memory: 256Mi\n'
                   'evictionHard:\n  memory.available: 100Mi\n')

@@ -1,5 +1,5 @@
 # Private to nodealloc.kubelet: not a public API, may change without notice.
-"""What the modules share: their argument specs and how a module reports a failure.
+"""What the modules share: their argument specs, how a module reports a failure, and the AnsibleModule they return through.
 
 The argument specs are built from _option_specs.OPTIONS (the one home of types, defaults and ranges).
 
@@ -9,10 +9,11 @@ compared with it by tests/unit/plugins/module_utils/test__option_specs.py.
 
 from __future__ import annotations
 
-from ansible.module_utils.basic import missing_required_lib
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import CONFIG, FACTS, STEP, argument_spec
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import MissingLibraryError, ValidationError
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._shown_text import shown_result
 
 NODE_RESERVATION_FACTS_OPTIONS = argument_spec(FACTS)
 KUBELET_CONFIG_OPTIONS = argument_spec(CONFIG)
@@ -26,3 +27,18 @@ def fail_arguments(exc):
     if isinstance(exc, ValidationError):
         return dict(msg='refused, nothing written: %s' % exc, rule=exc.rule, field=exc.field)
     return dict(msg=str(exc))
+
+
+class NodeallocModule(AnsibleModule):
+    """The AnsibleModule every module of ours returns through: its result, its failure (``msg`` too) and its warnings
+    are valid UTF-8 (_shown_text.shown_result: each byte of node text that is not UTF-8 as ``\\xNN``), since they may
+    hold a cgroup, a command line or a file name read from the node, and ansible-core refuses a result that is not."""
+
+    def exit_json(self, **kwargs):
+        super().exit_json(**shown_result(kwargs))
+
+    def fail_json(self, msg, **kwargs):
+        super().fail_json(shown_result(msg), **shown_result(kwargs))
+
+    def warn(self, warning, **kwargs):
+        super().warn(shown_result(warning), **kwargs)

@@ -189,19 +189,17 @@ minimal_edit:
 
 import os
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _config_change as change
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._file_io import directory_lock
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import fail_arguments
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import KUBELET_CONFIG_OPTIONS
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import KUBELET_CONFIG_OPTIONS, NodeallocModule
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import check
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._probe import probe_node
 
 
 def main():
-    module = AnsibleModule(argument_spec=KUBELET_CONFIG_OPTIONS, supports_check_mode=True)
+    module = NodeallocModule(argument_spec=KUBELET_CONFIG_OPTIONS, supports_check_mode=True)
     problems = check(module.params)
     if problems:
         module.fail_json(msg='invalid options, nothing written: %s' % '; '.join(problems), problems=problems)

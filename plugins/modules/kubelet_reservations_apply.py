@@ -277,20 +277,18 @@ removed_temporary_files:
 import os
 import time
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _step_sequence
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _config_change as change
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _step_primitives as step
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import fail_arguments
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import KUBELET_RESERVATIONS_APPLY_OPTIONS
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import KUBELET_RESERVATIONS_APPLY_OPTIONS, NodeallocModule
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import STEP_OPTIONS, STEP_SHARED, check
 
 
 def main():
-    module = AnsibleModule(argument_spec=KUBELET_RESERVATIONS_APPLY_OPTIONS, supports_check_mode=True,
-                           required_together=[('enable_config_dir', 'extra_args_file')])
+    module = NodeallocModule(argument_spec=KUBELET_RESERVATIONS_APPLY_OPTIONS, supports_check_mode=True,
+                             required_together=[('enable_config_dir', 'extra_args_file')])
     # The options it shares with kubelet_config are checked by the same rules; status by its own shape.
     problems = check({name: module.params[name] for name in STEP_SHARED})
     # Its own numbers too: a timeout of inf or nan would wait for ever (_option_specs.problem names them).

@@ -594,17 +594,17 @@ not_found:
 
 import time
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _gather
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _metrics
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import MissingLibraryError, NodeallocError
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import NODE_RESERVATION_FACTS_OPTIONS
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import NODE_RESERVATION_FACTS_OPTIONS, NodeallocModule
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_specs import check
 
 
 def main():
-    module = AnsibleModule(argument_spec=NODE_RESERVATION_FACTS_OPTIONS, supports_check_mode=True)
+    module = NodeallocModule(argument_spec=NODE_RESERVATION_FACTS_OPTIONS, supports_check_mode=True)
     problems = check(module.params)
     if problems:
         module.fail_json(msg='invalid options, nothing measured: %s' % '; '.join(problems), problems=problems)

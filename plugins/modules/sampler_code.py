@@ -201,11 +201,10 @@ state_dir_created:
 
 import os
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _installer, _systemd_units
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import NodeallocModule
 # Imported so that Ansible packs the sampler's code into this module's payload; _installer reads it back.
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _sample_once  # noqa: F401 pylint: disable=unused-import
 
@@ -226,12 +225,12 @@ SETTINGS_SPEC = _option_specs.sampler_settings_spec()
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(path=dict(type='path', required=True), script=dict(type='str'),
-                                              units=dict(type='dict', default={}),
-                                              unit_dir=dict(type='path', default='/etc/systemd/system'),
-                                              state_dir=dict(type='path'),
-                                              settings=dict(type='dict', options=SETTINGS_SPEC)),
-                           supports_check_mode=True)
+    module = NodeallocModule(argument_spec=dict(path=dict(type='path', required=True), script=dict(type='str'),
+                                                units=dict(type='dict', default={}),
+                                                unit_dir=dict(type='path', default='/etc/systemd/system'),
+                                                state_dir=dict(type='path'),
+                                                settings=dict(type='dict', options=SETTINGS_SPEC)),
+                             supports_check_mode=True)
     params = module.params
     path = params['path']
     units = {os.path.join(params['unit_dir'], name): str(content) for name, content in params['units'].items()}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _shown_text
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import MeasurementError
 
 # /proc/meminfo prints kB, which the kernel means as KiB (fs/proc/meminfo.c, show_val_kb).
@@ -180,8 +181,9 @@ def decode(raw):
 
 def shown(text):
     """``text`` for a message or a result: a byte that is not UTF-8 (a lone surrogate from ``decode``) as ``\\xNN``,
-    so what is shown can be encoded and printed anywhere; the path itself stays exact where it is used."""
-    return text.encode('utf-8', PROCESS_TEXT_ERRORS).decode('utf-8', 'backslashreplace')
+    so what is shown can be encoded and printed anywhere; the path itself stays exact where it is used. The one
+    escaping of node text (_shown_text, which every module's result also goes through)."""
+    return _shown_text.shown(text)
 
 
 def _status_value(pid, name, proc_root):
