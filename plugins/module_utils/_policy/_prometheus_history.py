@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from urllib.parse import urlencode
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _names
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_forms import NODE_PLACEHOLDER
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _prometheus_answer, _prometheus_http
 
@@ -38,15 +39,6 @@ def render(template, node):
     """The query for ``node``: ``$node`` replaced by the name as a PromQL double-quoted string's content."""
     escaped = str(node).replace('\\', '\\\\').replace('"', '\\"')
     return template.replace(NODE_PLACEHOLDER, escaped)
-
-
-def _node_name_problem(node):
-    # TEMPORARY until the shared name grammars land (issue 44): a DNS-1123 subdomain, as apimachinery's
-    # IsDNS1123Subdomain checks a Node's name.
-    import re
-    if len(node) > 253 or not re.fullmatch(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*', node):
-        return 'is not a Kubernetes node name (a DNS-1123 subdomain)'
-    return None
 
 
 def step_query(query, step_seconds):
@@ -187,11 +179,10 @@ def fetch(open_url, settings, now, query=None, min_coverage=MIN_COVERAGE):
             'node': settings['node'], 'query': query, 'step_seconds': step,
             'window_seconds': int(settings['window_seconds'])}
     if query is None:
-        problem = _node_name_problem(settings['node'])
-        if problem:
+        if not _names.is_node_name(settings['node']):
             return dict(base, samples=[], span_seconds=0, problems=[],
-                        reason='the node name %s %s: not put into a query' % (
-                            _prometheus_answer.quoted(repr(settings['node'])), problem))
+                        reason='the node name %s is %s: not put into a query (reservations_prometheus_node names the '
+                               'node as Prometheus does)' % (_names.shown(settings['node']), _names.NODE_NAME_RULE))
         query = base['query'] = render(settings['query'], settings['node'])
     answers, spans = [], []
     for start, end in chunks(now, settings['window_seconds'], step):

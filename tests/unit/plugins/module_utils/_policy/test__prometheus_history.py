@@ -206,3 +206,11 @@ def test_an_unusable_prometheus_history_falls_back_to_the_nodes_own(answer):
     prometheus = ph.parse([answer], STEP, 3 * DAY, 'n1')
     assert ph.choose(own(1), prometheus, 250) == (own(1), 'node')
     assert ph.choose([], prometheus, 250) == ([], 'none')
+
+
+@pytest.mark.parametrize('node', ['n1"} or vector(1e30) or m{x="', 'Node-1', 'a\nb', '-a', 'x' * 254])
+def test_a_node_name_that_is_not_a_kubernetes_name_is_never_put_into_a_query(node):
+    open_url = opener(matrix(({'node': 'n1'}, steady())))
+    history = ph.fetch(open_url, dict(SETTINGS, node=node), NOW)
+    assert 'not a Kubernetes node name' in history['reason'] and open_url.calls == []
+    assert '\n' not in history['reason']
