@@ -89,13 +89,18 @@ class ActionModule(ActionBase):
             result['warnings'] = [warning]
         try:
             if args['mode'] == 'classes':
-                return dict(result, changed=False, **self._classes(args, settings))
+                read = self._classes(args, settings)
+                # A node left out of class history (a class label or a name that is no Kubernetes name) is named
+                # where the operator sees it: warnings are shown though the task is no_log (it carries credentials).
+                result['warnings'] = result.get('warnings', []) + ['left out of class history: %s' % refusal
+                                                                   for refusal in read['refused']]
+                return dict(result, changed=False, **read)
             history = _prometheus_history.fetch(open_url, settings, time.time())
         except Exception as exc:  # pylint: disable=broad-except  # a defect of ours is still a reason, not a failed node
             why = _prometheus_http.redact('reading Prometheus failed unexpectedly (%s: %s); please report it'
                                           % (type(exc).__name__, exc), settings)
             if args['mode'] == 'classes':
-                return dict(result, changed=False, classes={}, host_classes={}, label='', reason=why)
+                return dict(result, changed=False, classes={}, host_classes={}, label='', reason=why, refused=[])
             history = {'source': 'prometheus', 'url': _prometheus_http.without_user_info(settings['url']),
                        'node': settings['node'], 'query': None, 'samples': [], 'span_seconds': 0, 'problems': [],
                        'reason': why, 'step_seconds': settings['step_seconds'],
@@ -105,15 +110,15 @@ class ActionModule(ActionBase):
 
     @staticmethod
     def _classes(args, settings):
-        """{classes, host_classes, label, reason}: each class's history (_prometheus_class.fetch_classes) and the
-        class of each host Prometheus knows."""
+        """{classes, host_classes, label, reason, refused}: each class's history (_prometheus_class.fetch_classes),
+        the class of each host Prometheus knows, and why nodes were left out of every class."""
         names = {host: (name or host) for host, name in args['nodes'].items()}
         read = _prometheus_class.fetch_classes(open_url, dict(settings, class_label=args['class_label']), time.time(),
                                                sorted(set(names.values())))
         host_classes = {host: read['node_classes'][name] for host, name in names.items()
                         if name in read['node_classes']}
         return {'classes': read['classes'], 'host_classes': host_classes, 'label': read['label'],
-                'reason': read['reason']}
+                'reason': read['reason'], 'refused': read['refused']}
 
 
 def plain_http_credentials(settings):

@@ -141,6 +141,14 @@ reason:
   description: With O(mode=classes), why no class could be read (or V(null)).
   returned: mode is classes
   type: str
+refused:
+  description:
+    - With O(mode=classes), why nodes were left out of every class - a class label value that is not a Kubernetes
+      label value, or a node name that is not a Kubernetes node name - one sentence each (at most 20, then how many
+      more). Each is also given as a warning.
+  returned: mode is classes
+  type: list
+  elements: str
 history:
   description:
     - What Prometheus gave for the node; pass it to node_reservation_facts' C(prometheus_history).

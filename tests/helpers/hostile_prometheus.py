@@ -156,6 +156,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         old = [[1000000 + 60 * i, '536870912'] for i in range(20000)]
         self._json(matrix([({'node': 'n1'}, old + asked)]))
 
+    def _case_hostile_label(self, form):
+        # kube_node_labels as a node's own kubelet credentials can set it: a class value that is no label value.
+        label = 'label_karpenter_sh_nodepool'
+        if 'kube_node_labels' in form.get('query', ''):
+            result = [{'metric': {'node': 'n1', label: 'batch'}, 'value': [1, '1']},
+                      {'metric': {'node': 'evil', label: 'batch\nauthorization:\n  mode: AlwaysAllow'},
+                       'value': [1, '1']}]
+            self._json({'status': 'success', 'data': {'resultType': 'vector', 'result': result}})
+        elif 'start' in form:
+            self._json(steady(form))
+        else:
+            self._json({'status': 'success', 'data': {'resultType': 'vector',
+                                                      'result': [{'metric': {}, 'value': [1, '1']}]}})
+
     def _case_error_with_secret_echo(self, form):
         # A proxy that quotes the request's Authorization header back in its error.
         self._bytes(('denied for %s' % self.headers.get('Authorization')).encode(), 500, content_type='text/plain')

@@ -207,3 +207,34 @@ def test_a_secret_refused_by_the_option_check_is_not_echoed(tmp_path, variable, 
     result = _recommend(inventory, '-e', json.dumps({variable: value, 'nodealloc_report_dir': str(tmp_path / 'r')}))
     assert result.returncode != 0 and words in result.stdout, result.stdout[-3000:]
     assert TOKEN not in result.stdout + result.stderr and PASSWORD not in result.stdout + result.stderr
+
+
+def test_a_node_left_out_of_class_history_is_named_in_a_warning(tmp_path):
+    """The action in classes mode (the role runs it no_log: it carries credentials): a node whose class label is no
+    Kubernetes label value is left out, and the operator sees why, on one line, in the job output."""
+    playbook = tmp_path / 'classes.yml'
+    with HostilePrometheus('hostile_label') as server:
+        playbook.write_text(textwrap.dedent('''
+            - hosts: localhost
+              gather_facts: false
+              tasks:
+                - nodealloc.kubelet.prometheus_history:
+                    mode: classes
+                    url: %s
+                    nodes: {n1: ''}
+                    class_label: karpenter.sh/nodepool
+                    window: 1d
+                  no_log: true
+                  register: read
+                - ansible.builtin.assert:
+                    that: "read.host_classes == {'n1': 'batch'} and read.refused | length == 1"
+        ''' % server.url))
+        env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'),
+                   ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build'))
+        result = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'localhost,',
+                                 '-c', 'local', str(playbook)], env=env, capture_output=True, text=True, timeout=120,
+                                check=False)
+    assert result.returncode == 0, result.stdout[-3000:]
+    warnings = [line for line in (result.stdout + result.stderr).splitlines() if 'left out of class history' in line]
+    assert len(warnings) == 1 and "evil" in warnings[0] and 'AlwaysAllow' in warnings[0], warnings
+    assert 'authorization:\n' not in result.stdout + result.stderr

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _names
 
 # A node's query has one series; a class's membership one per node (a 5,000-node fleet's kube_node_labels, with a
 # node relabelled in the window, has a few more). More than this is not an answer to our queries.
@@ -39,10 +40,8 @@ class AnswerError(NodeallocError, ValueError):
 
 
 def quoted(text):
-    """At most QUOTED_CHARACTERS of a server's text, on one line (its other characters as escapes)."""
-    text = str(text)
-    cut = ''.join(c if c.isprintable() else repr(c)[1:-1] for c in text[:QUOTED_CHARACTERS])
-    return cut + (' ...' if len(text) > QUOTED_CHARACTERS else '')
+    """At most QUOTED_CHARACTERS of a server's text, on one line (_names.printable: its other characters as escapes)."""
+    return _names.printable(text, QUOTED_CHARACTERS)
 
 
 def _kind(value):
