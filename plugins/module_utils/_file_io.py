@@ -4,7 +4,9 @@
 ``write_atomic`` writes a temporary file in the target's directory, fsyncs it,
 gives it the old file's owner, group and mode, renames it over the target and
 fsyncs the directory: a crash at any moment leaves the old file or the new one,
-never a mix. ``make_backup`` goes the same way, so a backup is never visible
+never a mix. The directory must be root's alone and every step goes through its
+descriptor (_safe_open); a symbolic link at the target is refused, except for
+the kubelet's own files (``follow_symlinks``). ``make_backup`` goes the same way, so a backup is never visible
 under its name before it is whole and on disk. ``directory_lock`` serialises
 writers with flock on the directory itself, so no lock file is left behind;
 ``remove_stale_temps`` (called under that lock) removes the temporary files a
@@ -19,7 +21,7 @@ import fcntl
 import os
 import time
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _state_dir
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _safe_open, _state_dir
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 
 
@@ -66,48 +68,72 @@ def make_backup(path):
     except OSError as exc:
         raise WriteError('%s: could not make a backup at %s: %s' % (path, destination, exc.strerror or exc))
     try:
-        write_atomic(destination, data, mode=stat.st_mode & 0o7777, owner=stat.st_uid, group=stat.st_gid)
+        # Beside the kubelet's config, where it lives (as write_atomic replaces it).
+        write_atomic(destination, data, mode=stat.st_mode & 0o7777, owner=stat.st_uid, group=stat.st_gid,
+                     follow_symlinks=True)
     except WriteError as exc:
         raise WriteError('%s: could not make a backup, nothing changed: %s' % (path, str(exc).rsplit(': ', 1)[-1]))
     return destination
 
 
-def _create_temp(directory, basename):
-    """Create and open (0600, exclusive) ``.<basename>.<random>.nodealloc.tmp`` in ``directory``.
+def _create_temp(dir_fd, basename):
+    """Create and open (0600, exclusive) ``.<basename>.<random>.nodealloc.tmp`` in the directory ``dir_fd``; returns
+    the descriptor and the name.
 
     What ``tempfile.mkstemp`` does, without importing tempfile (shutil, random, weakref): that import
     was a tenth of a sampler run's CPU.
     """
     for _attempt in range(100):
-        temp_path = os.path.join(directory, '.%s.%s%s' % (basename, os.urandom(6).hex(), TEMP_SUFFIX))
+        temp_name = '.%s.%s%s' % (basename, os.urandom(6).hex(), TEMP_SUFFIX)
         try:
-            return os.open(temp_path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600), temp_path
+            return os.open(temp_name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                           dir_fd=dir_fd), temp_name
         except FileExistsError:
             continue
-    raise FileExistsError(errno.EEXIST, 'no free temporary file name', directory)
+    raise FileExistsError(errno.EEXIST, 'no free temporary file name')
 
 
-def write_atomic(path, content, mode=None, owner=None, group=None):
+def write_atomic(path, content, mode=None, owner=None, group=None, follow_symlinks=False):
     """Replace ``path`` with ``content`` (str or bytes) atomically and durably.
 
     Owner, group and mode default to those of the existing file (0644 and the
-    current user for a new one).
+    current user for a new one); the file written is always a new one, so no mode
+    or owner of a file found there is ever changed.
+
+    The directory must be root's alone (``_safe_open.open_directory``): the temporary
+    file, the rename and the directory's fsync all go through its descriptor. A
+    symbolic link at ``path`` is refused (``_safe_open.UnsafePathError``), never
+    followed: a user's link at a state, history, textfile, journal or status path must
+    not make root replace the link's target or copy its mode (issue 44).
+    ``follow_symlinks=True`` is for the kubelet's own files only (its config, drop-ins,
+    environment file and their backups and undo copies), whose paths are root's: a
+    config reached through a symlink is replaced where it lives; the link stays a link.
     """
     data = content.encode('utf-8') if isinstance(content, str) else content
-    # A config reached through a symlink is replaced where it lives; the link stays a link.
-    path = os.path.realpath(path)
-    directory = os.path.dirname(path)
+    if follow_symlinks:
+        path = os.path.realpath(path)
+    directory, name = os.path.split(os.path.abspath(path))
     try:
-        existing = os.stat(path)
-    except FileNotFoundError:
-        existing = None
+        dir_fd = _safe_open.open_directory(directory)
+    except OSError as exc:
+        raise WriteError('%s: cannot create a temporary file in %s: %s' % (path, directory, _reason(exc)))
+    try:
+        _write_in(dir_fd, path, name, data, mode, owner, group)
+    finally:
+        os.close(dir_fd)
+
+
+def _write_in(dir_fd, path, name, data, mode, owner, group):
+    """write_atomic's steps inside the checked directory ``dir_fd``."""
+    directory = os.path.dirname(os.path.abspath(path))
+    existing = _safe_open.entry(dir_fd, name, path)
     if mode is None:
         mode = (existing.st_mode & 0o7777) if existing else 0o644
     uid = owner if owner is not None else (existing.st_uid if existing else -1)
     gid = group if group is not None else (existing.st_gid if existing else -1)
 
     try:
-        fd, temp_path = _create_temp(directory, os.path.basename(path))
+        fd, temp_name = _create_temp(dir_fd, name)
     except OSError as exc:
         raise WriteError('%s: cannot create a temporary file in %s: %s'
                          % (path, directory, _reason(exc)))
@@ -126,12 +152,12 @@ def write_atomic(path, content, mode=None, owner=None, group=None):
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.rename(temp_path, path)
+        os.rename(temp_name, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except OSError as exc:
         with contextlib.suppress(OSError):
-            os.unlink(temp_path)
+            os.unlink(temp_name, dir_fd=dir_fd)
         raise WriteError('%s: not written, the file is unchanged: %s' % (path, _reason(exc)))
-    _fsync_directory(directory)
+    os.fsync(dir_fd)
 
 
 def remove_stale_temps(directory):

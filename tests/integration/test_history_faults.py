@@ -16,7 +16,7 @@ def small_tmpfs(tmp_path):
         pytest.skip('needs root to mount tmpfs')
     mount_point = tmp_path / 'state'
     mount_point.mkdir()
-    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=16k', 'nodealloc-state', str(mount_point)], check=True)
+    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=16k,mode=755', 'nodealloc-state', str(mount_point)], check=True)
     yield mount_point
     subprocess.run(['umount', '-l', str(mount_point)], check=False)
 

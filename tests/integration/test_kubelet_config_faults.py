@@ -48,7 +48,7 @@ def tmpfs(tmp_path):
     mounted = []
 
     def mount(size='256k'):
-        subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=%s' % size, 'nodealloc-test', str(mount_point)],
+        subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=%s,mode=755' % size, 'nodealloc-test', str(mount_point)],
                        check=True)
         mounted.append(mount_point)
         return mount_point

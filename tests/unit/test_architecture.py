@@ -21,7 +21,7 @@ PREFIX = 'ansible_collections.nodealloc.kubelet.plugins.module_utils'
 PAGE = os.path.join('docs', 'architecture.md')
 
 # Shared plumbing: imports no package, only each other.
-PLUMBING = ('_errors', '_file_io', '_state_dir', '_units', '_option_forms', '_shown_text')
+PLUMBING = ('_errors', '_safe_open', '_file_io', '_state_dir', '_units', '_option_forms', '_shown_text')
 # Bottom first. A module may import modules of its own layer and of the layers below it, never above.
 LAYERS = (
     PLUMBING,

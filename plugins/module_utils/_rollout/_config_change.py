@@ -185,7 +185,7 @@ def apply(decision, backup=False, journal=None):
         if data is None:
             _file_io.remove_durably(target)
         else:
-            _file_io.write_atomic(target, data)
+            _file_io.write_atomic(target, data, follow_symlinks=True)  # the kubelet's config, where it lives
     except (OSError, NodeallocError):
         if backup_file:
             _file_io.remove_durably(backup_file)

@@ -134,7 +134,8 @@ def apply(edits):
             mode = 0o644
             with contextlib.suppress(FileNotFoundError):
                 mode = os.stat(edit['path']).st_mode & 0o7777
-            _file_io.write_atomic(edit['path'], edit['_data'], mode=mode)
+            # kubeadm's environment file, where it lives (a link to it stays a link).
+            _file_io.write_atomic(edit['path'], edit['_data'], mode=mode, follow_symlinks=True)
         done.append(describe(edit))
     return done
 
@@ -169,7 +170,7 @@ def undo(edits):
             mode = 0o644
             with contextlib.suppress(FileNotFoundError):
                 mode = os.stat(edit['path']).st_mode & 0o7777
-            _file_io.write_atomic(edit['path'], base64.b64decode(edit['before_b64']), mode=mode)
+            _file_io.write_atomic(edit['path'], base64.b64decode(edit['before_b64']), mode=mode, follow_symlinks=True)
             done.append('put %s back' % edit['path'])
     return done
 

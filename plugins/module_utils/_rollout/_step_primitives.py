@@ -36,7 +36,7 @@ import subprocess
 import time
 import urllib.parse
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _safe_open
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _config_file as files
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 
@@ -79,9 +79,10 @@ def controller_name(given=None, environ=None):
 
 
 def _read_json(path):
+    """The JSON in ``path``; None when absent or unreadable. One that is not root's alone (a link, another user's, in
+    a directory others can write) raises ``_safe_open.UnsafePathError``: a journal names what a restore writes."""
     try:
-        with open(path) as handle:
-            return json.load(handle)
+        return json.loads(_safe_open.read_bytes(path))
     except (OSError, ValueError):
         return None
 
@@ -94,9 +95,12 @@ def node_lock(state_dir, timeout_seconds, holder, poll_seconds=0.5, clock=time.m
     """
     try:
         os.makedirs(state_dir, mode=0o700, exist_ok=True)
-        fd = os.open(state_dir, os.O_RDONLY)
+        # Root's alone, or refused: the journal and records kept there decide what a later step restores.
+        fd = _safe_open.open_directory(state_dir)
     except OSError as exc:
         raise StepError('%s: cannot open the node lock directory: %s' % (state_dir, exc.strerror or exc))
+    except _safe_open.UnsafePathError as exc:
+        raise StepError('the node lock directory is refused, nothing done: %s' % exc)
     holder_path = os.path.join(state_dir, HOLDER)
     waited = {}
     try:
@@ -107,7 +111,9 @@ def node_lock(state_dir, timeout_seconds, holder, poll_seconds=0.5, clock=time.m
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                other = _read_json(holder_path) or {}
+                other = {}
+                with contextlib.suppress(_safe_open.UnsafePathError):  # only named in the message
+                    other = _read_json(holder_path) or {}
                 if other:
                     waited['holder'] = other
                 if clock() >= deadline:
@@ -131,9 +137,12 @@ def node_lock(state_dir, timeout_seconds, holder, poll_seconds=0.5, clock=time.m
 
 def read_journal(state_dir):
     path = os.path.join(state_dir, JOURNAL)
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         return None
-    entry = _read_json(path)
+    try:
+        entry = _read_json(path)
+    except _safe_open.UnsafePathError as exc:
+        raise StepError('%s; nothing restored or changed: remove it after checking the kubelet config by hand' % exc)
     if entry is None:
         # write_atomic never leaves a partial journal; an unreadable one was not written by us.
         raise StepError('%s: not a nodealloc journal; remove it after checking the kubelet config by hand' % path)
@@ -189,7 +198,8 @@ def restore(target, backup_file, created, written_sha):
         return 'Removed %s, which this step had created' % target
     data = check_backup(backup_file)
     stat = os.stat(backup_file)
-    _file_io.write_atomic(target, data, mode=stat.st_mode & 0o7777, owner=stat.st_uid, group=stat.st_gid)
+    _file_io.write_atomic(target, data, mode=stat.st_mode & 0o7777, owner=stat.st_uid, group=stat.st_gid,
+                          follow_symlinks=True)  # the kubelet's config, where it lives
     return 'Restored %s from %s' % (target, backup_file)
 
 

@@ -423,7 +423,8 @@ def _keep_undo_copy(target):
     with open(target, 'rb') as handle:
         data = handle.read()
     stat = os.stat(target)
-    _file_io.write_atomic(undo_copy, data, mode=stat.st_mode & 0o7777, owner=stat.st_uid, group=stat.st_gid)
+    _file_io.write_atomic(undo_copy, data, mode=stat.st_mode & 0o7777, owner=stat.st_uid, group=stat.st_gid,
+                          follow_symlinks=True)  # beside the kubelet's config, where it lives
     return undo_copy
 
 

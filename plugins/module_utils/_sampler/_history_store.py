@@ -9,6 +9,9 @@
   (temporary file, rename) keeping the newest ``ROTATE_KEEP_FRACTION`` of ``max_samples`` lines, so
   a full file is rewritten once every few thousand appends, not on every one. Appends count lines
   only when the file's size says it may be full: the cost of an append does not grow with the file.
+* The file and its directory are root's alone (_safe_open): a symbolic link at the history's name is
+  refused, never appended to or cut; a history another user owns or can write is not used, and the
+  problem says why (a user's file of invented samples would otherwise set the node's reservation).
 * Reading skips and reports corrupt lines and samples that cannot be true (``validate``): not
   finite, negative, from the future (a clock that jumped), more memory than the node has, more CPU
   than it has; it sorts the rest by time (a clock that stepped back leaves samples out of order).
@@ -20,7 +23,7 @@ import json
 import math
 import os
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _safe_open
 
 DEFAULT_MAX_SAMPLES = 20160  # two weeks of one sample a minute
 ROTATE_KEEP_FRACTION = 0.9
@@ -85,8 +88,11 @@ def append(path, sample, max_samples=DEFAULT_MAX_SAMPLES, window_seconds=None, l
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, mode=0o755, exist_ok=True)
     line = (json.dumps(sample, sort_keys=True, separators=(',', ':')) + '\n').encode('utf-8')
+    # Checked before the lock too: a directory another user can write is refused for that, not for a lock they hold.
+    os.close(_safe_open.open_directory(directory))
     with _file_io.directory_lock(directory, lock_timeout):
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        # Checked before a byte is cut or appended: a link there is refused, not followed (_safe_open).
+        fd = _safe_open.open_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             cut = _cut_torn_tail(fd)
             os.write(fd, line)
@@ -150,14 +156,22 @@ def parse_line(line, now, mem_total_bytes=None, capacity_millicores=None):
 def read(path, now, window_seconds=None, mem_total_bytes=None, capacity_millicores=None):
     """Valid samples within [now - window, now + tolerance], sorted by time, and the problems found.
 
-    ``problems`` names each line skipped and why; a skipped line is never used.
+    ``problems`` names each line skipped and why; a skipped line is never used. A history that is not root's alone
+    (a link, another user's file, one group or others can write, or in such a directory) is not read at all: no
+    samples, and the problem says why.
     """
     samples, problems = [], []
     try:
-        with open(path, 'r', encoding='utf-8', errors='replace') as handle:
-            lines = handle.readlines()
+        fd = _safe_open.open_file(path, os.O_RDONLY)
     except FileNotFoundError:
         return [], []
+    except _safe_open.UnsafePathError as exc:
+        return [], ['%s; the history is not used' % exc]
+    except OSError as exc:
+        return [], ['%s: cannot read the history: %s' % (path, exc.strerror or exc)]
+    try:
+        with os.fdopen(fd, 'r', encoding='utf-8', errors='replace') as handle:
+            lines = handle.readlines()
     except OSError as exc:
         return [], ['%s: cannot read the history: %s' % (path, exc.strerror or exc)]
     for number, line in enumerate(lines, 1):

@@ -19,7 +19,7 @@ import ast
 import importlib.util
 import os
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _safe_open
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 
 PACKAGE = 'ansible_collections.nodealloc.kubelet.plugins.module_utils'
@@ -133,8 +133,17 @@ def install_files(wanted, check_mode=False):
 
 
 def ensure_directory(path, check_mode=False):
-    """Create ``path`` (and its parents, 0755) where it is missing; True when it was (or, in check mode, would be)."""
-    if os.path.isdir(path):
+    """Create ``path`` (and its parents, 0755) where it is missing; True when it was (or, in check mode, would be).
+
+    One that exists must be root's alone (_safe_open.open_directory): a state or textfile directory another user owns
+    or can write, or a link, is refused with the reason (``UnsafePathError``), never chmod'ed; the sampler would
+    refuse to write there anyway.
+    """
+    if os.path.lexists(path):
+        try:
+            os.close(_safe_open.open_directory(path))
+        except OSError as exc:
+            raise NodeallocError('%s: cannot open the directory: %s' % (path, exc.strerror or exc))
         return False
     if not check_mode:
         try:

@@ -28,7 +28,7 @@ import math
 import os
 import time
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _option_specs, _state_dir
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _option_specs, _safe_open, _state_dir
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _duration
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import (
     _cgroup, _cpu_guarantee, _kubelet_process, _measure, _overcommit, _pipeline, _probe, _procfs, _swap)
@@ -48,10 +48,17 @@ _PRESSURE_FILES = (('cpu', 'cpu.pressure'), ('memory', 'memory.pressure'), ('io'
 
 
 def load_json(path):
+    """The JSON object in ``path``; None when absent, unreadable, not an object, or not root's alone (_safe_open)."""
     try:
-        with open(path, 'r', encoding='utf-8') as handle:
-            value = json.load(handle)
-    except (OSError, ValueError, RecursionError):
+        return _json_object(_safe_open.read_bytes(path))
+    except (OSError, NodeallocError):
+        return None
+
+
+def _json_object(data):
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
@@ -95,9 +102,15 @@ def load_state(path):
     aside (``.unusable``) and named in ``problem``, so that the sampler rebuilds from the history instead of failing
     on every later run (issue 35: a shape a run did not write stopped it for good)."""
     fresh = {'version': STATE_VERSION}
-    if not os.path.exists(path):
+    try:
+        state = _json_object(_safe_open.read_bytes(path))
+    except (FileNotFoundError, NotADirectoryError):
         return fresh, None
-    state = load_json(path)
+    except _safe_open.UnsafePathError as exc:
+        # Not moved aside either: nothing is renamed in a directory another user can write.
+        return fresh, '%s; the sampler state is not used, rebuilt from the history' % exc
+    except OSError:
+        state = None
     if state is not None and state.get('version') != STATE_VERSION:
         return fresh, None  # another version's: replaced when this run saves
     problem = 'not a JSON object' if state is None else state_problem(state)
@@ -177,9 +190,16 @@ def sketch_percentile(totals, percent):
 
 
 def _ingest(path, state, now, limits, start):
-    """Add the valid lines of ``path`` from byte ``start`` to the sketch; returns the end offset."""
+    """Add the valid lines of ``path`` from byte ``start`` to the sketch; returns the end offset.
+
+    A history that is not root's alone raises ``_safe_open.UnsafePathError`` (update_history reports it).
+    """
     try:
-        with open(path, 'rb') as handle:
+        fd = _safe_open.open_file(path, os.O_RDONLY)
+    except OSError:
+        return start
+    try:
+        with os.fdopen(fd, 'rb') as handle:
             handle.seek(start)
             data = handle.read()
     except OSError:
@@ -230,6 +250,12 @@ def update_history(history_path, state, reading, now, window_seconds, limits, re
     inode, size = _file_id(history_path)
     try:
         ingested = _catch_up(history_path, state, now, window_seconds, limits, inode, size)
+    except _safe_open.UnsafePathError as exc:
+        # Neither read nor appended to: its samples are not the node's (_history_store.read says the same). The
+        # sketch is rebuilt from the history once it is root's again.
+        state.update(recorded=False, hours_valid=False)
+        state.setdefault('totals', {'m': {}, 'c': {}})
+        return problems + ['%s; the history is not used, this reading was not recorded' % exc]
     except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError) as exc:
         # The state is a cache of the history: one a hand edit or another version left unusable is
         # rebuilt from the file instead of stopping every run until someone deletes it.

@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _safe_open
 from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.flock_holder import exclusive_flock
+from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.planted_links import plant_link, untouched, victim
 
 
 def test_write_keeps_mode_and_owner(tmp_path):
@@ -43,14 +44,46 @@ def test_lock_waits_then_fails_clearly(tmp_path):
         pass
 
 
-def test_a_symlinked_file_is_replaced_where_it_lives(tmp_path):
+def test_a_symlinked_kubelet_config_is_replaced_where_it_lives(tmp_path):
     real = tmp_path / 'real' / 'config.yaml'
     real.parent.mkdir()
     real.write_text('old\n')
     link = tmp_path / 'config.yaml'
     link.symlink_to(real)
-    _file_io.write_atomic(str(link), 'new\n')
+    _file_io.write_atomic(str(link), 'new\n', follow_symlinks=True)
     assert link.is_symlink() and real.read_text() == 'new\n'
+
+
+@pytest.mark.parametrize('name', ['nodealloc.prom', 'sampler-state.json', 'step.json', 'status.json'])
+def test_a_link_planted_at_a_state_file_is_refused_and_its_target_untouched(tmp_path, name):
+    """Issue 44: a link at the .prom path made root replace its target and chmod it 0644."""
+    target = victim(str(tmp_path / 'root-only'))
+    state = tmp_path / 'state'
+    plant_link(str(state / name), target)
+    with pytest.raises(_safe_open.UnsafePathError, match='%s is a symbolic link \\(to %s\\): not followed' % (name, target)):
+        _file_io.write_atomic(str(state / name), 'new\n', mode=0o644)
+    assert untouched(target)
+    assert os.readlink(state / name) == target and os.listdir(state) == [name]  # the link left, no temporary file
+
+
+@pytest.mark.parametrize('mode', [0o775, 0o777])
+def test_a_directory_others_can_write_is_refused_and_nothing_written(tmp_path, mode):
+    state = tmp_path / 'state'
+    state.mkdir()
+    os.chmod(state, mode)
+    with pytest.raises(_safe_open.UnsafePathError, match='the directory is writable by'):
+        _file_io.write_atomic(str(state / 'nodealloc.prom'), 'new\n', mode=0o644)
+    assert os.listdir(state) == [] and os.stat(state).st_mode & 0o7777 == mode
+
+
+def test_a_kubelet_config_in_a_directory_others_can_write_is_refused_too(tmp_path):
+    real = tmp_path / 'kubelet'
+    real.mkdir()
+    (real / 'config.yaml').write_text('old\n')
+    os.chmod(real, 0o777)
+    with pytest.raises(_safe_open.UnsafePathError, match='the directory is writable by'):
+        _file_io.write_atomic(str(real / 'config.yaml'), 'new\n', follow_symlinks=True)
+    assert (real / 'config.yaml').read_text() == 'old\n'
 
 
 # /proc/locks as this machine's kernel (6.1) printed it: an OFD lock, a waiter ("->"), a shared flock, and the

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import subprocess
 import sys
 import threading
 
 import pytest
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _safe_open
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _step_primitives as step
+from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.planted_links import (
+    needs_root, plant_link, untouched, users_file, victim)
 
 CONFIG = b'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nsystemReserved:\n  memory: 100Mi\n'
 
@@ -189,3 +193,37 @@ def test_newest_backup_is_none_where_the_kubelet_directory_does_not_exist(tmp_pa
     (tmp_path / 'config.yaml').write_text('kind: KubeletConfiguration\n')
     (tmp_path / 'config.yaml.20261124T010203.nodealloc.bak').write_text('kind: KubeletConfiguration\n')
     assert step.newest_backup(str(tmp_path / 'config.yaml')) == str(tmp_path / 'config.yaml.20261124T010203.nodealloc.bak')
+
+
+# Issue 44: the node lock directory holds the journal, which names what a later step restores and where.
+def test_a_link_at_the_journal_or_a_record_is_refused_and_its_target_untouched(tmp_path):
+    target = victim(str(tmp_path / 'root-only'))
+    state_dir = tmp_path / 'step'
+    for name in (step.JOURNAL, 'config_dir.json'):
+        plant_link(str(state_dir / name), target)
+    with pytest.raises(_safe_open.UnsafePathError, match='step.json is a symbolic link'):
+        step.write_journal(str(state_dir), {'target': '/x'})
+    with pytest.raises(_safe_open.UnsafePathError, match='config_dir.json is a symbolic link'):
+        step.write_state(str(state_dir), 'config_dir.json', {'config_dir': '/x'})
+    with pytest.raises(step.StepError, match='step.json is a symbolic link .*; nothing restored or changed'):
+        step.read_journal(str(state_dir))
+    assert untouched(target)
+
+
+@needs_root
+def test_a_journal_another_user_wrote_is_refused_not_acted_on(tmp_path):
+    journal = {'target': '/etc/passwd', 'backup_file': '/tmp/mine', 'written_sha256': None}
+    users_file(str(tmp_path / step.JOURNAL), json.dumps(journal))
+    with pytest.raises(step.StepError, match='step.json is owned by uid 65534.*nothing restored or changed'):
+        step.read_journal(str(tmp_path))
+
+
+@pytest.mark.parametrize('mode', [0o770, 0o777])
+def test_a_node_lock_directory_others_can_write_is_refused(tmp_path, mode):
+    state_dir = tmp_path / 'step'
+    state_dir.mkdir()
+    os.chmod(state_dir, mode)
+    with pytest.raises(step.StepError, match='the node lock directory is refused, nothing done: .*writable by'):
+        with step.node_lock(str(state_dir), 1, {'pid': 1}):
+            pytest.fail('the lock was taken')
+    assert os.listdir(state_dir) == [] and os.stat(state_dir).st_mode & 0o7777 == mode

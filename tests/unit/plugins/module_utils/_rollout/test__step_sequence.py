@@ -18,6 +18,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_s
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _step_sequence
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _step_primitives as step
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
+from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.planted_links import plant_link, untouched, victim
 
 OLD = """apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -194,3 +195,12 @@ def test_a_failed_step_whose_status_cannot_be_written_says_both(node):
         run(node)
     assert 'Restored' in str(failure.value) and 'the status file was not written' in str(failure.value)
     assert (node['tmp'] / 'kubelet' / 'config.yaml').read_text() == OLD
+
+
+def test_a_link_at_a_status_file_is_refused_naming_it_and_its_target_untouched(node):
+    # Issue 44: a status file is written at its own name, never through a link someone planted there.
+    target = victim(str(node['tmp'] / 'root-only'))
+    plant_link(str(node['tmp'] / 'metrics' / 'decision.json'), target)
+    with pytest.raises(NodeallocError, match='decision.json is a symbolic link'):
+        run(node)
+    assert untouched(target)

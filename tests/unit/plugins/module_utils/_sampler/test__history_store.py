@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 
 import pytest
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _duration
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _history_stats
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _safe_open
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store
+from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.planted_links import (
+    NOBODY_UID, needs_root, plant_link, untouched, users_file, victim)
 
 MIB = 1 << 20
 
@@ -166,3 +170,45 @@ def test_a_hostile_line_is_skipped_and_named(tmp_path, line, reason):
     samples, problems = _history_store.read(str(path), now=200, mem_total_bytes=1 << 40, capacity_millicores=4000)
     assert [s['t'] for s in samples] == [100]
     assert len(problems) == 1 and problems[0].startswith('%s line 1 skipped: ' % path) and reason in problems[0]
+
+
+# Issue 44: a link a user planted at history.jsonl made root cut the last line of a root-owned 0640 file and append
+# JSON to it; a user's 0666 history of invented samples was used without a word.
+def test_a_link_at_the_history_is_refused_and_its_target_untouched(tmp_path):
+    target = victim(str(tmp_path / 'root-only'))
+    path = tmp_path / 'state' / 'history.jsonl'
+    plant_link(str(path), target)
+    with pytest.raises(_safe_open.UnsafePathError, match='history.jsonl is a symbolic link'):
+        _history_store.append(str(path), sample(100, 5))
+    samples, problems = _history_store.read(str(path), now=200)
+    assert samples == [] and len(problems) == 1
+    assert problems[0].startswith('%s is a symbolic link (to %s): not followed' % (path, target))
+    assert problems[0].endswith('; the history is not used')
+    assert untouched(target)
+
+
+@needs_root
+def test_a_users_history_of_invented_samples_is_not_used_and_says_why(tmp_path):
+    path = tmp_path / 'history.jsonl'
+    users_file(str(path), ''.join('{"t": %d, "non_pod_bytes": 1, "non_pod_millicores": 1}\n' % t for t in range(100, 110)))
+    before = path.read_bytes()
+    samples, problems = _history_store.read(str(path), now=200)
+    assert samples == [] and problems == ['%s is owned by uid 65534, not by uid 0 who writes it (owner uid 65534, mode '
+                                          '0666): not used, nothing read or written there; the history is not used' % path]
+    with pytest.raises(_safe_open.UnsafePathError, match='owned by uid 65534'):
+        _history_store.append(str(path), sample(150, 5))
+    assert path.read_bytes() == before and os.stat(path).st_mode & 0o7777 == 0o666 and os.stat(path).st_uid == NOBODY_UID
+
+
+@pytest.mark.parametrize('mode', [0o770, 0o1777])
+def test_a_history_in_a_directory_others_can_write_is_neither_read_nor_appended_to(tmp_path, mode):
+    state = tmp_path / 'state'
+    state.mkdir()
+    path = state / 'history.jsonl'
+    path.write_text('{"t": 100, "non_pod_bytes": 5, "non_pod_millicores": 2}\n')
+    os.chmod(state, mode)
+    samples, problems = _history_store.read(str(path), now=200)
+    assert samples == [] and len(problems) == 1 and 'the directory is writable by' in problems[0]
+    with pytest.raises(_safe_open.UnsafePathError, match='the directory is writable by'):
+        _history_store.append(str(path), sample(150, 5))
+    assert len(path.read_text().splitlines()) == 1 and os.stat(state).st_mode & 0o7777 == mode

@@ -6,7 +6,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _safe_open
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _installer
+from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.planted_links import NOBODY_UID, needs_root
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
 SCRIPT = os.path.join(ROOT, 'roles', 'reservations', 'files', 'nodealloc-sampler.py')
@@ -83,3 +87,30 @@ def test_install_writes_what_differs_removes_stale_sources_and_keeps_the_rest(tm
 def test_install_in_check_mode_on_a_new_node_creates_nothing(tmp_path):
     assert _installer.install(str(tmp_path / 'new'), {'_one.py': 'ONE = 1\n'}, check_mode=True) == (['_one.py'], [])
     assert not (tmp_path / 'new').exists()
+
+
+# Issue 44: a textfile or state directory another user owns or can write is refused, never chmod'ed.
+@pytest.mark.parametrize('mode', [0o775, 0o777, 0o1777])
+def test_an_existing_directory_others_can_write_is_refused_and_left_as_it_is(tmp_path, mode):
+    textfile_dir = tmp_path / 'textfile_collector'
+    textfile_dir.mkdir()
+    os.chmod(textfile_dir, mode)
+    for check_mode in (True, False):
+        with pytest.raises(_safe_open.UnsafePathError, match='textfile_collector: the directory is writable by'):
+            _installer.ensure_directory(str(textfile_dir), check_mode)
+    assert os.stat(textfile_dir).st_mode & 0o7777 == mode
+
+
+@needs_root
+def test_an_existing_directory_another_user_owns_is_refused(tmp_path):
+    state_dir = tmp_path / 'nodealloc'
+    state_dir.mkdir(mode=0o755)
+    os.chown(state_dir, NOBODY_UID, NOBODY_UID)
+    with pytest.raises(_safe_open.UnsafePathError, match='the directory is owned by uid 65534'):
+        _installer.ensure_directory(str(state_dir))
+    assert os.stat(state_dir).st_uid == NOBODY_UID
+
+
+def test_a_missing_directory_is_made_and_a_root_one_accepted(tmp_path):
+    assert _installer.ensure_directory(str(tmp_path / 'a' / 'b'))
+    assert not _installer.ensure_directory(str(tmp_path / 'a' / 'b'))

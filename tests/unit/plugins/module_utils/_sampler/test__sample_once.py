@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -15,6 +16,8 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store, _metrics, _sample_once
 from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
 from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.flock_holder import exclusive_flock
+from ansible_collections.nodealloc.kubelet.tests.unit.fixtures.planted_links import (
+    needs_root, plant_link, untouched, users_file, victim)
 
 MIB = 1 << 20
 # The node-wide files the sampler reads, copied from a real machine (Linux 6.1, 24 GiB), so that what another
@@ -446,3 +449,50 @@ def test_a_textfile_or_state_that_cannot_be_written_is_a_problem_and_the_reading
     assert [p.split(': ')[:2] for p in problems] == [[opts['textfile_path'], 'metrics not written'],
                                                      [opts['state_path'], 'state not saved (the next run reads the '
                                                                           'history in full)']], problems
+
+
+# Issue 44: a link a user planted at the .prom path made root replace its target and chmod it 0644.
+def test_links_at_the_textfile_and_the_state_are_refused_their_targets_untouched_and_the_reading_recorded(node, tmp_path):
+    target = victim(str(tmp_path / 'root-only'))
+    opts = options(node, tmp_path)
+    for key in ('textfile_path', 'state_path'):
+        plant_link(opts[key], target)
+    figures, problems = run(opts, sleep=lambda _s: None)
+    assert untouched(target)
+    assert figures['recorded'] and len((tmp_path / 'history.jsonl').read_text().splitlines()) == 1
+    assert problems == [
+        '%s is a symbolic link (to %s): not followed, nothing read or written there; nodealloc opens only files it can '
+        'reach at their own name; the sampler state is not used, rebuilt from the history' % (opts['state_path'], target),
+        '%s: metrics not written: %s is a symbolic link (to %s): not followed, nothing read or written there; nodealloc '
+        'opens only files it can reach at their own name' % (opts['textfile_path'], opts['textfile_path'], target),
+        '%s: state not saved (the next run reads the history in full): %s is a symbolic link (to %s): not followed, '
+        'nothing read or written there; nodealloc opens only files it can reach at their own name'
+        % (opts['state_path'], opts['state_path'], target)]
+
+
+def test_a_history_in_a_directory_others_can_write_is_not_read_nor_recorded_and_the_run_says_why(node, tmp_path):
+    state = tmp_path / 'state'
+    state.mkdir()
+    (state / 'history.jsonl').write_text('{"t": %d, "non_pod_bytes": 5, "non_pod_millicores": 2}\n' % (time.time() - 60))
+    os.chmod(state, 0o777)
+    opts = dict(options(node, tmp_path), history_path=str(state / 'history.jsonl'))
+    figures, problems = run(opts, sleep=lambda _s: None)
+    assert not figures['recorded'] and figures['window_samples'] == 0
+    assert (state / 'history.jsonl').read_text().count('\n') == 1
+    assert len(problems) == 1 and problems[0].startswith('%s: the directory is writable by its group and others' % state)
+    assert problems[0].endswith('; the history is not used, this reading was not recorded')
+    # Once the directory is root's alone again, the next run reads the whole history and records.
+    os.chmod(state, 0o755)
+    figures, problems = run(opts, sleep=lambda _s: None)
+    assert figures['recorded'] and figures['window_samples'] == 1 + 1 and problems == []
+
+
+@needs_root
+def test_a_users_state_file_is_not_used(node, tmp_path):
+    opts = options(node, tmp_path)
+    users_file(opts['state_path'], '{"version": 2, "hours_valid": true, "hours": {}, "totals": {"m": {"999999": 9}, '
+                                   '"c": {}}}')
+    figures, problems = run(opts, sleep=lambda _s: None)
+    assert figures['window_samples'] == 1  # this run's reading only: the user's 9 invented samples are not counted
+    assert problems[0].startswith('%s is owned by uid 65534' % opts['state_path'])
+    assert problems[0].endswith('; the sampler state is not used, rebuilt from the history')
