@@ -341,7 +341,8 @@ cgroup:
     end_of_life:
       description:
         - On a cgroup v1 node (legacy or hybrid), why cgroup v1 is at the end of its life in Kubernetes (maintenance
-          mode from 1.31, refused by default from 1.35); null on cgroup v2. Also one of the module's warnings.
+          mode from 1.31, refused by default from 1.35); null on cgroup v2. Also one of the module's warnings where a
+          kubelet process or a kubelet config is found (none on a machine without a kubelet).
       type: str
       version_added: 0.1.0
 kubelet:
@@ -376,7 +377,8 @@ kubelet:
           C(config_dir_without_environment) 1.30), each null where the version is unknown.
         - C(refusals), what would stop this kubelet at its next start (a C(failCgroupV1) that is true on a cgroup v1
           node, an enforcement key it does not know, a C(--config-dir) it cannot read); the role refuses to write
-          while any is listed. C(warnings), what it would ignore, and cgroup v1's end of life.
+          while any is listed. C(warnings), what it would ignore, and cgroup v1's end of life;
+          empty where neither a kubelet process nor a kubelet config is found.
       type: dict
       sample:
         command: [/usr/bin/kubelet, --version]

@@ -52,5 +52,15 @@ def kubelet_version(kubelet, config, cgroup_version, not_found, proc_root='/proc
                                    dict.fromkeys(environment or ()))
     result.update(features=_version_rules.features(parsed),
                   fail_cgroup_v1=_version_rules.fail_cgroup_v1(parsed, config),
-                  refusals=verdict['refusals'], warnings=verdict['warnings'])
+                  refusals=verdict['refusals'], warnings=verdict['warnings'] if kubelet_found(kubelet, config) else [])
     return result
+
+
+def kubelet_found(kubelet, config):
+    """A kubelet process or a kubelet config was found (the report's ``no_kubelet`` is the opposite).
+
+    Where neither is, the warnings about what a kubelet would do on this node (failCgroupV1, cgroup v1's end of life)
+    speak of one that is not there: the module would print them on every run of a machine that runs no kubelet
+    (issue 46). The cgroup's ``end_of_life`` field still says it.
+    """
+    return bool(kubelet.get('pid') or kubelet.get('config_path') or kubelet.get('config_dir') or config)

@@ -14,6 +14,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import (
     _kubelet_process, _kubelet_version, _measure, _procfs)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ConfigError
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _version_rules
 from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
 
 MIB = 1024 * 1024
@@ -306,6 +307,23 @@ def test_the_kubelet_binary_is_asked_its_version_and_a_1_35_kubelet_on_v1_is_ref
     assert bool(result['refusals']) == refused
     if refused:
         assert 'failCgroupV1' in result['refusals'][0]
+    # A kubelet runs: on cgroup v1 the module warns of cgroup v1's end of life.
+    assert (_version_rules.END_OF_LIFE in result['warnings']) == (cgroup_version == 'v1')
+
+
+@pytest.mark.parametrize('kubelet,config,warned', [
+    ({'pid': None, 'argv': None, 'config_path': None, 'config_dir': None}, {}, False),
+    ({'pid': None, 'argv': None, 'config_path': '/var/lib/kubelet/config.yaml', 'config_dir': None}, {'kind': 'KubeletConfiguration'}, True),
+])
+def test_the_cgroup_v1_warnings_are_given_only_where_a_kubelet_is_found(monkeypatch, kubelet, config, warned):
+    # A machine without a kubelet (make report on a workstation, issue 46) gets no warning about the kubelet's
+    # failCgroupV1 or cgroup v1's end of life; a node with a kubelet config but no process still gets both.
+    monkeypatch.setattr(_kubelet_version.shutil, 'which', lambda name: None)
+    result = _kubelet_version.kubelet_version(kubelet, config, 'v1', [])
+    assert bool(result['warnings']) == warned
+    if warned:
+        assert _version_rules.END_OF_LIFE in result['warnings']
+        assert any('failCgroupV1' in warning for warning in result['warnings'])
 
 
 def test_no_kubelet_binary_is_said_and_refuses_nothing(monkeypatch):
