@@ -7,11 +7,18 @@ templates carry (the same ``_node_templates.class_recommendations`` makes both),
 would increase, decrease or keep (increase + decrease = the kubelet restarts apply would make), the memory apply
 would give back to the pods or take from them, how many nodes rest on the cold-start floor (their history is
 still short), their memory risk (``_memory_risk``), and how many were not measured or run no kubelet.
+
+Issue 46: each class's ``verdict`` (``_verdict.class_verdict``: one action, its reason and command, with
+``nodes_by_action``), its template's ``flags`` (``_memory_risk.reservation_flags``: the templates' kubeReserved +
+systemReserved memory against the largest vendor formula and ``MAX_RESERVED_SHARE`` of its smallest measured node) and
+``flagged_nodes`` ({flag: nodes whose own recommendation is flagged}). ``nodes`` counts every node of the class, the
+not measured ones the inventory names a class for included: the one count every rendering shows.
 """
 
 from __future__ import annotations
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _memory_risk, _node_templates
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _memory_risk, _node_templates, _verdict
 
 NOT_MEASURED = 'not measured'
 
@@ -19,7 +26,7 @@ NOT_MEASURED = 'not measured'
 def _entry():
     return {'nodes': 0, 'not_measured': 0, 'no_kubelet': 0, 'increase': 0, 'decrease': 0, 'keep': 0,
             'kubelet_restarts': 0, 'memory_given_back_bytes': 0, 'memory_taken_bytes': 0, 'on_cold_start_prior': 0,
-            'risk': {}, 'recommended': None, 'size_classes': []}
+            'risk': {}, 'recommended': None, 'size_classes': [], 'flags': [], 'flagged_nodes': {}}
 
 
 def class_order(name, entry):
@@ -34,11 +41,14 @@ def class_summaries(nodes):
     ``recommended`` is ``{'kube_reserved', 'system_reserved', 'eviction_hard'}`` as the templates carry it, or None
     for a class with no node that has a kubelet (it gets no template).
     """
-    classes = {}
+    classes, members = {}, {}
     for node in nodes:
         name = node.get('template_class') or NOT_MEASURED
         entry = classes.setdefault(name, _entry())
+        members.setdefault(name, []).append(node)
         entry['nodes'] += 1
+        for flag in node.get('flags') or []:
+            entry['flagged_nodes'][flag['flag']] = entry['flagged_nodes'].get(flag['flag'], 0) + 1
         entry['risk'][node['risk']] = entry['risk'].get(node['risk'], 0) + 1
         if 'measured' not in node:
             entry['not_measured'] += 1
@@ -65,7 +75,28 @@ def class_summaries(nodes):
         if name in classes:
             classes[name]['recommended'] = {key: recommendation[key]
                                             for key in ('kube_reserved', 'system_reserved', 'eviction_hard')}
-    for entry in classes.values():
+    for name, entry in classes.items():
+        entry['verdict'] = _verdict.class_verdict(name, members[name])
+        entry['flags'] = template_flags(entry.get('recommended'), members[name])
         entry['size_classes'].sort()
         entry['risk'] = {name: entry['risk'][name] for name in sorted(entry['risk'], key=_memory_risk.rank)}
     return sorted(classes.items(), key=lambda item: class_order(*item))
+
+
+def _template_memory_bytes(recommended):
+    """kubeReserved + systemReserved memory the class's templates carry, in bytes (None without a template)."""
+    if not recommended:
+        return None
+    return sum(_quantity.quantity_value(_quantity.parse_quantity(str(value)))
+               for value in ((recommended.get(field) or {}).get('memory') for field in ('kube_reserved', 'system_reserved'))
+               if value not in (None, ''))
+
+
+def template_flags(recommended, nodes):
+    """The template's flags (``_memory_risk.reservation_flags``) on the class's smallest measured node with a kubelet."""
+    sized = [node for node in nodes if node.get('status') == 'ok' and node.get('capacity_memory_bytes')]
+    if not sized or not recommended:
+        return []
+    smallest = min(sized, key=lambda node: (node['capacity_memory_bytes'], node['host']))
+    return _memory_risk.reservation_flags(_template_memory_bytes(recommended), smallest['capacity_memory_bytes'],
+                                          smallest.get('formulas'))

@@ -20,7 +20,13 @@ machine values in unit-suffixed names (``*_bytes``, ``*_millicores``) or Kuberne
 computed with the step's merge (``_config_edit.apply_changes``). Version 2 renamed ``error`` to ``status_reason``, added
 ``no_kubelet`` and dropped the human strings from ``measured`` (the renderers format the figures). Version 3 replaced
 ``risk``'s ``high``/``medium``/``low``/``none`` (margin now against 10 % of the reservation) by the history-based
-categories and added ``memory_risk``.
+categories and added ``memory_risk``. Version 4 (issue 46) added the verdict (``_verdict``): every node's ``verdict``
+(action apply/observe/keep/fix, until, reason, command, severity and the change's size), every class's (with
+``nodes_by_action``) and ``summary['verdicts']`` ({class: action}); each node's ``refusals`` (the plan's),
+``decision_by_resource`` and ``flags`` (a recommendation above every vendor formula or above 25 % of the node,
+``_memory_risk.reservation_flags``), each class's ``flags`` and ``flagged_nodes``; a young node's ``risk`` is read
+against the headroom its class's warm nodes keep (``memory_risk['headroom_source']``), no longer the cold-start
+maximum; a node that was not measured carries ``template_class`` where the inventory names its class.
 """
 
 from __future__ import annotations
@@ -34,9 +40,9 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cpu_guarantee
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _headroom, _node_plan
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import (
-    _fleet_classes, _fleet_summary, _html_page, _memory_risk, _node_templates)
+    _fleet_classes, _fleet_summary, _html_page, _memory_risk, _node_templates, _verdict)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 NO_KUBELET = 'no kubelet found: nothing to apply'
 
 
@@ -66,13 +72,13 @@ def config_diff(current, recommended, path=None):
     return _node_plan.fields_diff(current, recommended, path or 'kubelet config')
 
 
-def _apply_diff(result):
-    """The plan's diff of what apply writes (into our drop-in where it writes one); a result from a module without a
-    plan is planned here with the role's defaults."""
-    return (result.get('plan') or _node_plan.plan(result, {}))['report']['config_diff']
+def _plan(result):
+    """The node's plan (its refusals, the diff of what apply writes, into our drop-in where it writes one); a result
+    from a module without a plan is planned here with the role's defaults."""
+    return result.get('plan') or _node_plan.plan(result, {})
 
 
-def _not_measured(host, result):
+def _not_measured(host, result, inventory_class=None):
     # A row a playbook made itself for a host it could not measure: any status word, with its reason.
     if isinstance(result, dict) and isinstance(result.get('status'), str) and result['status'] not in ('ok', 'no_kubelet'):
         status, message = result['status'], result.get('status_reason') or result.get('msg')
@@ -84,9 +90,13 @@ def _not_measured(host, result):
         status, message = 'failed', 'skipped: %s' % (result.get('skip_reason') or 'no reason given')
     else:
         status, message = 'unreachable', None
-    return {'host': host, 'status': status, 'status_reason': message or 'no result (unreachable or not run)',
-            'risk': _memory_risk.UNKNOWN, 'margin_bytes': None,
+    node = {'host': host, 'status': status, 'status_reason': message or 'no result (unreachable or not run)',
+            'risk': _memory_risk.UNKNOWN, 'margin_bytes': None, 'flags': [],
             'memory_risk': _memory_risk.not_assessed(_memory_risk.UNKNOWN, 'not measured')}
+    if inventory_class:
+        # The inventory names its class: the node is counted, and fixed, with that class (one name, one count).
+        node['template_class'] = _node_templates.class_name(inventory_class, {})
+    return node
 
 
 def _bytes(text):
@@ -106,7 +116,7 @@ def _no_kubelet(result):
 
 def _node(host, result, inventory_class=None):
     if not isinstance(result, dict) or result.get('failed') or result.get('unreachable') or 'recommendation' not in result:
-        return _not_measured(host, result)
+        return _not_measured(host, result, inventory_class)
     memory, cpu, current = result['memory'], result['cpu'], result.get('current')
     recommendation = result['recommendation']
     no_kubelet = _no_kubelet(result)
@@ -120,6 +130,7 @@ def _node(host, result, inventory_class=None):
     node_class = list(record.get('node_class') or _headroom.node_class(
         memory.get('mem_total_bytes') or capacity_memory_bytes, (capacity_millicores or 0) // 1000))
     decision = result.get('decision') or {}
+    planned = {'refusals': [], 'report': {'config_diff': []}} if no_kubelet else _plan(result)
     memory_risk = (_memory_risk.not_assessed(_memory_risk.NO_KUBELET, NO_KUBELET) if no_kubelet else
                    node_memory_risk(result, reserved_now, capacity_memory_bytes))
     return {
@@ -142,7 +153,12 @@ def _node(host, result, inventory_class=None):
         'capacity_millicores': capacity_millicores,
         'capacity_memory_bytes': capacity_memory_bytes,
         # No kubelet, or one run by flags alone: apply refuses, so there is no diff to show.
-        'config_diff': [] if no_kubelet or not kubelet_config else _apply_diff(result),
+        'config_diff': planned['report']['config_diff'] if kubelet_config else [],
+        # Why apply would write nothing (the plan's refusals, _node_plan.REFUSAL_SOURCES): the verdict's "fix".
+        'refusals': list(planned.get('refusals') or []),
+        # What to look at before writing it: above every vendor formula, or above a share of the node (_memory_risk).
+        'flags': [] if no_kubelet else _memory_risk.reservation_flags(
+            recommendation['reserved_memory_bytes'], capacity_memory_bytes, result.get('formulas')),
         'capacity': result['capacity'],
         'current': _current(current, reserved_now),
         'measured': _measured_figures(memory, cpu),
@@ -160,6 +176,9 @@ def _node(host, result, inventory_class=None):
         'not_found': result.get('not_found') or [],
         'explanation': recommendation['explanation'],
         'decision': None if no_kubelet else decision.get('action'),
+        # Each resource's own action (_decision): a CPU-only change moves no memory.
+        'decision_by_resource': None if no_kubelet else {
+            resource: (decision.get(resource) or {}).get('action') for resource in ('memory', 'cpu')},
         'decision_reasons': [] if no_kubelet else decision.get('reasons') or [],
         'memory_delta_bytes': None if no_kubelet else decision.get('memory_delta_bytes'),
         'cpu_delta_millicores': None if no_kubelet else decision.get('cpu_delta_millicores'),
@@ -284,6 +303,12 @@ def _overcommit_line(audit):
     return line
 
 
+def build_node(host, result, inventory_class=None):
+    """One report node from a host's facts result (what ``build_report`` makes of each), without the fleet's pass
+    (young nodes' risk against their class, the verdicts): ``_class_selection`` reads it on the controller."""
+    return _node(host, result, inventory_class)
+
+
 def build_report(results, now=None, node_classes=None):
     """``results``: {host: node_reservation_facts result}; ``node_classes``: {host: the inventory's
     ``nodealloc_node_class``} (empty or missing: the size class). Returns the report dict."""
@@ -292,11 +317,17 @@ def build_report(results, now=None, node_classes=None):
 
 
 def _report(nodes, now):
-    nodes = sorted(nodes, key=sort_key)
-    generated = (now or datetime.datetime.now(datetime.timezone.utc)).strftime('%Y-%m-%dT%H:%M:%SZ')
-    return {'schema_version': SCHEMA_VERSION, 'generated_at': generated, 'summary': summary(nodes),
-            'classes': [dict(entry, name=name) for name, entry in _fleet_classes.class_summaries(nodes)],
-            'nodes': nodes}
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    # A young node's risk against the headroom its class's warm nodes keep (_memory_risk), then every verdict.
+    warm = _memory_risk.class_warm_headrooms(nodes)
+    nodes = [dict(node, memory_risk=risk, risk=risk['category'])
+             for node, risk in ((node, _memory_risk.young_node_risk(node, warm)) for node in nodes)]
+    nodes = sorted(_verdict.with_verdicts(nodes, now.timestamp()), key=sort_key)
+    classes = [dict(entry, name=name) for name, entry in _fleet_classes.class_summaries(nodes)]
+    counts = summary(nodes)
+    counts['verdicts'] = {entry['name']: entry['verdict']['action'] for entry in classes}
+    return {'schema_version': SCHEMA_VERSION, 'generated_at': now.strftime('%Y-%m-%dT%H:%M:%SZ'), 'summary': counts,
+            'classes': classes, 'nodes': nodes}
 
 
 def measured(node):

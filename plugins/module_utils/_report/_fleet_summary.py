@@ -1,7 +1,9 @@
 # Private to nodealloc.kubelet: not a public API, may change without notice.
 """The fleet summary a report starts with, and all a job's output prints (issue 37): bounded at any fleet size.
 
-The counts by status and memory risk, per node class what to do (``report['classes']``, ``_fleet_classes``), the
+First one line per node class with its verdict (``verdict_lines``, issue 46: ``_verdict.class_verdict``): the
+action, its reason and the command that carries it out, and the flags its template raises
+(``_memory_risk.reservation_flags``). Then the counts by status and memory risk, per node class what to do (``report['classes']``, ``_fleet_classes``), the
 nodes that were not measured with their reason, and the riskiest nodes (the report's own order, ``_memory_risk``),
 at most ``TOP`` of each list: at 500 nodes the per-node text runs to tens of thousands of lines and belongs in the
 report's files, not in a job log.
@@ -71,6 +73,29 @@ def not_measured(report, count=TOP):
             max(0, len(nodes) - count))
 
 
+def verdict_parts(entry):
+    """('<class> (<n> nodes): <ACTION>', reason, command or None): ACTION with 'until DATE' for observe and its
+    severity for apply."""
+    verdict = entry.get('verdict') or {}
+    action = str(verdict.get('action') or 'unknown').upper()
+    if verdict.get('until'):
+        action += ' until %s' % verdict['until']
+    if verdict.get('severity'):
+        action += ' (%s)' % verdict['severity']
+    return '%s (%d nodes): %s' % (entry['name'], entry['nodes'], action), verdict.get('reason') or '', verdict.get('command')
+
+
+def verdict_line(entry):
+    """'<class> (<n> nodes): <ACTION> - <reason>; run: <command>' (no command for keep)."""
+    head, reason, command = verdict_parts(entry)
+    return '%s \u2014 %s%s' % (head, reason, '; run: %s' % command if command else '')
+
+
+def template_flags(entry):
+    """The class template's flags as sentences."""
+    return [flag['reason'] for flag in entry.get('flags') or []]
+
+
 def headline(report):
     """One sentence: how many nodes, by status and by memory risk."""
     summary = report.get('summary') or {}
@@ -82,8 +107,12 @@ def headline(report):
 
 def text_lines(report, files=None):
     """The fleet summary as plain lines (the job output); ``files``: where the full report was written, if known."""
-    out = ['Kubelet reservation report, %s: %s' % (report['generated_at'], headline(report)), '',
-           'Per node class, what apply would do:']
+    out = ['What to do, per node class:']
+    for entry in report.get('classes') or []:
+        out.append('  ' + verdict_line(entry))
+        out.extend('    flagged: the class template %s' % flag for flag in template_flags(entry))
+    out += ['', 'Kubelet reservation report, %s: %s' % (report['generated_at'], headline(report)), '',
+            'Per node class, what apply would do:']
     out.extend('  ' + line for line in units.aligned([CLASS_HEADER] + class_rows(report), right=(1, 3, 4, 5, 6, 7, 8,
                                                                                                  9, 10, 11, 12)))
     missed, more = not_measured(report)
@@ -109,8 +138,14 @@ def _escaped(rows):
 
 def markdown_lines(report):
     """The fleet summary as Markdown: the start of the Markdown report."""
-    out = ['## Fleet summary', '', units.markdown_text(headline(report)), '', '### Per node class, what apply would do',
-           '']
+    out = ['## What to do, per node class', '']
+    for entry in report.get('classes') or []:
+        head, reason, command = verdict_parts(entry)
+        out.append('- **%s** \u2014 %s%s' % (units.markdown_text(head), units.markdown_text(reason),
+                                            '; run: `%s`' % units.markdown_code(command) if command else ''))
+        out.extend('  - flagged: the class template %s' % units.markdown_text(flag) for flag in template_flags(entry))
+    out += ['', '## Fleet summary', '', units.markdown_text(headline(report)), '',
+            '### Per node class, what apply would do', '']
     out.extend(units.markdown_table(CLASS_HEADER, _escaped(class_rows(report)), right=(1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)))
     missed, more = not_measured(report)
     if missed:

@@ -492,7 +492,7 @@ def test_html_status_and_risk_are_data():
 
 
 # The headings the Markdown report writes itself: a value from a node must add none (one h2 per node after "Each node").
-OUR_HEADINGS = re.compile(r'^(Kubelet reservation report|Fleet summary|Per node class, what apply would do|Not measured|'
+OUR_HEADINGS = re.compile(r'^(Kubelet reservation report|What to do, per node class|Fleet summary|Per node class, what apply would do|Not measured|'
                           r'The \d+ riskiest nodes|Each node)$')
 
 
