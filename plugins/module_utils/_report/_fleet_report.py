@@ -41,6 +41,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cp
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _headroom, _node_plan
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import (
     _fleet_classes, _fleet_summary, _html_page, _memory_risk, _node_templates, _verdict)
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _printed  # the job output
 
 SCHEMA_VERSION = 4
 NO_KUBELET = 'no kubelet found: nothing to apply'
@@ -675,7 +676,7 @@ def render_html(report):
                                   history_sentence=history_sentence(report.get('summary') or {}))
 
 
-# Up to this many nodes the job output carries each node in full after the summary (about 60 lines a node).
+# Up to this many nodes the job output carries each node's screen (_printed: about 20 lines a node, no arithmetic).
 JOB_OUTPUT_NODES = 3
 
 
@@ -683,12 +684,13 @@ def renderings(report):
     """Every rendering of one report, as the filters return them.
 
     ``text`` is the whole text report; ``text_lines`` what a playbook prints with ``debug`` (one per line, without
-    escapes in AWX): the whole text for a fleet of at most JOB_OUTPUT_NODES nodes (make report's one machine, a
-    canary), else only the fleet summary: at 500 nodes the per-node text runs to tens of thousands of lines and belongs
-    in the report's files.
+    escapes in AWX): for a fleet of at most JOB_OUTPUT_NODES nodes (make report's one machine, a canary) each node's
+    screen in plain words (``_printed``: the verdict, what was measured, what is recommended; the arithmetic stays in
+    the files), else only the fleet summary: at 500 nodes the per-node text runs to tens of thousands of lines and
+    belongs in the report's files.
     """
     whole = render_text_lines(report)
-    printed = whole if len(report['nodes']) <= JOB_OUTPUT_NODES else summary_lines(report)
+    printed = _printed.lines(report) if len(report['nodes']) <= JOB_OUTPUT_NODES else summary_lines(report)
     return {'data': report, 'history_sentence': history_sentence(report.get('summary') or {}),
             'json': render_json(report), 'markdown': render_markdown(report),
             'text': '\n'.join(whole), 'text_lines': printed, 'html': render_html(report)}
