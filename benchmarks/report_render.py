@@ -2,8 +2,8 @@
 
 Usage: python benchmarks/report_render.py [--json] [--nodes 5000] [--baseline 500] [--runs 3]
 
-For each size (the baseline first), makes a recorded fleet (tests/integration/fleet_results.py: the module's own
-results, varied per host), builds the report and renders the page as the ``reservation_report`` filter does
+For each size (the baseline first), makes a generated fleet (tests/integration/fleet_results.py: what the module's own
+code returns for generated nodes), builds the report and renders the page as the ``reservation_report`` filter does
 (``_fleet_report``), then opens the page ``--runs`` times in Debian's headless chromium over its DevTools pipe
 (tests/integration/chromium_views.py), a fresh browser each time. The times are the page's own, read inside the
 browser from the Navigation Timing API (``performance.getEntriesByType('navigation')``), from navigation start:
