@@ -65,6 +65,21 @@ def _readlink(name, dir_fd=None):
         return '?'
 
 
+def _checked(fd, is_kind, not_kind, refusal, path):
+    """``fd`` once ``fstat`` says it is of the kind (``is_kind``) and this process's user's alone; else it is closed
+    and ``UnsafePathError`` (``refusal`` % (path, what is wrong, what was found)) raised."""
+    try:
+        stat = os.fstat(fd)
+        problem = None if is_kind(stat.st_mode) else not_kind
+        problem = problem or not_ours(stat)
+        if problem:
+            raise UnsafePathError(refusal % (path, problem, _found(stat)))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def open_directory(directory):
     """A descriptor of ``directory`` once it is root's alone; ``UnsafePathError`` otherwise.
 
@@ -77,19 +92,10 @@ def open_directory(directory):
         if exc.errno in (errno.ENOTDIR, errno.ELOOP) and os.path.islink(directory):
             raise _link_refusal(directory, _readlink(directory))
         raise
-    try:
-        stat = os.fstat(fd)
-        problem = None if stat_module.S_ISDIR(stat.st_mode) else 'not a directory'
-        problem = problem or not_ours(stat)
-        if problem:
-            raise UnsafePathError(
-                '%s: the directory is %s (%s): not used, nothing read or written there; only a directory root '
-                'alone can write keeps another user from putting a link or a file of their own at a name root '
-                'opens' % (directory, problem, _found(stat)))
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    return _checked(fd, stat_module.S_ISDIR, 'not a directory',
+                    '%s: the directory is %s (%s): not used, nothing read or written there; only a directory root '
+                    'alone can write keeps another user from putting a link or a file of their own at a name root '
+                    'opens', directory)
 
 
 def open_in(dir_fd, name, flags, mode=0o600, path=None):
@@ -107,17 +113,8 @@ def open_in(dir_fd, name, flags, mode=0o600, path=None):
         if exc.errno == errno.ELOOP:
             raise _link_refusal(path, _readlink(name, dir_fd))
         raise
-    try:
-        stat = os.fstat(fd)
-        problem = None if stat_module.S_ISREG(stat.st_mode) else 'not a regular file'
-        problem = problem or not_ours(stat)
-        if problem:
-            raise UnsafePathError('%s is %s (%s): not used, nothing read or written there'
-                                  % (path, problem, _found(stat)))
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    return _checked(fd, stat_module.S_ISREG, 'not a regular file', '%s is %s (%s): not used, nothing read or written '
+                    'there', path)
 
 
 def open_file(path, flags, mode=0o600):
