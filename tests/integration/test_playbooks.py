@@ -31,7 +31,7 @@ def test_recommend_playbook_writes_reports_and_changes_nothing(tmp_path):
                               '-e', 'reservations_sample_seconds=0.5', check=True)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     report = json.loads((tmp_path / 'reservations.json').read_text())
-    assert report['schema_version'] == 3
+    assert report['schema_version'] == 4
     node = report['nodes'][0]
     # Measured: 'ok' where a kubelet runs; 'no_kubelet' on a machine without one, which gets nothing to apply.
     assert node['host'] == 'localhost' and node['status'] in ('ok', 'no_kubelet')

@@ -46,7 +46,7 @@ def selection(host, facts, inventory_class, value, now_seconds=None):
     names = selected_classes(value)
     node = _fleet_report.build_node(host, facts, inventory_class or None)
     action = _verdict.node_verdict(node, time.time() if now_seconds is None else now_seconds)['action']
-    plan_rolls = bool(((facts or {}).get('plan') or {}).get('rolls'))
+    plan_rolls = bool(_fleet_report.plan_of(facts).get('rolls')) if node.get('status') == 'ok' else False
     selected = names is None or node.get('template_class') in names
     return {'class': node.get('template_class'), 'selected': selected, 'action': action,
             'rolls': plan_rolls and (names is None or (selected and action == _verdict.APPLY)),

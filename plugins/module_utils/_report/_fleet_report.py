@@ -304,6 +304,11 @@ def _overcommit_line(audit):
     return line
 
 
+def plan_of(result):
+    """The plan of a measured node's result (``_plan``)."""
+    return _plan(result)
+
+
 def build_node(host, result, inventory_class=None):
     """One report node from a host's facts result (what ``build_report`` makes of each), without the fleet's pass
     (young nodes' risk against their class, the verdicts): ``_class_selection`` reads it on the controller."""
