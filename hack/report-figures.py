@@ -27,7 +27,8 @@ from fleet_results import fleet  # noqa: E402
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs, _units  # noqa: E402
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _duration, _quantity  # noqa: E402
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import (  # noqa: E402
-    _fleet_report, _fleet_summary, _html_page)
+    _fleet_report, _fleet_summary, _html_page, _memory_risk, _verdict)
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _headroom  # noqa: E402
 
 GIB = 1024.0 ** 3
 FLEET_NODES = 500
@@ -46,6 +47,11 @@ def _hours(window):
 
 def _memory(value):
     return _units.memory(_quantity.quantity_value(_quantity.parse_quantity(str(value))))
+
+
+def _whole(value):
+    """A round constant as the docs write it: 1 GiB, 256 MiB."""
+    return '%d GiB' % (value >> 30) if value % (1 << 30) == 0 else '%d MiB' % (value >> 20)
 
 
 def _playbook_default(playbook, variable):
@@ -130,6 +136,12 @@ def figures():
         'default.health_timeout': '%d s' % _default('health_timeout_seconds'),
         'default.serial': _playbook_default('apply.yml', 'nodealloc_serial'),
         'default.max_fail': _playbook_default('apply.yml', 'nodealloc_max_fail_percentage'),
+        'verdict.minor_bytes': _whole(_verdict.MINOR_BYTES),
+        'verdict.minor_share': '%g\u00a0%%' % (100 * _verdict.MINOR_SHARE),
+        'verdict.major_bytes': _whole(_verdict.MAJOR_BYTES),
+        'verdict.major_share': '%g\u00a0%%' % (100 * _verdict.MAJOR_SHARE),
+        'risk.max_reserved_share': '%g\u00a0%%' % (100 * _memory_risk.MAX_RESERVED_SHARE),
+        'policy.warm_share': '%g\u00a0%%' % (100 * _headroom.WARM_SHARE),
         'galaxy.version': galaxy['version'],
         'galaxy.kubernetes_core': galaxy['dependencies']['kubernetes.core'].lstrip('>='),
     }
@@ -162,6 +174,10 @@ CLAIMS = [
     (READING, 'the nodes not measured and the {summary.top} riskiest'),
     (READING, '{job.lines_small} lines for the 5-node fleet, {job.lines_fleet} for the {fleet.nodes}-node one'),
     (READING, 'the lists of at most {summary.top} nodes'),
+    (READING, 'the history spans less than {policy.warm_share} of `reservations_reaction_time`'),
+    (READING, '*minor*: under {verdict.minor_bytes} and under {verdict.minor_share} of the node; *major*: '
+              '{verdict.major_bytes} or more, or {verdict.major_share} of the node or more'),
+    (READING, 'or more than {risk.max_reserved_share} of the node\'s memory (`_memory_risk.MAX_RESERVED_SHARE`)'),
     (STARTING, 'nodealloc-kubelet-{galaxy.version}.tar.gz'),
     (STARTING, 'version: ">={galaxy.kubernetes_core}"'),
     (STARTING, 'Until that history spans\nthe reaction time (`reservations_reaction_time`, {default.reaction_time})'),
@@ -176,24 +192,24 @@ CLAIMS = [
     (STARTING, 'at `{default.max_fail}`\nthe first failed node stops it'),
 ]
 
-# (doc, pattern around a number, reason): numbers no figure gives.
+# (doc or None for both, pattern around a number, reason): numbers no figure gives. A pattern anchored at a line's
+# start (^) allows every number of the lines it matches.
 ALLOWED = [
     (None, r'^#+ \d+\.', 'a section number of getting-started.md'),
     (None, r'step \d', 'a step of getting-started.md'),
     (READING, r'reserved − peak [<≥] 0|0 ≤ reserved|reserved ≤ 0', "a risk rule's zero (the sign of the spare)"),
     (READING, r'-k 500', "the selector of test_report_html.py's 500-node test"),
     (None, r'\d{3,4}\s*px|1400×2000|1280×800|1,280', 'a screen size the page is checked at (test_report_html.py)'),
-    (READING, r'5,000-node page would otherwise be about 55 MB', 'benchmarks/report_render.py measured it '
-                                                                  '(docs/benchmarks.md)'),
-    (READING, r'from 2023 or later', 'the year browsers shipped DecompressionStream (Firefox 113, Safari 16.4)'),
+    (READING, r'5,000-node page would otherwise be about 55 MB',
+     'benchmarks/report_render.py measured it (docs/benchmarks.md)'),
+    (READING, r'from 2023 or later', 'the year DecompressionStream reached every major browser (Firefox 113, Safari 16.4)'),
     (READING, r'5-node fleet', 'the small fleet of the job output figure (SMALL_FLEET_NODES)'),
-    (READING, r'8 GiB, 2 CPUs', 'the chart label of the smallest class (claimed above)'),
     (STARTING, r'node\d\.example|gpu\d\.example', 'an inventory host name'),
     (STARTING, r'16gib-4cpu', 'a size class name, as _headroom.node_class names one'),
     (STARTING, r':9090', "Prometheus' port"),
     (STARTING, r'nodealloc_serial=10%|max_fail_percentage=0', 'an example command line'),
-    (None, r'^\|.*`(reservations_)?\w+`\s*\|\s*\w+\s*\|\s*`[^`]*`\s*\|', 'an option table row: '
-                                                                       'tests/unit/test_docs_match_code.py checks it'),
+    (None, r'^\|.*`(reservations_)?\w+`\s*\|\s*\w+\s*\|\s*`[^`]*`\s*\|',
+     'an option table row: tests/unit/test_docs_match_code.py checks its default against the code'),
 ]
 
 NUMBER = re.compile(r'(?<![\w.#-])[-+\u2212]?\d[\d,]*(?:\.\d+)?(?![\w-])')
