@@ -10,9 +10,13 @@ version_added: 0.1.0
 description:
   - Takes a mapping of host name to the registered result of M(nodealloc.kubelet.node_reservation_facts)
     and returns the report as a dictionary with C(data) (the JSON document), C(json), C(markdown), C(text),
-    C(text_lines) (the text as a list of lines, for M(ansible.builtin.debug)) and C(html) (a self-contained page with
+    C(text_lines) (what the job prints, for M(ansible.builtin.debug): the whole text for at most three nodes, else the
+    short summary), C(html) (a self-contained page with
     a fleet view per node class, a sortable fleet table and one folded section per node with labelled memory, CPU
-    and history charts and the config diff apply would write).
+    and history charts and the config diff apply would write), C(csv) (one row per node, exact figures, every text
+    cell quoted and guarded against spreadsheet formulas), C(short_summary) (at most 20 lines, for a chat message or
+    a ticket) with C(short_summary_text) (the same as one text) and C(changes_markdown) (what changed since
+    O(previous_report)).
   - Memory is printed in MiB/GiB and CPU in millicores in the text, Markdown and HTML; C(data) and C(json) keep exact
     values in unit-suffixed fields (C(*_bytes), C(*_millicores)).
   - Nodes that could not be measured (failed or unreachable) come first, then by risk, closest to a global OOM
@@ -40,6 +44,21 @@ options:
     type: dict
     default: {}
     version_added: 0.1.0
+  previous_report:
+    description:
+      - Path on the controller of the JSON report of an earlier run (C(reservations.json), schema version 2, 3 or 4).
+        The report gains C(changes): the nodes added and gone, the status changes, the recommendations moved (memory
+        and CPU, by how much), the memory risk transitions and the verdict changes, per node and per class.
+      - A file that is missing, larger than 128 MiB, not JSON or of another schema version is not compared; the
+        report is built all the same and C(changes) says why (C(compared) false, C(reason)).
+    type: path
+    version_added: 0.1.0
+  report_path:
+    description:
+      - Where the report files are written, without their suffix (C(reports/reservations)); the short summary's last
+        line names the files from it.
+    type: str
+    version_added: 0.1.0
 '''
 
 EXAMPLES = r'''
@@ -52,20 +71,25 @@ EXAMPLES = r'''
 
 RETURN = r'''
 _value:
-  description: The report as C(data), C(history_sentence), C(json), C(markdown), C(text), C(text_lines) and C(html).
+  description: The report as C(data), C(history_sentence), C(json), C(markdown), C(text), C(text_lines), C(html),
+    C(csv), C(short_summary), C(short_summary_text) and C(changes_markdown).
   type: dict
 '''
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import (
+    _fleet_report, _report_changes, _report_files)
 
 
-def reservation_report(results, node_classes=None):
+def reservation_report(results, node_classes=None, previous_report=None, report_path=None):
     if not isinstance(results, dict) or not isinstance(node_classes or {}, dict):
         raise AnsibleFilterError('reservation_report expects a mapping of host to result (and one of host to class '
                                  'name), got %s' % type(results).__name__)
-    return _fleet_report.renderings(_fleet_report.build_report(dict(results), node_classes=dict(node_classes or {})))
+    if not isinstance(previous_report or '', str) or not isinstance(report_path or '', str):
+        raise AnsibleFilterError('reservation_report: previous_report and report_path are paths (strings)')
+    report = _fleet_report.build_report(dict(results), node_classes=dict(node_classes or {}))
+    return _report_files.renderings(_report_changes.with_changes(report, previous_report or None), report_path or None)
 
 
 class FilterModule:

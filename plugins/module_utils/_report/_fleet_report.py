@@ -40,7 +40,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cpu_guarantee
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _headroom, _node_plan
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import (
-    _fleet_classes, _fleet_summary, _html_page, _memory_risk, _node_templates, _verdict)
+    _fleet_classes, _fleet_summary, _html_page, _memory_risk, _node_templates, _report_changes, _verdict)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _printed  # the job output
 
 SCHEMA_VERSION = 4
@@ -634,7 +634,9 @@ def render_markdown(report):
            'Generated %s. The fleet summary first; then each node: those that could not be measured, then by memory '
            'risk, worst first, then those without a kubelet. Memory in MiB/GiB, CPU in millicores (m).' % md(report['generated_at']), '',
            history_sentence(report.get('summary') or {}), '']
-    out += _fleet_summary.markdown_lines(report) + ['# Each node', '']
+    # What changed since the previous report, where one was given (_report_changes), before the nodes in full.
+    out += _fleet_summary.markdown_lines(report) + _report_changes.markdown_lines(report.get('changes')) + [
+        '# Each node', '']
     for node in report['nodes']:
         out.append('## %s' % md(node['host']))
         out.append('')
