@@ -16,7 +16,7 @@ export PATH := $(BIN):$(PATH)
 report: bootstrap stage
 	ansible-playbook -i localhost, -c local --check playbooks/recommend.yml \
 	  -e nodealloc_report_dir=$(CURDIR)/reports -e ansible_python_interpreter=$(BIN)/python
-	@echo "Report written to reports/reservations.json, reports/reservations.md and reports/reservations.html"
+	@echo "Report written to reports/reservations.json, .md, .html, .csv, reservations-summary.txt and reservations-changes.md"
 
 test: bootstrap-test stage
 	bash hack/run-tests.sh

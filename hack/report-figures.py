@@ -27,7 +27,8 @@ from fleet_results import fleet  # noqa: E402
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs, _units  # noqa: E402
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _duration, _quantity  # noqa: E402
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import (  # noqa: E402
-    _fleet_report, _fleet_summary, _html_page, _memory_risk, _verdict)
+    _fleet_report, _fleet_summary, _html_page, _memory_risk, _report_changes, _report_csv, _report_files, _short_summary,
+    _verdict)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _headroom  # noqa: E402
 
 GIB = 1024.0 ** 3
@@ -95,6 +96,7 @@ def figures():
     # The node test_report_html.py's screenshot opens: the first with a change to write.
     index, example = next((number, node) for number, node in enumerate(report['nodes']) if node.get('config_diff'))
     galaxy = _galaxy()
+    csv_text = _report_csv.render_csv(report)
     out = {
         'fleet.nodes': '%d' % FLEET_NODES,
         'fleet.classes': {1: 'one', 2: 'two', 3: 'three', 4: 'four'}.get(len(classes), str(len(classes))),
@@ -120,8 +122,20 @@ def figures():
         'example.risk': example['memory_risk']['reason'],
         'page.lazy_from': '{:,}'.format(_html_page.LAZY_DETAILS_FROM),
         'summary.top': '%d' % _fleet_summary.TOP,
-        'job.lines_small': '%d' % len(_fleet_report.renderings(small)['text_lines']),
-        'job.lines_fleet': '%d' % len(_fleet_report.renderings(report)['text_lines']),
+        # What the playbooks print: the filters' text_lines (_report_files), the short summary above three nodes.
+        'job.lines_small': '%d' % len(_report_files.renderings(small)['text_lines']),
+        'job.lines_fleet': '%d' % len(_report_files.renderings(report)['text_lines']),
+        'short.max_lines': '%d' % _short_summary.MAX_LINES,
+        'short.riskiest': '%d' % _short_summary.RISKIEST,
+        # KiB, not bytes: the history spans are floats of the fixture's clock, a few bytes more or less a run.
+        'csv.kib': '%d' % round(len(csv_text.encode('utf-8')) / 1024.0),
+        'csv.lines': '{:,}'.format(csv_text.count('\r\n')),
+        'json.lines': '{:,}'.format(_fleet_report.render_json(report).count('\n')),
+        'changes.risk_since': '%d' % _report_changes.RISK_WORDS_SINCE,
+        'changes.shown': '%d' % _report_changes.SHOWN,
+        'changes.max_mib': '%d' % (_report_changes.MAX_PREVIOUS_BYTES >> 20),
+        'changes.versions': '%s or %d' % (', '.join('%d' % v for v in _report_changes.READABLE_SCHEMA_VERSIONS[:-1]),
+                                          _report_changes.READABLE_SCHEMA_VERSIONS[-1]),
         'default.reaction_time': _hours(_default('reaction_time')),
         'default.stabilization_window': _hours(_default('stabilization_window')),
         'default.history_window_days': '%d days' % (_duration.parse_window(_default('history_window')) // 86400),
@@ -171,9 +185,18 @@ CLAIMS = [
     (READING, 'beyond the {default.eviction_memory} eviction threshold too'),
     (READING, '`reservations_stabilization_window` ({default.stabilization_window})'),
     (READING, '**Not measured** (at most {summary.top}, with their reason); **The {summary.top} riskiest nodes**'),
-    (READING, 'the nodes not measured and the {summary.top} riskiest'),
     (READING, '{job.lines_small} lines for the 5-node fleet, {job.lines_fleet} for the {fleet.nodes}-node one'),
-    (READING, 'the lists of at most {summary.top} nodes'),
+    (READING, 'the short summary: at most {short.max_lines} lines, for a chat message or a ticket'),
+    (READING, 'At most {short.max_lines} plain lines, the same at five nodes as at five thousand'),
+    (READING, 'The suite reads the {fleet.nodes}-node fixture\'s CSV back'),
+    (READING, 'that CSV is about {csv.kib} KiB in {csv.lines} lines (the header and one line per node), where the JSON '
+              'is {json.lines} lines'),
+    (READING, 'the {short.riskiest} riskiest nodes (host, class, risk'),
+    (READING, 'between reports of schema {changes.risk_since} or later'),
+    (READING, 'the Markdown shows at most {changes.shown} of each list'),
+    (READING, 'larger than {changes.max_mib} MiB, not JSON, of a schema version other than {changes.versions}, or '
+              'without a host name'),
+    (READING, 'between two {fleet.nodes}-node reports'),
     (READING, 'the history spans less than {policy.warm_share} of `reservations_reaction_time`'),
     (READING, '*minor*: under {verdict.minor_bytes} and under {verdict.minor_share} of the node; *major*: '
               '{verdict.major_bytes} or more, or {verdict.major_share} of the node or more'),
@@ -184,7 +207,7 @@ CLAIMS = [
     (STARTING, '{default.sampler_interval} into its history'),
     (STARTING, 'Come back a reaction time later ({default.reaction_time})'),
     (STARTING, '`reservations_history_window`, {default.history_window_days}'),
-    (STARTING, '(per class, then the {summary.top} riskiest nodes)'),
+    (STARTING, "(each class's verdict and command, then the {short.riskiest} riskiest nodes)"),
     (STARTING, '(`reservations_health_soak_seconds`, {default.health_soak}; `reservations_health_timeout_seconds`, '
                '{default.health_timeout})'),
     (STARTING, '(a number or a share, default `{default.serial}`)'),
@@ -204,6 +227,7 @@ ALLOWED = [
      'benchmarks/report_render.py measured it (docs/benchmarks.md)'),
     (READING, r'from 2023 or later', 'the year DecompressionStream reached every major browser (Firefox 113, Safari 16.4)'),
     (READING, r'5-node fleet', 'the small fleet of the job output figure (SMALL_FLEET_NODES)'),
+    (READING, r'RFC 4180', 'the CSV format\'s standard'),
     (STARTING, r'node\d\.example|gpu\d\.example', 'an inventory host name'),
     (STARTING, r'16gib-4cpu', 'a size class name, as _headroom.node_class names one'),
     (STARTING, r':9090', "Prometheus' port"),

@@ -37,10 +37,10 @@ COLUMNS = (
     ('recommended_memory_bytes', 'bytes', 'the recommended kubeReserved + systemReserved memory'),
     ('recommended_millicores', 'millicores', 'the recommended kubeReserved + systemReserved CPU'),
     ('change_memory_bytes', 'bytes', 'the verdict\'s change of reserved memory (negative: given back to pods)'),
-    ('change_share', 'share (0-1)', 'that change as a share of the node\'s memory'),
+    ('change_share', 'fraction', 'that change as a fraction of the node\'s memory, negative for a decrease'),
     ('decision', 'text', 'the policy\'s decision: increase, decrease or keep'),
     ('history_source', 'text', 'where the history came from: node, prometheus or none'),
-    ('history_span_seconds', 'seconds', 'how long the history spans'),
+    ('history_span_seconds', 'seconds', 'how long the history spans (a fractional part where the readings have one)'),
     ('reason', 'text', 'one sentence: the verdict\'s reason, else why the node was not measured, else its memory risk'),
 )
 FIELDS = tuple(name for name, _unit, _meaning in COLUMNS)

@@ -85,3 +85,14 @@ def test_a_figure_that_is_not_a_number_becomes_an_empty_cell():
     row, = _read(_report_csv.render_csv({'nodes': [_measured('node4', capacity_millicores='=1+1',
                                                              capacity_memory_bytes=True)]}))
     assert row['capacity_millicores'] == '' and row['capacity_memory_bytes'] == ''
+
+
+def test_the_documented_columns_are_the_written_ones():
+    # docs/reading-the-report.md's table of the CSV's columns is COLUMNS, name, unit and meaning, in order.
+    import os
+    import re
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), *(['..'] * 5)))
+    with open(os.path.join(root, 'docs', 'reading-the-report.md'), encoding='utf-8') as handle:
+        section = handle.read().split("### The CSV's columns", 1)[1].split('\n#', 1)[0]
+    rows = re.findall(r'^\| `(\w+)` \| ([^|]+) \| (.+) \|$', section, re.M)
+    assert [(name, unit.strip(), meaning.strip()) for name, unit, meaning in rows] == list(_report_csv.COLUMNS)
