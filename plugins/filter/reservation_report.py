@@ -10,7 +10,7 @@ version_added: 0.1.0
 description:
   - Takes a mapping of host name to the registered result of M(nodealloc.kubelet.node_reservation_facts)
     and returns the report as a dictionary with C(data) (the JSON document), C(json), C(markdown), C(text),
-    C(text_lines) (what the job prints, for M(ansible.builtin.debug): the whole text for at most three nodes, else the
+    C(text_lines) (what the job prints with M(ansible.builtin.debug), the whole text for at most three nodes, else the
     short summary), C(html) (a self-contained page with
     a fleet view per node class, a sortable fleet table and one folded section per node with labelled memory, CPU
     and history charts and the config diff apply would write), C(csv) (one row per node, exact figures, every text
@@ -47,7 +47,7 @@ options:
   previous_report:
     description:
       - Path on the controller of the JSON report of an earlier run (C(reservations.json), schema version 2, 3 or 4).
-        The report gains C(changes): the nodes added and gone, the status changes, the recommendations moved (memory
+        The report gains C(changes), listing the nodes added and gone, the status changes, the recommendations moved (memory
         and CPU, by how much), the memory risk transitions and the verdict changes, per node and per class.
       - A file that is missing, larger than 128 MiB, not JSON or of another schema version is not compared; the
         report is built all the same and C(changes) says why (C(compared) false, C(reason)).
