@@ -375,26 +375,41 @@ def history_source_of(node):
 
 
 def history_counts(nodes):
-    """{'history_source': {source: measured nodes}, 'cold_start_floor': nodes whose figure is the floor}."""
+    """{'history_source': {source: measured nodes}, 'cold_start_floor': nodes whose figure is the floor,
+    'cold_start_observe': those of them whose verdict is observe (the others' readings already demand a change)}."""
     sources = dict.fromkeys(('node', 'prometheus', 'none'), 0)
-    floor = 0
+    floor = observe = 0
     for node in nodes:
         if measured(node):
             source = history_source_of(node)
             sources[source] = sources.get(source, 0) + 1
-            floor += 1 if (node.get('cold_start') or {}).get('raised') else 0
-    return {'history_source': sources, 'cold_start_floor': floor}
+            if (node.get('cold_start') or {}).get('raised'):
+                floor += 1
+                observe += 1 if (node.get('verdict') or {}).get('action') == 'observe' else 0
+    return {'history_source': sources, 'cold_start_floor': floor, 'cold_start_observe': observe}
 
 
 def history_sentence(counts):
-    """The report's first line and AWX's: how many nodes rest on each source, and on the floor."""
+    """The report's first line and AWX's: how many nodes rest on each source, and on the floor.
+
+    It sends to observe.yml only the nodes whose verdict is observe: a node on the floor whose reading already
+    demands an increase reads apply, and no line may tell the operator both to observe and to restart the same node
+    (issue 46)."""
     sources = counts.get('history_source') or {}
     line = 'History: %s.' % ', '.join('%d node(s) on %s' % (sources.get(key, 0), SOURCE_WORDS[key])
                                       for key in ('node', 'prometheus', 'none'))
-    if counts.get('cold_start_floor'):
+    floor = counts.get('cold_start_floor') or 0
+    if floor:
+        observe = counts.get('cold_start_observe', floor)
         line += (' %d node(s) are held at the cold-start floor, above what they measured, until their history spans '
-                 'the reaction time: run playbooks/observe.yml (the sampler) or read the history from Prometheus '
-                 '(docs/rollout.md, "Observe first").' % counts['cold_start_floor'])
+                 'the reaction time' % floor)
+        if observe == floor:
+            line += (': run playbooks/observe.yml (the sampler) or read the history from Prometheus (docs/rollout.md, '
+                     '"Observe first").')
+        else:
+            line += ('; %d of them read observe: run playbooks/observe.yml (the sampler) or read the history from '
+                     'Prometheus (docs/rollout.md, "Observe first"); the other %d read apply, their readings already '
+                     'demand an increase.' % (observe, floor - observe))
     return line
 
 

@@ -543,3 +543,16 @@ def test_a_large_page_keeps_each_nodes_body_gzipped_until_it_opens_and_the_bodie
     assert 'boom' in bodies[0] and any('Memory risk' in body and '<svg' in body for body in bodies)  # failed first
     # What a person reads of the page otherwise is the same.
     assert lazy.split('<h2>Each node</h2>', maxsplit=1)[0] == inline.split('<h2>Each node</h2>', maxsplit=1)[0]
+
+
+def test_the_history_line_sends_to_observe_only_the_nodes_whose_verdict_is_observe():
+    # Issue 46: no line may tell the operator both to observe and to restart the same node.
+    counts = {'history_source': {'node': 3}, 'cold_start_floor': 3, 'cold_start_observe': 1}
+    line = _fleet_report.history_sentence(counts)
+    assert '1 of them read observe: run playbooks/observe.yml' in line and 'the other 2 read apply' in line
+    line = _fleet_report.history_sentence(dict(counts, cold_start_observe=3))
+    assert 'read apply' not in line and 'run playbooks/observe.yml' in line
+    nodes = [{'host': 'a', 'status': 'ok', 'measured': {}, 'cold_start': {'raised': True}, 'verdict': {'action': 'apply'}},
+             {'host': 'b', 'status': 'ok', 'measured': {}, 'cold_start': {'raised': True},
+              'verdict': {'action': 'observe'}}]
+    assert _fleet_report.history_counts(nodes)['cold_start_observe'] == 1
