@@ -9,7 +9,7 @@ short_description: Whether the class selector nodealloc_classes lets a run write
 version_added: 0.1.0
 description:
   - Takes a node's M(nodealloc.kubelet.node_reservation_facts) result and returns its class (the name the report and
-    the node templates use: the inventory's C(nodealloc_node_class), else the size class C(<GiB>gib-<cpus>cpu)), whether
+    the node templates use, that is the inventory's C(nodealloc_node_class), else the size class C(<GiB>gib-<cpus>cpu)), whether
     C(nodealloc_classes) selects it, its verdict's action (as the report gives it) and whether the rollout writes and
     restarts it (C(rolls)).
   - With no selection (null, empty) C(rolls) is the plan's; with one, a node rolls only when its class is selected

@@ -44,7 +44,7 @@ def _strict(value):
 def _same_shape(before, after):
     """``after`` is ``before`` with its text shown: same containers and lengths, the same figures."""
     if isinstance(before, dict):
-        assert type(after) is dict
+        assert isinstance(after, dict)
         assert len(after) <= len(before)  # two keys equal once shown become one (the escape is for showing)
         if len(after) == len(before):
             for (key, item), (shown_key, shown_item) in zip(before.items(), after.items()):

@@ -133,7 +133,7 @@ def test_the_job_output_is_the_fleet_summary_under_300_lines_at_500_nodes(fleet_
     start = lines.index('Per node class, what apply would do:')
     assert start < 6 and '8gib-2cpu' in '\n'.join(lines[start:start + 6])
     worst = [node['host'] for node in report['nodes'] if node['status'] == 'ok'][:20]
-    risky = [line.split()[0] for line in lines[lines.index(next(l for l in lines if 'riskiest' in l)) + 2:][:20]]
+    risky = [line.split()[0] for line in lines[lines.index(next(line for line in lines if 'riskiest' in line)) + 2:][:20]]
     assert risky == worst
     markdown = renderings['markdown'].splitlines()
     assert markdown.index('## Fleet summary') < markdown.index('### The 20 riskiest nodes') < markdown.index(

@@ -15,7 +15,8 @@ NOW = datetime.datetime(2026, 1, 5, 6, 0, tzinfo=datetime.timezone.utc)
 def test_every_class_has_one_verdict_and_its_command_restarts_no_node_it_says_to_observe():
     results = fleet_results.fleet(500)
     report = _fleet_report.build_report(results, NOW)
-    assert report['summary']['verdicts'] == {entry['name']: entry['verdict']['action'] for entry in report['classes']}
+    assert report['summary']['verdicts'] == {entry['name'].replace(' ', '_'): entry['verdict']['action']
+                                             for entry in report['classes']}
     for entry in report['classes']:
         verdict = entry['verdict']
         assert verdict['action'] in ('apply', 'observe', 'keep', 'fix')
@@ -49,7 +50,7 @@ def healthy(results):
             continue
         result = copy.deepcopy(result)
         result['current'].update(kube_reserved=dict(recommendation['kube_reserved']),
-                                  system_reserved=dict(recommendation['system_reserved']))
+                                 system_reserved=dict(recommendation['system_reserved']))
         result['decision'] = _decision.decide(result['current'], recommendation, (result.get('decision') or {}).get(
             'settings'), result.get('basis'))
         result.pop('plan', None)  # planned again by the report from the decision above

@@ -84,8 +84,8 @@ def envelope(answer, result_type):
     if not isinstance(result, list):
         raise AnswerError('the answer\'s result is a JSON %s, not a list' % _kind(result))
     if len(result) > MAX_SERIES_PER_ANSWER:
-        raise AnswerError('the answer has %d series, more than the %d read at most' % (len(result),
-                                                                                     MAX_SERIES_PER_ANSWER))
+        raise AnswerError('the answer has %d series, more than the %d read at most'
+                          % (len(result), MAX_SERIES_PER_ANSWER))
     return result, [quoted(text) for text in warnings]
 
 

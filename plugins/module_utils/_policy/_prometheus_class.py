@@ -152,8 +152,8 @@ def refusal(node, class_names):
         return 'node %s is left out of class history: its name is %s' % (_names.shown(node), _names.NODE_NAME_RULE)
     bad = [name for name in class_names if not _names.is_class_name(name)]
     if bad:
-        return 'node %s is left out of class history: its class %s is %s' % (node, _names.shown(bad[0]),
-                                                                           _names.CLASS_NAME_RULE)
+        return ('node %s is left out of class history: its class %s is %s'
+                % (node, _names.shown(bad[0]), _names.CLASS_NAME_RULE))
     return None
 
 

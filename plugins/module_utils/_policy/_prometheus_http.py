@@ -134,8 +134,8 @@ def _exception_reason(exc, endpoint, max_bytes, deadline):
         return 'TLS to %s failed: %s (reservations_prometheus_ca_file, reservations_prometheus_validate_certs)' \
                % (endpoint, quoted(text))
     if 'timed out' in text.lower() or name in ('timeout', 'TimeoutError'):
-        return 'no answer from %s within the timeout (reservations_prometheus_timeout_seconds): %s' % (endpoint,
-                                                                                                      quoted(text))
+        return ('no answer from %s within the timeout (reservations_prometheus_timeout_seconds): %s'
+                % (endpoint, quoted(text)))
     return 'cannot reach %s: %s: %s' % (endpoint, name, quoted(text))
 
 
@@ -149,8 +149,8 @@ def http_reason(status, body):
     except (TypeError, ValueError, RecursionError):
         answer = None
     if isinstance(answer, dict) and answer.get('status') == 'error':
-        return 'the query failed (HTTP %d): %s: %s' % (status, quoted(answer.get('errorType')),
-                                                        quoted(answer.get('error')))
+        return ('the query failed (HTTP %d): %s: %s'
+                % (status, quoted(answer.get('errorType')), quoted(answer.get('error'))))
     text = body.decode('utf-8', 'replace') if isinstance(body, bytes) else str(body)
     return 'Prometheus answered HTTP %d: %s' % (status, quoted(text))
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _requests_fit
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _units as units
@@ -331,9 +332,15 @@ def _report(nodes, now):
     nodes = sorted(_verdict.with_verdicts(nodes, now.timestamp()), key=sort_key)
     classes = [dict(entry, name=name) for name, entry in _fleet_classes.class_summaries(nodes)]
     counts = summary(nodes)
-    counts['verdicts'] = {entry['name']: entry['verdict']['action'] for entry in classes}
+    # AWX shows these as keys (set_stats): one word each ('not measured' as not_measured).
+    counts['verdicts'] = {_summary_key(entry['name']): entry['verdict']['action'] for entry in classes}
     return {'schema_version': SCHEMA_VERSION, 'generated_at': now.strftime('%Y-%m-%dT%H:%M:%SZ'), 'summary': counts,
             'classes': classes, 'nodes': nodes}
+
+
+def _summary_key(name):
+    key = str(name).replace(' ', '_')
+    return key if re.match(r'^[A-Za-z0-9_.-]{1,63}$', key) else 'other'
 
 
 def measured(node):

@@ -141,8 +141,8 @@ def markdown_lines(report):
     out = ['## What to do, per node class', '']
     for entry in report.get('classes') or []:
         head, reason, command = verdict_parts(entry)
-        out.append('- **%s** \u2014 %s%s' % (units.markdown_text(head), units.markdown_text(reason),
-                                            '; run: `%s`' % units.markdown_code(command) if command else ''))
+        run = '; run: `%s`' % units.markdown_code(command) if command else ''
+        out.append('- **%s** \u2014 %s%s' % (units.markdown_text(head), units.markdown_text(reason), run))
         out.extend('  - flagged: the class template %s' % units.markdown_text(flag) for flag in template_flags(entry))
     out += ['', '## Fleet summary', '', units.markdown_text(headline(report)), '',
             '### Per node class, what apply would do', '']

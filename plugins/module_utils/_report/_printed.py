@@ -66,8 +66,8 @@ def _history_words(node):
         return 'one reading, no history recorded yet'
     hours = (history.get('span_seconds') or 0) / 3600.0
     span = '%.1f days' % (hours / 24.0) if hours >= 48 else '%.1f hours' % hours
-    return '%d readings over %s, from %s' % (history.get('samples') or 0, span,
-                                              'Prometheus' if source == 'prometheus' else 'the node\'s history file')
+    origin = 'Prometheus' if source == 'prometheus' else 'the node\'s history file'
+    return '%d readings over %s, from %s' % (history.get('samples') or 0, span, origin)
 
 
 def _node_verdict_lines(node):

@@ -93,7 +93,7 @@ def test_recommend_reports_every_node_when_none_can_be_reached(tmp_path, limit):
     stats = json.loads(re.search(r'^\tRUN: (.*)$', output, re.M).group(1))
     assert stats['nodealloc_report_summary']['status'] == {'unreachable': len(nodes)}, stats
     # The verdict leads (issue 46): nodes nobody could reach are to fix first, and the command re-checks those.
-    assert stats['nodealloc_report_summary']['verdicts'] == {'not measured': 'fix'}, stats
+    assert stats['nodealloc_report_summary']['verdicts'] == {'not_measured': 'fix'}, stats
     fix = stats['nodealloc_report_verdicts']['not measured']
     assert fix['action'] == 'fix' and fix['command'] == 'ansible-playbook playbooks/recommend.yml --limit ' + ','.join(nodes)
     # Where the figures came from, for AWX too (issue 36): no node was measured, so none rests on any source.

@@ -49,8 +49,9 @@ def test_figures_are_the_exact_machine_values():
 
 
 def test_a_node_not_measured_has_empty_figures_and_its_reason():
-    row, = _read(_report_csv.render_csv({'nodes': [{'host': 'node2', 'status': 'unreachable', 'risk': 'unknown',
-                                                     'status_reason': 'no result', 'memory_risk': {}}]}))
+    unreachable = {'host': 'node2', 'status': 'unreachable', 'risk': 'unknown', 'status_reason': 'no result',
+                   'memory_risk': {}}
+    row, = _read(_report_csv.render_csv({'nodes': [unreachable]}))
     assert row['status'] == 'unreachable' and row['reason'] == 'no result'
     assert all(row[name] == '' for name in _report_csv.NUMERIC)
 

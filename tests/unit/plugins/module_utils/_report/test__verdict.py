@@ -31,8 +31,8 @@ def young(**changes):
     """``node`` whose history spans 6 h from its first reading: the cold-start prior holds it."""
     cold = {'floor': 'gke', 'history_span_seconds': 6 * HOUR, 'warm_span_seconds': WARM_SPAN,
             'takes_over_at': NOW - 6 * HOUR + WARM_SPAN, 'raised': True}
-    return node(**dict({'cold_start': cold, 'history': {'samples': 72, 'span_seconds': 6 * HOUR,
-                                                         'since': NOW - 6 * HOUR, 'series': []}}, **changes))
+    history = {'samples': 72, 'span_seconds': 6 * HOUR, 'since': NOW - 6 * HOUR, 'series': []}
+    return node(**dict({'cold_start': cold, 'history': history}, **changes))
 
 
 INCREASE = {'decision': 'increase', 'decision_by_resource': {'memory': 'increase', 'cpu': 'keep'},
