@@ -49,8 +49,9 @@ def test_installed_collection_writes_the_report_where_the_user_runs_it(tmp_path)
     assert (workdir / 'reports' / 'reservations.html').is_file()
     collection = installed / 'ansible_collections' / 'nodealloc' / 'kubelet'
     assert not (collection / 'reports').exists() and not (collection.parent / 'reports').exists()
-    # The text report is printed as a list of lines, not one string full of \n escapes.
-    assert '\\n' not in result.stdout and '"== node =="' in result.stdout
+    # The text report is printed as a list of lines, not one string full of \n escapes, the node's screen opening with
+    # its verdict (_report/_printed).
+    assert '\\n' not in result.stdout and '"node: ' in result.stdout
 
 
 def test_report_shows_what_the_role_decides_and_inventory_variables_win(tmp_path):

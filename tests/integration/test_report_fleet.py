@@ -130,8 +130,10 @@ def test_the_job_output_is_the_fleet_summary_under_300_lines_at_500_nodes(fleet_
     # It starts with where the figures came from, then the fleet: per class, then the riskiest nodes, the first of them
     # the report's worst.
     assert lines[0] == _fleet_report.history_sentence(report['summary'])
+    # Each class's verdict leads (issue 46), then the class table.
     start = lines.index('Per node class, what apply would do:')
-    assert start < 6 and '8gib-2cpu' in '\n'.join(lines[start:start + 6])
+    assert start < 30 and '8gib-2cpu' in '\n'.join(lines[start:start + 6])
+    assert all(any(line.startswith('  %s (' % entry['name']) for line in lines[:start]) for entry in report['classes'])
     worst = [node['host'] for node in report['nodes'] if node['status'] == 'ok'][:20]
     risky = [line.split()[0] for line in lines[lines.index(next(line for line in lines if 'riskiest' in line)) + 2:][:20]]
     assert risky == worst
