@@ -15,7 +15,7 @@ from chromium_views import Page, png_facts
 from fleet_results import fleet
 from test_playbooks import ansible_playbook
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report, _html_page
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # A byte count as the module prints it, a bare integer of a MiB or more, or a Ki quantity: not for a person.
@@ -117,6 +117,13 @@ def _fleet_rows(dom):
     return rows
 
 
+def _failed_rows(dom):
+    """(status, host) of each row of the table of nodes not measured, in the page's order."""
+    body = re.search(r'<table id="failed".*?<tbody>(.*?)</tbody>', dom, re.S).group(1)
+    return [(status, re.search(r'<a href="#n\d+">([^<]+)</a>', row).group(1))
+            for status, row in re.findall(r'<tr class="(\w+)"[^>]*>(.*?)</tr>', body, re.S)]
+
+
 @pytest.fixture(scope='module')
 def chromium():
     path = shutil.which('chromium')
@@ -146,32 +153,33 @@ def test_500_node_report_reads_in_chromium(tmp_path, chromium, fleet_500_page):
     not_measured = {host for host, result in results.items() if not result.get('recommendation')}
     profile = tmp_path / 'profile'
 
-    rows = _fleet_rows(_chromium(chromium, profile, '--dump-dom', page.as_uri()))
-    assert len(rows) == 500 and {host for _s, host, _v in rows} == set(results)
-    assert {host for _s, host, _v in rows[:len(not_measured)]} == not_measured  # failed and unreachable first
-    assert {status for status, _h, _v in rows[:len(not_measured)]} == {'failed', 'unreachable'}
-    measured_risk = [value for _s, _h, value in rows[len(not_measured):]]
-    assert measured_risk == sorted(measured_risk)  # then the worst memory risk, the least to spare first
+    first = _chromium(chromium, profile, '--dump-dom', page.as_uri())
+    rows, failed = _fleet_rows(first), _failed_rows(first)
+    # The nodes not measured in a table of their own (issue 46), the measured ones in the fleet table.
+    assert {host for _s, host in failed} == not_measured and {status for status, _h in failed} == {'failed', 'unreachable'}
+    assert len(rows) == 500 - len(not_measured) and {host for _s, host, _v in rows} == set(results) - not_measured
+    measured_risk = [value for _s, _h, value in rows]
+    assert measured_risk == sorted(measured_risk)  # the worst memory risk first, the least to spare first
     no_kubelet = [host for status, host, _v in rows if status == 'no_kubelet']
     assert no_kubelet and [host for _s, host, _v in rows[-len(no_kubelet):]] == no_kubelet  # nothing to act on: last
 
     # The page's own sort, asked for in the address as a click on the header would: by host, and by
     # spare over the peak descending (a number, not text).
     by_host = _fleet_rows(_chromium(chromium, profile, '--dump-dom', page.as_uri() + '#sort=host'))
-    assert [host for _s, host, _v in by_host] == sorted(results)
+    assert [host for _s, host, _v in by_host] == sorted(set(results) - not_measured)
     by_spare = _fleet_rows(_chromium(chromium, profile, '--dump-dom', page.as_uri() + '#sort=-spare'))
     assert [value[1] for _s, _h, value in by_spare] == sorted((value[1] for _s, _h, value in rows), reverse=True)
     # The filter, asked for in the address as typing would: only the rows that contain the text stay shown.
     filtered = _chromium(chromium, profile, '--dump-dom', page.as_uri() + '#filter=unreachable')
-    body = re.search(r'<table id="fleet".*?<tbody>(.*?)</tbody>', filtered, re.S).group(1)
-    shown = re.findall(r'<tr class="(\w+)">', body)
-    assert shown and set(shown) == {'unreachable'} and body.count(' hidden=""') == 500 - len(shown)
+    bodies = ''.join(re.findall(r'<table id="(?:fleet|failed)".*?<tbody>(.*?)</tbody>', filtered, re.S))
+    shown = re.findall(r'<tr class="(\w+)">', bodies)
+    assert shown and set(shown) == {'unreachable'} and bodies.count(' hidden=""') == 500 - len(shown)
     # A link to a node (a dot of the fleet chart) opens its folded section.
     opened = _chromium(chromium, profile, '--dump-dom', page.as_uri() + '#n30')
     assert re.search(r'<details id="n30" open=""', opened) and opened.count('<details open') == 0
 
     dom = _chromium(chromium, profile, '--dump-dom', page.as_uri())
-    assert dom.count('<details') == 500 and '<details open' not in dom  # every node folded
+    assert dom.count('<details id="n') == 500 and '<details open' not in dom  # every node folded
     assert dom.count('aria-label="CPU"') == 500 - len(not_measured)
     assert '<ins>+kubeReserved:</ins>' in dom  # a node without reservations gets them added
     _assert_readable(dom, report)
@@ -199,7 +207,9 @@ def test_500_node_report_reads_in_chromium(tmp_path, chromium, fleet_500_page):
 # name -> (CSS selectors whose boxes it holds, most pixels high).
 VIEWS = {
     'report-fleet-chart': (['figure:has(svg[aria-label="fleet"])'], 1000),
+    'report-verdicts': (['h2:has(+ #verdicts)', '#verdicts'], 1000),
     'report-classes': (['h2:has(+ .scroll)', '#classes', '.scroll + p'], 1000),
+    'report-failed': (['h2:has(+ p + #failed)', '#failed'], 1000),
     'report-table': (['p:has(#filter)', '#fleet'], 900),
     'report-node': (['details[open]'], 4000),
 }
@@ -218,9 +228,9 @@ def _view_screenshots(chromium, profile, page, report, artifacts):
 
 
 # Read in the browser: the classes' table and the fleet table, each row its cells' text, data-v and class.
-CLASSES_DOM = ("[].slice.call(document.querySelectorAll('#classes tr'),1).map(function(r){"
+CLASSES_DOM = ("[].map.call(document.querySelectorAll('#classes tbody tr'),function(r){"
                "return [].map.call(r.cells,function(c){return c.textContent})})")
-ROWS_DOM = ("[].map.call(document.querySelectorAll('#fleet tbody tr'),function(r){return {status:r.className,"
+ROWS_DOM = ("[].map.call(document.querySelectorAll('#failed tbody tr,#fleet tbody tr'),function(r){return {status:r.className,"
             "hidden:r.hidden,cells:[].map.call(r.cells,function(c){return [c.textContent,c.dataset.v===undefined?null:"
             "Number(c.dataset.v),c.className]})}})")
 # The classes' table's columns (_html_page.CLASS_COLUMNS) read here, by position, and the JSON class entry's key.
@@ -245,12 +255,13 @@ def _class_counts_from_rows(rows):
             'no_kubelet': 0, 'memory_taken_bytes': 0, 'memory_given_back_bytes': 0,
             'risk': dict.fromkeys([name for _i, name in RISK_CELLS], 0)})
         entry['nodes'] += 1
+        if row['status'] in ('failed', 'unreachable'):  # a row of the table of nodes not measured: no figures
+            entry['not_measured'] += 1
+            continue
         status, decision, memory, risk = row['status'], row['cells'][3][0], row['cells'][4], row['cells'][6][2]
         if risk in entry['risk']:
             entry['risk'][risk] += 1
-        if status in ('failed', 'unreachable'):
-            entry['not_measured'] += 1
-        elif status == 'no_kubelet':
+        if status == 'no_kubelet':
             entry['no_kubelet'] += 1
         elif decision in ('increase', 'decrease', 'keep'):
             entry[decision] += 1
@@ -311,6 +322,9 @@ OPENED = ("new Promise(function(done){var d=document.getElementById('n%d');(func
 CLICK = "document.getElementById('c-%s').click()"
 HOSTS = "[].map.call(document.querySelectorAll('#fleet tbody tr:not([hidden]) td:first-child'),function(c){" \
         "return c.textContent})"
+# The hosts shown in both tables, the nodes not measured (a table of their own, above) first.
+ALL_HOSTS = HOSTS.replace("'#fleet tbody tr:not([hidden]) td:first-child'",
+                          "'#failed tbody tr:not([hidden]) td:first-child,#fleet tbody tr:not([hidden]) td:first-child'")
 SPARES = ("[].map.call(document.querySelectorAll('#fleet tbody tr td:last-child'),function(c){"
           "return Number(c.dataset.v)})")
 TYPE = ("(function(){var i=document.getElementById('filter');i.value=%s;"
@@ -319,7 +333,6 @@ TYPE = ("(function(){var i=document.getElementById('filter');i.value=%s;"
 
 def _inline_sections(report):
     """Each node's section body as a page below LAZY_DETAILS_FROM nodes holds it inline, by node index."""
-    from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _html_page
     saved, _html_page.LAZY_DETAILS_FROM = _html_page.LAZY_DETAILS_FROM, len(report['nodes']) + 1
     try:
         page = _fleet_report.render_html(report)
@@ -336,17 +349,18 @@ def test_large_fleet_page_shows_every_row_and_sorts_and_filters_in_chromium(tmp_
     page.write_text(_fleet_report.render_html(report))
     unreachable = sorted(host for host, result in results.items() if not result)
     with Page(chromium, str(tmp_path / 'profile'), page.as_uri()) as view:
-        assert view.evaluate(HOSTS) == [node['host'] for node in report['nodes']]  # every row, the report's order
+        assert view.evaluate(ALL_HOSTS) == [node['host'] for node in report['nodes']]  # every row, the report's order
+        measured = sorted(node['host'] for node in report['nodes'] if 'measured' in node)
         view.evaluate(CLICK % 'host')
-        assert view.evaluate(HOSTS) == sorted(results)
+        assert view.evaluate(HOSTS) == measured
         view.evaluate(CLICK % 'spare')
         view.evaluate(CLICK % 'spare')  # a second click: descending
         spares = view.evaluate(SPARES)
-        assert len(spares) == LARGE_FLEET and spares == sorted(spares, reverse=True) and spares[0] > spares[-1]
+        assert len(spares) == len(measured) and spares == sorted(spares, reverse=True) and spares[0] > spares[-1]
         view.evaluate(TYPE % json.dumps('UNREACHABLE'))  # any case
-        assert sorted(view.evaluate(HOSTS)) == unreachable and len(unreachable) == LARGE_FLEET // 50
+        assert sorted(view.evaluate(ALL_HOSTS)) == unreachable and len(unreachable) == LARGE_FLEET // 50
         view.evaluate(TYPE % json.dumps(''))
-        assert len(view.evaluate(HOSTS)) == LARGE_FLEET
+        assert len(view.evaluate(ALL_HOSTS)) == LARGE_FLEET
         # Each node's section unfolds its body on opening (a page this large keeps the bodies gzipped: _html_page,
         # LAZY_DETAILS_FROM): a link to a node of the first chunk and one of a later chunk, each showing what the
         # section of a small page shows; a section not opened stays a summary.
@@ -356,3 +370,57 @@ def test_large_fleet_page_shows_every_row_and_sorts_and_filters_in_chromium(tmp_
             shown = view.evaluate(OPENED % index, await_promise=True)
             assert shown == [True, html.unescape(re.sub(r'<[^>]+>', '', inline[index]))], index
         assert view.evaluate("document.getElementById('n8').children.length") == 1  # the summary alone
+
+
+# Issue 46 item 5, read in the browser at 1,280 x 800: the classes' table against its box, each verdict's box, the
+# nodes not measured. Widths of the page, not of any element of this machine's chromium: the table is one of layout.
+FIRST_SCREEN = (1280, 800)
+CLASSES_FIT = ("(function(){var t=document.getElementById('classes'),b=t.parentNode,r=t.getBoundingClientRect();"
+               "return {scroll:b.scrollWidth,client:b.clientWidth,right:r.right,table:r.width}})()")
+VERDICTS_DOM = ("[].map.call(document.querySelectorAll('#verdicts tr.verdict'),function(r){var b=r.getBoundingClientRect();"
+                "return {id:r.id,bottom:b.bottom+scrollY,right:b.right,text:r.textContent,"
+                "command:(r.querySelector('code.cmd')||{}).textContent||null}})")
+FAILED_DOM = ("[].map.call(document.querySelectorAll('#failed tbody tr'),function(r){var w=r.cells[3],"
+              "s=w.querySelector('summary'),p=w.querySelector('pre');return {host:r.cells[0].textContent,"
+              "status:r.className,shown:(s||w).textContent,folded:p?p.textContent:null,open:!!w.querySelector('details[open]')}})")
+
+
+def test_500_node_page_first_screen_shows_every_verdict_and_fits_1280_px(tmp_path, chromium, fleet_500_page):
+    """At 1,280 x 800 on the 500-node fleet: every class's verdict (class, action, reason, command) on the first
+    screen, the classes' table inside its box (it was 1,369 px in a 1,150 px box, columns cut), and the nodes not
+    measured in a table of their own, each with a one-line reason and the whole message folded."""
+    _results, report, page = fleet_500_page
+    width, height = FIRST_SCREEN
+    artifacts = os.path.join(ROOT, 'tests', 'output')
+    os.makedirs(artifacts, exist_ok=True)
+    with Page(chromium, str(tmp_path / 'profile'), page.as_uri(), width, height) as view:
+        fit = view.evaluate(CLASSES_FIT)
+        verdicts = view.evaluate(VERDICTS_DOM)
+        failed = view.evaluate(FAILED_DOM)
+        fleet_statuses = view.evaluate("[].map.call(document.querySelectorAll('#fleet tbody tr'),function(r){"
+                                       "return r.className})")
+        screen = os.path.join(artifacts, 'report-first-screen-1280.png')
+        view.shoot(screen, ['body'], height)
+    print('classes table: %(table).0f px, box scroll %(scroll)d / client %(client)d px' % fit)
+    assert fit['scroll'] <= fit['client'] and fit['right'] <= width, fit
+    # One verdict row per class, in the JSON's order, each wholly within the first 800 px, with what it says.
+    assert [row['id'] for row in verdicts] == ['v-%d' % index for index in range(len(report['classes']))]
+    for row, entry in zip(verdicts, report['classes']):
+        verdict = entry['verdict']
+        assert row['bottom'] <= height and row['right'] <= width, (entry['name'], row['bottom'])
+        text = ' '.join(row['text'].split())
+        assert entry['name'] in text and ' '.join(verdict['reason'].split()) in text, entry['name']
+        assert _html_page.ACTION_WORDS[verdict['action']] in text
+        assert row['command'] == verdict['command']
+    # The nodes not measured, apart: none in the fleet table, each here with a reason on one line and, where the
+    # message is longer, the whole of it folded under it.
+    missed = [node for node in report['nodes'] if 'measured' not in node]
+    assert [row['host'] for row in failed] == [node['host'] for node in missed] and missed
+    assert not {'failed', 'unreachable'} & set(fleet_statuses)
+    for row, node in zip(failed, missed):
+        assert '\n' not in row['shown'] and len(row['shown'].strip()) <= _html_page.REASON_SHOWN, row
+        assert row['folded'] in (None, node['status_reason']) and not row['open']
+        assert row['folded'] or row['shown'].strip() == node['status_reason']
+    assert any(row['folded'] for row in failed)  # the fixture's parse errors are folded
+    width_px, height_px, byte_values = png_facts(screen)
+    assert width_px <= width and height_px == height and byte_values > 16

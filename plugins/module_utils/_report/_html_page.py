@@ -57,6 +57,17 @@ STYLE = (
     '.f3{stroke:#16a085;fill:#16a085}.f4{stroke:#c0392b;fill:#c0392b}.f5{stroke:#7d3c98;fill:#7d3c98}'
     'circle{fill-opacity:.55}circle.exceeded{fill:#c0392b}circle.thin{fill:#d4ac0d}circle.ok{fill:#27ae60}'
     'circle.not_configured{fill:#2471a3}circle.unknown{fill:#7f8c8d}'
+    # The verdicts (issue 46): one row per class on the first screen, its action coloured, its command copyable.
+    '#verdicts td{vertical-align:top;text-align:left;white-space:normal}#verdicts td:first-child,#verdicts td.act{white-space:nowrap}'
+    '#verdicts td.act{font-weight:bold}'
+    '.act.apply{color:#a04000}.act.fix{color:#c0392b}.act.observe{color:#2471a3}.act.keep{color:#1e8449}'
+    'code.cmd{display:block;margin-top:.2em;font-size:90%;background:#f4f4f4;padding:1px 4px;overflow-wrap:anywhere}'
+    # The classes' table fits 1,280 px: smaller type, headers that wrap, the reservation in a narrow wrapping column.
+    '#classes{font-size:88%}#classes th{white-space:normal;vertical-align:bottom;padding:2px 4px}'
+    '#classes td{padding:2px 4px}#classes td.w{max-width:14em;min-width:10em}#classes th.g{text-align:center}'
+    # Nodes not measured, apart: the reason on one line, the full message folded under it.
+    '#failed td{vertical-align:top;text-align:left}#failed td.w{max-width:60em}#failed details{border:0;padding:0}'
+    '#failed pre{margin:.3em 0}'
 )
 # Sorts the fleet table by the clicked column (numbers by data-v, text by content); "#sort=col" or
 # "#sort=-col" in the address does the same on load; opens the node a link points at; filters the table.
@@ -74,7 +85,7 @@ SCRIPT = (
     "function o(){var n=document.getElementById(decodeURIComponent(location.hash.slice(1)));"
     "if(n&&n.tagName==='DETAILS'){n.open=true;n.scrollIntoView()}}window.addEventListener('hashchange',o);o();"
     # The filter shows the rows whose text contains what is typed (any case); "#filter=text" does it on load.
-    "function f(q){q=q.toLowerCase();[].forEach.call(document.getElementById('fleet').tBodies[0].rows,"
+    "function f(q){q=q.toLowerCase();[].forEach.call(document.querySelectorAll('#fleet tbody tr,#failed tbody tr'),"
     "function(r){r.hidden=q!==''&&r.textContent.toLowerCase().indexOf(q)<0})}"
     "var fi=document.getElementById('filter');fi.oninput=function(){f(fi.value)};"
     "var q=/^#filter=(.*)$/.exec(location.hash);if(q){fi.value=decodeURIComponent(q[1]);f(fi.value)}"
@@ -582,17 +593,31 @@ def _gib(value_bytes):
     return '%.1f GiB' % (value_bytes / float(GIB))
 
 
-CLASS_COLUMNS = ('node class', 'nodes', 'recommended (what its templates carry)', 'increase', 'decrease', 'keep',
-                 'kubelet restarts apply would make', 'memory given back to pods', 'memory taken from pods',
-                 'on the cold-start floor', 'exceeded', 'thin', 'not configured', 'ok', 'not measured', 'no kubelet')
+# Soft hyphens (\u00ad) let the long words of a narrow numeric column's title break, so the table fits 1,280 px.
+CLASS_COLUMNS = ('node class', 'nodes', 'recommended (what its templates carry)', 'in\u00adcrease', 'de\u00adcrease',
+                 'keep', 'kubelet re\u00adstarts', 'given back to pods', 'taken from pods', 'on the cold-start floor',
+                 'ex\u00adceeded', 'thin', 'not con\u00adfig\u00adured', 'ok', 'not mea\u00adsured',
+                 'no kube\u00adlet')
+# A header above the columns it names (first column, span): short column titles read under it.
+CLASS_GROUPS = ((3, 4, 'what apply would do'), (7, 2, 'memory moved'), (10, 4, 'memory risk'))
+
+
+def _class_header():
+    """Two header rows: the groups (apply, memory moved, memory risk) over their short column titles."""
+    top, column = [], 0
+    for first, span, title in CLASS_GROUPS:
+        if column < first:
+            top.append('<th colspan="%d">' % (first - column) if first - column > 1 else '<th>')
+        top.append('<th colspan="%d" class="g">%s' % (span, _t(title)))
+        column = first + span
+    top.append('<th colspan="%d">' % (len(CLASS_COLUMNS) - column))
+    return '<thead><tr>%s<tr>%s</thead>' % (''.join(top), ''.join(
+        '<th%s>%s' % (' class="w"' if index == 2 else '', _t(title)) for index, title in enumerate(CLASS_COLUMNS)))
 
 
 def _classes_table(classes):
     """Per node class (``_fleet_classes``), what to do: the reservation, the restarts, the memory moved."""
-    # In a box of its own that scrolls sideways: sixteen columns are wider than the page.
-    out = ['<h2>What to do, per node class</h2><div class="scroll"><table id="classes"><tr>%s'
-           % ''.join('<th%s>%s' % (' class="w"' if index == 2 else '', _t(title))
-                     for index, title in enumerate(CLASS_COLUMNS))]
+    out = ['<h2>Per node class, in figures</h2><div class="scroll"><table id="classes">%s<tbody>' % _class_header()]
     for entry in classes:
         risk = entry.get('risk') or {}
         out.append('<tr><td>%s<td>%d<td class="w">%s<td>%d<td>%d<td>%d<td>%d<td>%s<td>%s<td>%d%s<td>%d<td>%d' % (
@@ -603,12 +628,82 @@ def _classes_table(classes):
             ''.join('<td>%d' % risk.get(name, 0) for name in (_memory_risk.EXCEEDED, _memory_risk.THIN,
                                                               _memory_risk.NOT_CONFIGURED, _memory_risk.OK)),
             entry['not_measured'], entry['no_kubelet']))
-    out.append('</table></div><p class="muted">A node class is the inventory\'s <code>nodealloc_node_class</code> where '
+    out.append('</tbody></table></div><p class="muted">A node class is the inventory\'s <code>nodealloc_node_class</code> where '
                'it is set, else the memory in whole GiB and the CPU count; each class\'s templates carry the '
                'reservation shown. Increase and decrease are the nodes whose kubelet apply would restart (where a '
                'kubelet config file was found); the memory moved is what those restarts give back to the pods or '
                'take from them. The cold-start floor holds a node whose history does not yet span a reaction time.'
                '</p>')
+    return ''.join(out)
+
+
+# The verdict's action as the page says it (_verdict: apply, observe, keep, fix); its class colours it.
+ACTION_WORDS = {'apply': 'apply now', 'observe': 'observe', 'keep': 'keep as it is', 'fix': 'fix first'}
+
+
+def _verdict_action(verdict):
+    """``apply now (major)``, ``observe until 2026-12-13``; None where the entry carries no verdict."""
+    action = verdict.get('action')
+    if not action:
+        return None
+    words = ACTION_WORDS.get(action, str(action))
+    if verdict.get('until'):
+        words += ' until %s' % str(verdict['until'])[:10]
+    if verdict.get('severity'):
+        words += ' (%s)' % verdict['severity']
+    return words
+
+
+def _verdicts(classes):
+    """What to do, one row per node class, first on the page: the class, its verdict, why, and the command."""
+    if not classes:
+        return ''
+    out = ['<h2>What to do</h2><table id="verdicts"><tbody>']
+    for index, entry in enumerate(classes):
+        verdict = entry.get('verdict') if isinstance(entry.get('verdict'), dict) else {}
+        action = _verdict_action(verdict)
+        by_action = verdict.get('nodes_by_action') if isinstance(verdict.get('nodes_by_action'), dict) else {}
+        counts = ', '.join('%s %s' % (n, _t(k)) for k, n in sorted(by_action.items()) if n)
+        css = verdict.get('action') if verdict.get('action') in ACTION_WORDS else 'none'
+        out.append('<tr class="verdict" id="v-%d"><td><b>%s</b><br><span class="muted">%d node%s</span>'
+                   '<td class="act %s">%s%s<td class="w">%s%s' % (
+                       index, _t(entry['name']), entry['nodes'], '' if entry['nodes'] == 1 else 's', css,
+                       _t(action or 'no verdict'),
+                       '<br><span class="muted">%s</span>' % counts if counts else '',
+                       _t(verdict.get('reason') or 'this report carries no verdict (made before verdicts): see the '
+                          'figures below'),
+                       '<code class="cmd">%s</code>' % _t(verdict['command']) if verdict.get('command') else ''))
+    out.append('</tbody></table>')
+    return ''.join(out)
+
+
+# A failed node's reason in the table: its first line, cut here; the whole message is folded under it.
+REASON_SHOWN = 90
+
+
+def _one_line(text):
+    line = ' '.join(str(text).split())
+    return line if len(line) <= REASON_SHOWN else line[:REASON_SHOWN - 1].rstrip() + '\u2026'
+
+
+def _failed_table(indexed):
+    """The nodes that could not be measured, apart from the others: host, status, class, and a one-line reason with the
+    whole message folded under it (a parser's message quoting a config runs to lines)."""
+    if not indexed:
+        return ''
+    out = ['<h2>Not measured: %d node%s</h2><p class="muted">Nothing can be decided for these until they are '
+           'reached and measured; the reason is each node\'s first line, the whole message under it.</p>'
+           '<table id="failed"><thead><tr><th>host<th>status<th>node class<th class="w">why</thead><tbody>'
+           % (len(indexed), '' if len(indexed) == 1 else 's')]
+    for index, node in indexed:
+        reason = str(node.get('status_reason'))
+        short = _one_line(reason)
+        why = _t(short) if short == reason else '<details><summary>%s</summary><pre>%s</pre></details>' % (
+            _t(short), _t(reason))
+        out.append('<tr class="%s"><td><a href="#n%d">%s</a><td class="failed">%s<td data-v="-1">%s<td class="w">%s'
+                   % (_status_class(node['status']), index, _e(node['host']), _e(node['status']),
+                      _t(node.get('template_class') or '-'), why))
+    out.append('</tbody></table>')
     return ''.join(out)
 
 
@@ -627,14 +722,17 @@ def render_html(report, rows, decision_line, explanation, history_sentence=''):
            '(1000m = one CPU); the JSON report has the exact bytes.</p>'
            % (_e(report['generated_at']), len(report['nodes']), _e(counts or 'none')),
            _history_sources(history_sentence),
+           # Every class's verdict next: the first screen (1,280 x 800) says what to do (issue 46).
+           _verdicts(report.get('classes') or []),
            _fleet_view(report),
-           '<h2>Nodes</h2><p class="muted">Nodes that could not be measured first, then by memory risk, worst first '
+           _failed_table([(index, node) for index, node in enumerate(report['nodes']) if 'measured' not in node]),
+           '<h2>Nodes</h2><p class="muted">The measured nodes by memory risk, worst first '
            '(within a risk, the least memory reserved over the history\'s peak, as a share of the node\'s memory), '
            'then nodes without a kubelet. Click a header to sort; type in the filter to show only the rows that '
            'contain the text.</p><p><label>Filter: <input id="filter" type="search"></label></p>'
            '<table id="fleet"><thead><tr>%s</tr></thead><tbody>'
            % ''.join('<th id="c-%s">%s</th>' % (key, _e(title)) for key, title in COLUMNS)]
-    out.extend(_row(index, node) for index, node in enumerate(report['nodes']))
+    out.extend(_row(index, node) for index, node in enumerate(report['nodes']) if 'measured' in node)
     out.append('</tbody></table><h2>Each node</h2>')
     details = [_detail(index, node, rows, decision_line, explanation) for index, node in enumerate(report['nodes'])]
     lazy = len(details) >= LAZY_DETAILS_FROM
