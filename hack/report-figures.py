@@ -126,6 +126,7 @@ def figures():
         'job.lines_small': '%d' % len(_report_files.renderings(small)['text_lines']),
         'job.lines_fleet': '%d' % len(_report_files.renderings(report)['text_lines']),
         'short.max_lines': '%d' % _short_summary.MAX_LINES,
+        'page.reason_shown': '%d' % _html_page.REASON_SHOWN,
         'short.riskiest': '%d' % _short_summary.RISKIEST,
         # KiB, not bytes: the history spans are floats of the fixture's clock, a few bytes more or less a run.
         'csv.kib': '%d' % round(len(csv_text.encode('utf-8')) / 1024.0),
@@ -188,6 +189,7 @@ CLAIMS = [
     (READING, '**Not measured** (at most {summary.top}, with their reason); **The {summary.top} riskiest nodes**'),
     (READING, '{job.lines_small} lines for the 5-node fleet, {job.lines_fleet} for the {fleet.nodes}-node one'),
     (READING, 'the short summary: at most {short.max_lines} lines, for a chat message or a ticket'),
+    (READING, 'the reason on one line (its first {page.reason_shown} characters)'),
     (READING, 'At most {short.max_lines} plain lines, the same at five nodes as at five thousand'),
     (READING, 'The suite reads the {fleet.nodes}-node fixture\'s CSV back'),
     (READING, 'that CSV is about {csv.kib} KiB in {csv.lines} lines (the header and one line per node), where the JSON '
@@ -223,7 +225,7 @@ ALLOWED = [
     (None, r'step \d', 'a step of getting-started.md'),
     (READING, r'reserved − peak [<≥] 0|0 ≤ reserved|reserved ≤ 0', "a risk rule's zero (the sign of the spare)"),
     (READING, r'-k 500', "the selector of test_report_html.py's 500-node test"),
-    (None, r'\d{3,4}\s*px|1400×2000|1280×800|1,280', 'a screen size the page is checked at (test_report_html.py)'),
+    (None, r'\d{3,4}\s*px|1400×2000|1280×800|1,280×800|1,280', 'a screen size the page is checked at (test_report_html.py)'),
     (READING, r'5,000-node page would otherwise be about 55 MB',
      'benchmarks/report_render.py measured it (docs/benchmarks.md)'),
     (READING, r'from 2023 or later', 'the year DecompressionStream reached every major browser (Firefox 113, Safari 16.4)'),
