@@ -122,7 +122,7 @@ def test_per_class_what_to_do_agrees_with_the_nodes_and_the_templates(fleet_500)
 def test_the_job_output_is_the_fleet_summary_under_300_lines_at_500_nodes(fleet_500, tmp_path):
     from test_playbooks import ansible_playbook
     import json
-    results, report, _page = fleet_500
+    _results, report, _page = fleet_500
     renderings = _fleet_report.renderings(report)
     lines = renderings['text_lines']
     assert len(lines) < 300 and not any('\n' in line for line in lines)
