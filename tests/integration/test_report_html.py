@@ -183,12 +183,12 @@ def test_500_node_report_reads_in_chromium(tmp_path, chromium, fleet_500_page):
     assert dom.count('aria-label="CPU"') == 500 - len(not_measured)
     assert '<ins>+kubeReserved:</ins>' in dom  # a node without reservations gets them added
     _assert_readable(dom, report)
-    # The fleet view: one band per node class, with its name, and a legend of the risk colours.
+    # The fleet view: one band per node class, named as the What to do table names it, and a legend of the risk colours.
     fleet_chart = _svgs(dom, 'fleet')[0]
     classes = {tuple(node['node_class']) for node in report['nodes'] if node['status'] == 'ok'}
     assert len(classes) == 3
     for node_class in classes:
-        assert '>%d GiB, %d CPUs</text>' % node_class in fleet_chart
+        assert '>%dgib-%dcpu</text>' % node_class in fleet_chart
     assert fleet_chart.count('<circle') == len([n for n in report['nodes'] if n['status'] == 'ok']) + 5  # + legend
     assert 'as a share of the node\'s memory' in fleet_chart and '>exceeded</text>' in fleet_chart
     assert '<table id="classes">' in dom

@@ -64,3 +64,20 @@ def test_a_healthy_fleet_reads_keep_and_ok():
     report = _fleet_report.build_report(fleet, NOW)
     assert 'keep' in report['summary']['verdicts'].values(), report['summary']
     assert report['summary']['risk'].get('ok', 0) == len(fleet), report['summary']['risk']
+
+
+def test_the_fleet_chart_names_and_counts_each_class_as_the_what_to_do_table_does():
+    """Issue 46 found one class named '8 GiB, 2 CPUs / 157' in the chart and '8gib-2cpu / 160' in the table."""
+    report = _fleet_report.build_report(fleet_results.fleet(500), NOW)
+    page = _fleet_report.render_html(report)
+    chart = page[page.index('aria-label="fleet"'):]
+    chart = chart[:chart.index('</svg>')]
+    for entry in report['classes']:
+        plotted = sum(1 for node in report['nodes'] if node.get('template_class') == entry['name']
+                      and node['status'] == 'ok')
+        if not plotted:
+            continue
+        count = '%d nodes' % entry['nodes'] if plotted == entry['nodes'] else '%d of %d nodes' % (plotted,
+                                                                                                  entry['nodes'])
+        assert '>%s</text>' % entry['name'] in chart and '>%s</text>' % count in chart, (entry['name'], count)
+    assert 'GiB, 2 CPUs' not in chart

@@ -487,16 +487,17 @@ def _percent(share):
 
 
 def _fleet_dots(nodes):
-    """{(size for the order, band label): [(index, node)]} of the measured nodes with a kubelet, one band per node
-    class (the templates' class: the inventory's name, else the size), in the report's order."""
-    classes, bands = {}, {}
+    """{(size for the order, class name, the class's nodes): [(index, node)]} of the measured nodes with a kubelet,
+    one band per node class, named as the What to do and class tables name it (the templates' class: the inventory's
+    name, else the size class) with the class's whole count beside the dots' (issue 46: one name and one count)."""
+    classes, totals, bands = {}, {}, {}
     for index, node in enumerate(nodes):
+        totals[node.get('template_class')] = totals.get(node.get('template_class'), 0) + 1
         if node['status'] == 'ok':
             classes.setdefault(node.get('template_class'), []).append((index, node))
     for name, dots in classes.items():
         size = max(tuple(node.get('node_class') or ()) for _i, node in dots)
-        label = class_label(size) if name == '%dgib-%dcpu' % (size or (0, 0)) else name
-        bands[(size, label)] = dots
+        bands[(size, str(name or 'unknown'), totals[name])] = dots
     return bands
 
 
@@ -533,8 +534,10 @@ def _fleet_chart(nodes):
     parts.append('<path class="capl" d="M%.1f 0V%d"/>' % (x_of(0), axis_y))
     for band, key in enumerate(keys):
         y0 = band * FLEET_BAND + 4
-        parts.append('<text x="%d" y="%d" class="e">%s</text><text x="%d" y="%d" class="e n">%d nodes</text>'
-                     % (FLEET_LEFT - 8, y0 + 18, _t(key[1]), FLEET_LEFT - 8, y0 + 32, len(classes[key])))
+        shown = len(classes[key])
+        count = '%d nodes' % shown if shown == key[2] else '%d of %d nodes' % (shown, key[2])
+        parts.append('<text x="%d" y="%d" class="e">%s</text><text x="%d" y="%d" class="e n">%s</text>'
+                     % (FLEET_LEFT - 8, y0 + 18, _t(key[1]), FLEET_LEFT - 8, y0 + 32, count))
         for index, node in classes[key]:
             memory_risk = node['memory_risk']
             share = memory_risk.get('spare_share')

@@ -239,7 +239,7 @@ def test_html_charts_have_axes_units_capacity_and_a_legend():
         assert '>non-pod memory</text>' in chart  # the value axis
     assert page.count('>reserved now ') >= 2 * 2  # the two nodes with a kubelet: bar and history line
     fleet = re.search(r'<svg[^>]*aria-label="fleet">(.*?)</svg>', page, re.S).group(1)
-    assert '>8 GiB, 2 CPUs</text>' in fleet and '>24 GiB, 2 CPUs</text>' in fleet and '>exceeded</text>' in fleet
+    assert '>8gib-2cpu</text>' in fleet and '>24gib-2cpu</text>' in fleet and '>exceeded</text>' in fleet
 
 
 def test_every_term_is_explained_next_to_the_line_that_first_uses_it():
