@@ -41,10 +41,12 @@ from fleet_results import fleet  # noqa: E402
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report  # noqa: E402
 
+# Every node has one row: the measured ones in the fleet table, the others in the not-measured table (#failed).
+ROWS = "document.querySelectorAll('#fleet tbody tr, #failed tbody tr')"
 # From navigation start, in ms: the end of parsing (every row in the DOM) and the end of the load event.
 TIMING = ("(function(){var n=performance.getEntriesByType('navigation')[0];"
           "return {rows_ms:n.domInteractive-n.startTime,load_ms:n.loadEventEnd-n.startTime,"
-          "rows:document.querySelectorAll('#fleet tbody tr').length}})()")
+          "rows:" + ROWS + ".length}})()")
 # The first frame painted after the load event (two animation frames: the second starts once the first is on screen),
 # from navigation start: an upper bound, as it also holds the DevTools round trip that asked for it after the load.
 PAINTED = ("new Promise(function(done){requestAnimationFrame(function(){requestAnimationFrame(function(){"
@@ -52,7 +54,7 @@ PAINTED = ("new Promise(function(done){requestAnimationFrame(function(){requestA
 # The page's own sort (s) and filter (f) functions, each followed by a forced layout (offsetHeight), in ms.
 INTERACTIONS = ("(function(){var t0=performance.now();s('host',false);document.body.offsetHeight;"
                 "var t1=performance.now();f('unreachable');document.body.offsetHeight;var t2=performance.now();"
-                "var shown=[].filter.call(document.querySelectorAll('#fleet tbody tr'),function(r){return !r.hidden})"
+                "var shown=[].filter.call(" + ROWS + ",function(r){return !r.hidden})"
                 ".length;f('');return {sort_ms:t1-t0,filter_ms:t2-t1,shown:shown}})()")
 
 

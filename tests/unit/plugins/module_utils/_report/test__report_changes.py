@@ -118,14 +118,3 @@ def test_the_markdown_lists_at_most_shown_entries_of_a_list():
     text = _report_changes.document(changes)
     assert text.count('\n- n') == _report_changes.SHOWN and '... and 150 more' in text
     assert len(changes['nodes_gone']) == 250  # the JSON keeps every one
-
-
-@pytest.mark.parametrize('name', ['reservation_report', 'reservation_report_merge'])
-def test_the_filters_document_the_previous_report_and_report_path(name):
-    # ansible-doc reads DOCUMENTATION as YAML: a filter whose documentation does not parse has none.
-    import importlib
-    import yaml
-    module = importlib.import_module('ansible_collections.nodealloc.kubelet.plugins.filter.%s' % name)
-    options = yaml.safe_load(module.DOCUMENTATION)['options']
-    assert options['previous_report']['type'] == 'path' and options['report_path']['type'] == 'str'
-    assert 'csv' in yaml.safe_load(module.RETURN)['_value']['description']
