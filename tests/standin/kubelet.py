@@ -90,6 +90,7 @@ import yaml
 # node (/usr/bin/kubelet_logic/). It shares no code with the collection.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kubelet_logic import allocatable, config as kubelet_config, eviction, machine, validation  # noqa: E402
+from kubelet_logic import resource_managers  # noqa: E402
 from kubelet_logic import version as kubelet_version  # noqa: E402
 
 LOG_PATH = os.environ.get('STANDIN_LOG', '/var/log/kubelet-standin.log')
@@ -147,17 +148,20 @@ def load(argv):
         raise StartupError(str(exc))
 
 
-def start_up(config, version=None, cgroup_v1=False):
+def start_up(config, version=None, cgroup_v1=False, numa_nodes=None, online_cpus=None):
     """The kubelet's start-up checks, in its order; returns what it derives, or raises StartupError.
 
     Defaulting (the version's failCgroupV1), ValidateKubeletConfiguration (validation.go, with
     validateKubeletOSConfiguration of validation_linux.go at its end), then in server.go run(): parseResourceList
-    of kubeReserved/systemReserved and ParseThresholdConfig, then NewContainerManager's validateNodeAllocatable.
+    of kubeReserved/systemReserved and ParseThresholdConfig, then NewContainerManager's validateNodeAllocatable and
+    its CPU and memory managers (kubelet_logic/resource_managers.py; ``numa_nodes`` and ``online_cpus`` are the
+    machine's, None where unknown).
     """
     version = version or kubelet_version.parse(kubelet_version.DEFAULT_GIT_VERSION)
     config = kubelet_version.defaults(config, version)
     errors = validation.validate_configuration(config) + kubelet_version.legacy_enforcement_errors(config, version)
     errors += kubelet_version.memory_reservation_errors(config, version)
+    errors += resource_managers.reserved_memory_errors(config)
     errors += kubelet_version.os_errors(config, cgroup_v1)
     if errors:
         # server.go: "failed to validate kubelet configuration, error: <aggregate>"
@@ -165,13 +169,18 @@ def start_up(config, version=None, cgroup_v1=False):
     try:
         kube_reserved = validation.parse_resource_list(config.get('kubeReserved'))
         system_reserved = validation.parse_resource_list(config.get('systemReserved'))
+        _cpus, kube_reserved, system_reserved = resource_managers.overwrite_reserved_cpus(
+            config, kube_reserved, system_reserved, online_cpus, validation.parse_cpuset)
         enforce = config.get('enforceNodeAllocatable', validation.DEFAULT_ENFORCE_NODE_ALLOCATABLE)
         hard = eviction.parse_threshold_config([], eviction.effective_eviction_hard(config), None, None, None)
         eviction.parse_threshold_config(enforce, eviction.effective_eviction_hard(config), config.get('evictionSoft'),
                                         config.get('evictionSoftGracePeriod'), config.get('evictionMinimumReclaim'))
         derived = allocatable.compute(machine.meminfo_total_bytes(), (os.cpu_count() or 1) * 1000, kube_reserved,
                                       system_reserved, hard, enforce, machine.hugepages_bytes())
-    except (validation.ValidationError, eviction.EvictionError, allocatable.AllocatableError) as exc:
+        resource_managers.start_managers(config, resource_managers.node_allocatable_reservation(
+            kube_reserved, system_reserved, hard, machine.meminfo_total_bytes()), numa_nodes)
+    except (validation.ValidationError, eviction.EvictionError, allocatable.AllocatableError,
+            resource_managers.ManagerError) as exc:
         raise StartupError(str(exc))
     return derived, kube_reserved, system_reserved
 
@@ -366,7 +375,9 @@ def main(argv):
             version = kubelet_version.parse(git_version())
         except kubelet_version.VersionError as exc:
             raise StartupError(str(exc))
-        derived, kube_reserved, system_reserved = start_up(config, version, layout.version == 'v1')
+        derived, kube_reserved, system_reserved = start_up(
+            config, version, layout.version == 'v1', machine.numa_node_ids(),
+            machine.online_cpus(parse_cpuset=validation.parse_cpuset))
         move_self_into(layout, 'system.slice/kubelet.service')
         enforce_reserved(config, layout, kube_reserved, system_reserved, kubelet_version.memory_qos(config, version))
     except StartupError as exc:

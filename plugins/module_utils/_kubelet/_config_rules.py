@@ -33,6 +33,9 @@ write is one the kubelet will start with:
 * ``reservation-within-capacity``: pkg/kubelet/cm/node_container_manager_linux.go
   ``validateNodeAllocatable``: reservations plus hard eviction may not exceed
   capacity.
+* ``memory-manager-reserved-memory`` and ``cpu-manager-reserved``: the static memory manager's reservedMemory sum
+  and the static CPU manager's reserved CPU (_resource_managers, which cites the kubelet's source); the NUMA
+  nodes and online CPUs are checked where the caller knows them (_node_plan), the sums here.
 * ``kubepods-limit-above-usage`` (ours, not the kubelet's): the new kubepods
   limit must stay above what pods use now plus a margin, or the kernel would
   reclaim and OOM-kill running pods when the kubelet applies it.
@@ -41,6 +44,7 @@ write is one the kubelet will start with:
 from __future__ import annotations
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _eviction, _node_allocatable, _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _resource_managers
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet._duration import parse_duration
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ValidationError
 
@@ -233,6 +237,8 @@ def validate(config, capacity_memory_bytes=None, capacity_millicores=None,
     checked.append('reserved-cgroups')
     _check_enforced_cgroups(config, cgroup_exists)
     checked.append('enforce-reserved-cgroup')
+    _resource_managers.check(config, capacity_memory_bytes)
+    checked.extend(('memory-manager-reserved-memory', 'cpu-manager-reserved'))
     if capacity_memory_bytes is None or capacity_millicores is None:
         return checked
 

@@ -21,6 +21,7 @@ here; ``_gather`` reads the files the plan needs (``kubelet.reservation_files``)
                                     # option; doc: {'path', 'content': dict} (write) or {'path', 'state': 'absent'}
      'time_budget_seconds': {'apply': int, 'restore': int},   # the on-node step's async
      'report': {'target': str|None, 'config_diff': [str]},
+     'resource_managers': {...},   # the static CPU/memory managers and the change (_resource_managers; see below)
      'summary': [str]}              # what the role prints: the action and where, then the decision's reasons
 """
 
@@ -32,6 +33,7 @@ import re
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs, _state_dir
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _config_edit, _config_rules, _defaults
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _resource_managers
 
 RESERVATION_OPTIONS = ('kube_reserved', 'system_reserved')
 
@@ -85,7 +87,7 @@ def target(facts, options, add_config_dir):
 
 
 # Refusal sources: each takes (facts, options, decided) and returns a list of messages. ``decided`` holds
-# 'action' and 'add_config_dir'. Another check plugs in with one more entry in REFUSAL_SOURCES.
+# 'action', 'add_config_dir' and 'apply' (apply_options: what the step would be given). Another check plugs in with one more entry in REFUSAL_SOURCES.
 
 def _writing(decided):
     return decided['action'] != 'keep'
@@ -186,6 +188,62 @@ def invalid_fields_refusal(facts, _options, decided):
         if problem and (_writing(decided) or decided['add_config_dir']) else []
 
 
+def _numa(facts):
+    """({node: MemTotal bytes} or None, online CPU ids or None) from the facts' ``numa`` (_node/_numa.read), when
+    the measurement carries it."""
+    numa = facts.get('numa') or {}
+    nodes = {entry['node']: entry['mem_total_bytes'] for entry in numa.get('nodes') or []}
+    return nodes or None, numa.get('online_cpus')
+
+
+def resource_managers(facts, apply):
+    """The static CPU and memory managers against the config the step would write (the effective config with the
+    apply options' kubeReserved/systemReserved merged as the step merges them): what the kubelet would refuse, the
+    reservedMemory per NUMA node that sums, the whole CPUs. ``problems`` is empty where no static manager is on."""
+    config = ((facts.get('basis') or {}).get('measurement') or {}).get('kubelet_config') or {}
+    version = (facts.get('kubelet') or {}).get('version')
+    capacity = (facts.get('memory') or {}).get('mem_total_bytes')
+    requested = {option: apply.get(option) for option in RESERVATION_OPTIONS if apply.get(option) is not None}
+    after, _changed = _config_edit.apply_changes(config, requested)
+    numa_memory, online_cpus = _numa(facts)
+    found = {'memory_manager': after.get('memoryManagerPolicy') == _resource_managers.STATIC_MEMORY_POLICY,
+             'cpu_manager': after.get('cpuManagerPolicy') == _resource_managers.STATIC_CPU_POLICY,
+             'memory_problems': [], 'cpu_problems': [], 'reserved_memory': None, 'split': None, 'cpu': None}
+    try:
+        found['memory_problems'] = _resource_managers.memory_manager_problems(
+            after, capacity, sorted(numa_memory) if numa_memory else None, version)
+        found['cpu_problems'] = _resource_managers.cpu_manager_problems(after, online_cpus)
+        if found['memory_manager']:
+            found.update(_resource_managers.propose_reserved_memory(after, capacity, numa_memory, version))
+        if found['cpu_manager']:
+            millicores = _resource_managers.reserved_cpus(after)[2]
+            found['cpu'] = _resource_managers.propose_cpu(after, millicores, online_cpus)
+    except ValueError as exc:  # a quantity or threshold that does not parse: invalid_fields_refusal names it
+        found['memory_problems'] = ['the static CPU or memory manager could not be checked: %s' % exc]
+    return found
+
+
+def resource_manager_refusals(facts, _options, decided):
+    """The config the step would write stops the static memory or CPU manager (_resource_managers): nothing is
+    written. A memory refusal names the reservedMemory that would sum with the change."""
+    if not _writing(decided):
+        return []
+    found = resource_managers(facts, decided.get('apply') or {})
+    fix = ''
+    if found['reserved_memory']:
+        fix = '; with this change set reservedMemory to %s (%s)' % (
+            _reserved_memory_text(found['reserved_memory']), found['split'])
+    return (['the config this change would write stops the kubelet: %s%s' % (problem, fix)
+             for problem in found['memory_problems']]
+            + ['the config this change would write stops the kubelet: %s' % problem
+               for problem in found['cpu_problems']])
+
+
+def _reserved_memory_text(entries):
+    return '[%s]' % ', '.join('{numaNode: %d, limits: {memory: %s}}' % (e['numaNode'], e['limits']['memory'])
+                              for e in entries)
+
+
 REFUSAL_SOURCES = (
     ownership_refusal,
     version_refusals,
@@ -194,6 +252,7 @@ REFUSAL_SOURCES = (
     config_dir_stops,
     requests_fit_refusal,
     invalid_fields_refusal,
+    resource_manager_refusals,
 )
 
 
@@ -392,10 +451,10 @@ def plan(facts, options, sources=REFUSAL_SOURCES):
     """Everything the role decides about a node (see the module docstring)."""
     action = _decision(facts).get('action') or 'keep'
     add_config_dir = _add_config_dir(facts, options)
-    decided = {'action': action, 'add_config_dir': add_config_dir}
     where = target(facts, options, add_config_dir)
     rolls = action != 'keep' or add_config_dir
     apply = apply_options(facts, options, where, add_config_dir)
+    decided = {'action': action, 'add_config_dir': add_config_dir, 'apply': apply}
     return {
         'refusals': refusals(facts, options, decided, sources),
         'action': action,
@@ -408,5 +467,6 @@ def plan(facts, options, sources=REFUSAL_SOURCES):
         'status': status(facts, options),
         'time_budget_seconds': time_budget(options),
         'report': report(facts, where, apply, rolls),
+        'resource_managers': resource_managers(facts, apply),
         'summary': summary(facts, action, where),
     }

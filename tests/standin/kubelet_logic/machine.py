@@ -63,3 +63,22 @@ def cgroup_layout(mountinfo='/proc/self/mountinfo'):
     if 'memory' not in found:
         raise ValueError('no cgroup v1 memory hierarchy and /sys/fs/cgroup is not cgroup2')
     return Layout('v1', found['memory'], found.get('cpu', found['memory']), found.get('cpuacct', found['memory']))
+
+
+def numa_node_ids(base='/sys/devices/system/node'):
+    """The NUMA node ids cAdvisor finds (node*[0-9] directories); None where there are none to read."""
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return None
+    ids = {int(name[4:]) for name in names if name.startswith('node') and name[4:].isdigit()}
+    return ids or None
+
+
+def online_cpus(path='/sys/devices/system/cpu/online', parse_cpuset=None):
+    """The kernel's online CPU ids, or None where the file cannot be read."""
+    try:
+        with open(path, encoding='ascii') as handle:
+            return parse_cpuset(handle.read().strip())
+    except (OSError, ValueError):
+        return None

@@ -29,7 +29,8 @@ def test_a_sensible_config_passes_every_rule():
                   capacity_memory_bytes=8 * GI, capacity_millicores=2000,
                   kubepods_working_set_bytes=GI, kubepods_margin_bytes=256 * MI)
     assert rules == ['reserved-resources', 'eviction-thresholds', 'enforce-node-allocatable', 'reserved-cgroups',
-                     'enforce-reserved-cgroup', 'reservation-within-capacity', 'kubepods-limit-above-usage']
+                     'enforce-reserved-cgroup', 'memory-manager-reserved-memory', 'cpu-manager-reserved',
+                     'reservation-within-capacity', 'kubepods-limit-above-usage']
 
 
 @pytest.mark.parametrize('config,rule,field,message', [
