@@ -88,6 +88,11 @@ def choose_history(options, history, samples, reading, mem_total_bytes):
     own_cpu = [s['non_pod_millicores'] for s in samples + [reading]]
     chosen, history['source'] = _prometheus_history.choose(
         samples, prometheus, _history_stats.percentile(own_cpu, float(options['percentile'])))
+    if history['source'] == 'prometheus':
+        # Its samples carry one CPU figure each (the node's percentile): whether a CPU need is sustained is judged on
+        # the node's own readings (_cpu_sustained), which history_basis puts in the basis.
+        history['cpu_sustained'] = _headroom.cpu_sustained(samples + [reading], reading['t'],
+                                                           _duration.parse_window(options['reaction_time']))
     if prometheus:
         history['prometheus'] = {key: prometheus.get(key) for key in (
             'url', 'node', 'query', 'step_seconds', 'span_seconds', 'reason', 'problems')}
@@ -114,6 +119,8 @@ def history_basis(options, history, samples, reading, now, source='node'):
     window = _duration.parse_window(options['history_window'])
     basis = _headroom.basis(samples, now, percent, stabilization, reaction, window)
     basis.update(history_source=origin, history_since=samples[0]['t'] if origin != 'none' else None)
+    if history.get('cpu_sustained'):
+        basis['cpu_sustained'] = history.pop('cpu_sustained')
     basis['history_span_seconds'] = basis['span_seconds']
     if history.get('prometheus'):
         basis['prometheus'] = {key: history['prometheus'][key] for key in ('url', 'node', 'reason', 'used')}

@@ -16,12 +16,21 @@ result) take the recommendation only for a resource that moves; a resource that
 keeps is written back as it is now, so a CPU increase never carries an early
 memory decrease through (and vice versa). With ``allow_decrease`` false a
 resource that would decrease keeps (a run started to raise the reservation).
+
+CPU is compressible (_cpu_sustained): a CPU increase while memory keeps restarts the kubelet only when the history
+shows the need sustained: the 95th percentile of the node's CPU readings over the last reaction time, plus the
+recommendation's CPU headroom, must itself pass the increase rule above; on a history too short to judge it
+(less than a reaction time, or fewer than 20 readings in it) the CPU increase is deferred, the reason saying when
+it is reconsidered. One short sample (the module's own reading is 5 s) never restarts a kubelet for CPU. When
+memory moves anyway (the kubelet restarts either way), CPU moves with it to the recommended value. A recommendation
+that does not rest on the measurement (``policy`` a vendor formula) is not held back.
 """
 
 from __future__ import annotations
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _node_allocatable
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _cpu_sustained
 
 DEFAULTS = _option_specs.defaults(('change_threshold_percent', 'change_threshold_min_bytes',
                                    'change_threshold_min_millicores', 'allow_decrease'))
@@ -64,6 +73,30 @@ def _decide_resource(name, now, new, threshold, minimum, unit, basis, headroom=0
                        % (name, span / 3600.0, stabilization / 3600.0))
         return 'keep', delta, reasons
     return 'decrease', delta, reasons
+
+
+def _sustained_cpu(now, new, threshold, minimum, recommendation, basis, reasons):
+    """A CPU increase while memory keeps: 'increase' only when the sustained need asks for it (module doc).
+
+    Returns (action, reasons): 'keep' with the reason why and when it is reconsidered, or 'increase' with the
+    sustained need that confirms it.
+    """
+    if ((recommendation.get('settings') or {}).get('policy') or 'measured') != 'measured':
+        return 'increase', reasons  # a vendor formula's CPU rests on no sample
+    sustained = (basis or {}).get('cpu_sustained')
+    deferred = _cpu_sustained.deferral(sustained)
+    if deferred:
+        return 'keep', reasons + [deferred]
+    headroom = recommendation.get('cpu_headroom_millicores') or 0
+    target = _cpu_sustained.target_millicores(sustained, new, headroom)
+    action, _delta, _reasons = _decide_resource('cpu', now, target, threshold, minimum, 'm', basis, headroom)
+    if action == 'increase':
+        return 'increase', reasons + ['cpu increase sustained: %s; with the headroom %dm it asks for %dm'
+                                      % (_cpu_sustained.describe(sustained), headroom, target)]
+    return 'keep', reasons + ['cpu increase not made: CPU is compressible and the need is not sustained: %s; with '
+                              'the headroom %dm it asks for %dm against %dm reserved now; reconsidered at the next '
+                              'run, or made with the next memory change' % (_cpu_sustained.describe(sustained),
+                                                                            headroom, target, now)]
 
 
 def _to_write(current, recommendation, key, actions):
@@ -111,6 +144,11 @@ def decide(current, recommendation, settings=None, basis=None):
         if cpu_action == 'decrease':
             cpu_action = 'keep'
             cpu_reasons.append('cpu decrease not made: allow_decrease is false')
+    if cpu_action == 'increase' and memory_action == 'keep':
+        # CPU alone would restart the kubelet: only for a need the history shows sustained (module doc).
+        cpu_action, cpu_reasons = _sustained_cpu(now_cpu, new_cpu, cpu_threshold,
+                                                 options['change_threshold_min_millicores'], recommendation, basis,
+                                                 cpu_reasons)
     actions = {'memory': memory_action, 'cpu': cpu_action}
     if 'increase' in actions.values():
         action = 'increase'

@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _history_stats
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _cpu_sustained, _history_stats
 
 DEFAULTS = _option_specs.defaults(('reaction_time', 'cold_start_prior'))
 
@@ -205,7 +205,8 @@ def peers_that_matter(record, peers):
 
 
 def basis(samples, now, percent, stabilization_seconds, reaction_seconds, window_seconds=None):
-    """What a recommendation rests on: _history_stats.basis (P, held up by the stabilization window) and the peaks.
+    """What a recommendation rests on: _history_stats.basis (P, held up by the stabilization window), the peaks and
+    the sustained CPU need (``cpu_sustained``).
 
     ``samples`` are history readings (dicts with t, non_pod_bytes, non_pod_millicores), oldest first, already
     within the history window (``window_seconds`` is not used: _history_store.read and the replays cut the window).
@@ -214,7 +215,14 @@ def basis(samples, now, percent, stabilization_seconds, reaction_seconds, window
     result = _history_stats.basis(samples, now, percent, stabilization_seconds)
     span = samples[-1]['t'] - samples[0]['t'] if samples else 0
     result['jumps'] = window_peaks(result, span, reaction_seconds, daily_jumps(samples, reaction_seconds))
+    # What a CPU change alone must show before it restarts a kubelet (_decision, _cpu_sustained).
+    result['cpu_sustained'] = cpu_sustained(samples, now, reaction_seconds)
     return result
+
+
+def cpu_sustained(samples, now, reaction_seconds):
+    """_cpu_sustained.summary of ``samples`` (oldest first), warm from WARM_SHARE of the reaction time as the prior."""
+    return _cpu_sustained.summary(samples, now, reaction_seconds, WARM_SHARE)
 
 
 def headroom(peak, percent, minimum):

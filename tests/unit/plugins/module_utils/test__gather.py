@@ -438,6 +438,25 @@ def test_prometheus_history_is_used_where_it_spans_longer_and_never_when_unusabl
         assert any('gave no usable history' in line for line in fallback['explanation'])
 
 
+def test_with_prometheus_history_a_cpu_need_is_judged_on_the_node_s_own_readings(v2_node, tmp_path):
+    """Prometheus gives memory: each of its samples carries the node's CPU percentile, this run's 5 s reading when it
+    is the peak. Whether a CPU need is sustained (_cpu_sustained) rests on the node's own readings instead."""
+    import json
+    measurement = json.loads(json.dumps(_measured(v2_node, tmp_path)))  # a copy: measure()'s own stays as measured
+    measurement['cpu']['non_pod_millicores'] = 900  # this run's reading, on a busy moment
+    now = float(int(time.time()))  # whole seconds: the reading a day back is exactly at the window's edge, left out
+    (tmp_path / 'own.jsonl').write_text(''.join(
+        json.dumps({'t': now - 2 * 86400 + 60 * i, 'non_pod_bytes': 64 * MIB, 'non_pod_millicores': 100,
+                    'source': 'sampler'}) + '\n' for i in range(2 * 1440)))
+    history, _recommendation, _decision = _decide_with(
+        {'history_path': str(tmp_path / 'own.jsonl'), 'prometheus_history': _prometheus(now, 3, 128 * MIB)},
+        measurement, now)
+    assert history['basis']['history_source'] == 'prometheus' and history['basis']['non_pod_millicores'] == 900
+    sustained = history['basis']['cpu_sustained']
+    assert (sustained['millicores'], sustained['readings'], sustained['latest_millicores']) == (100, 1440, 900), sustained
+    assert 'cpu_sustained' not in history  # moved into the basis, not left in the facts' history
+
+
 def test_gather_says_which_history_it_rests_on(v2_node, tmp_path):
     now = time.time()
     facts = _gather.gather({'cgroup_root': v2_node, **NO_HOST_PROCESSES, 'sample_seconds': 0,

@@ -13,7 +13,7 @@ import pytest
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _state_dir
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _quantity
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _kubelet_settings
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _decision, _node_plan
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _decision, _headroom, _node_plan
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _config_change, _step_sequence
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _sample_once
 
@@ -281,9 +281,11 @@ def test_a_reading_is_recorded_as_asked_else_where_no_sampler_records(options, r
 
 def test_a_memory_decision_of_keep_writes_back_the_memory_reserved_before():
     node = facts(current_memory='1Gi', recommended_memory='1000Mi')  # within the threshold: memory keeps
-    node['recommendation']['kube_reserved']['cpu'] = '900m'  # CPU alone increases
+    node['recommendation']['kube_reserved']['cpu'] = '900m'  # CPU alone increases, a need the last day sustained
     node['recommendation']['reserved_millicores'] = 1000
-    node['decision'] = _decision.decide(node['current'], node['recommendation'], {})
+    day = [{'t': 60.0 * minute, 'non_pod_bytes': 0, 'non_pod_millicores': 1000} for minute in range(24 * 60 + 1)]
+    node['decision'] = _decision.decide(node['current'], node['recommendation'], {},
+                                        _headroom.basis(day, day[-1]['t'], 100.0, 86400, 86400))
     assert node['decision']['memory']['action'] == 'keep' and node['decision']['action'] == 'increase'
     applied = _node_plan.plan(node, {})['status']['apply']['on_success'][0]['content']
     assert node['decision']['memory']['now_bytes'] != node['decision']['memory']['recommended_bytes']
