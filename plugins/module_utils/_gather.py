@@ -27,7 +27,8 @@ def with_defaults(options):
 
 def reading_from(measurement, source, now):
     """The one history sample a measurement makes (_history_store.reading, what the sampler records too)."""
-    return _history_store.reading(measurement['memory'], measurement['cpu']['non_pod_millicores'], source, now)
+    return _history_store.reading(measurement['memory'], measurement['cpu']['non_pod_millicores'], source, now,
+                                  pods=measurement.get('pods'))
 
 
 def record(options, reading):

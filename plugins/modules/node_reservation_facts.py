@@ -509,6 +509,16 @@ overcommit:
       by kubepods; C(cpu_requests_sum_millicores) is read back from C(cpu.shares) or C(cpu.weight).
   returned: always
   type: dict
+pods:
+  description:
+    - The pods on the node at this reading - the pod cgroups under kubepods (Guaranteed pods directly, Burstable and
+      BestEffort under their QoS groups; cgroup v1 or v2, systemd or cgroupfs driver), a directory counting only when
+      its name is the kubelet's for a pod (C(pod<uid>), C(kubepods-burstable-pod<uid>.slice)). The same count as
+      C(overcommit.pods), and the C(pods) of the history line this reading makes. Null without a kubepods cgroup.
+  returned: always
+  type: int
+  sample: 23
+  version_added: 0.1.0
 formulas:
   description: What each vendor formula (gke, aks, aks-legacy, aks-hardened, eks, openshift) would reserve on this node, in bytes and millicores.
   returned: always

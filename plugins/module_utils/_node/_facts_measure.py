@@ -44,6 +44,7 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
                          'is left as it is and the reservation goes to systemReserved' % ', '.join(names))
     cpu = _pipeline.sample_cpu(node, components, options['sample_seconds'], proc_root, sleep)
     cpu['capacity_millicores'] = capacity_millicores
+    audit = _overcommit.audit(layout, kubepods) if kubepods else None
     return {
         'capacity': {'memory': _quantity.format_memory(meminfo['MemTotal']),
                      'cpu': _quantity.format_cpu(capacity_millicores)},
@@ -60,7 +61,10 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
             'cpu_root': layout.cpu_root,
             'end_of_life': _version_rules.END_OF_LIFE if layout.version == 'v1' else None,
         },
-        'overcommit': _overcommit.audit(layout, kubepods) if kubepods else None,
+        'overcommit': audit,
+        # The pod groups under kubepods at this reading, the audit's count (None without kubepods): the history line's
+        # ``pods`` (_history_store.reading).
+        'pods': audit['pods'] if audit else None,
         'kubelet': kubelet,
         'components': components.seen,
         'current': current,

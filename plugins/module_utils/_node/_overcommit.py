@@ -30,6 +30,11 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import N
 
 UNLIMITED_AT_LEAST = 1 << 62  # v1 reports "no limit" as PAGE_COUNTER_MAX * PAGE_SIZE (9223372036854771712 with 4 KiB pages)
 MIN_SHARES = 2
+# The most pods a reading may count (a history line's ``pods``, a Prometheus series of pods). The kubelet bounds maxPods
+# only by int32, but no node holds this many: Kubernetes tests 110 per node and OpenShift supports at most 2,500, each
+# pod a cgroup and a sandbox. More is not a count of one node's pods (a value another writer made up, a series of
+# something else).
+MAX_PODS = 1 << 16
 _POD = re.compile(r'^(?:pod[0-9a-fA-F_-]+|kubepods(?:-burstable|-besteffort)?-pod[0-9a-fA-F_]+\.slice)$')
 _QOS_DIRS = (('burstable', ('burstable', 'kubepods-burstable.slice')),
              ('besteffort', ('besteffort', 'kubepods-besteffort.slice')))

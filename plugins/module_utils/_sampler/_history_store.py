@@ -15,6 +15,9 @@
 * Reading skips and reports corrupt lines and samples that cannot be true (``validate``): not
   finite, negative, from the future (a clock that jumped), more memory than the node has, more CPU
   than it has; it sorts the rest by time (a clock that stepped back leaves samples out of order).
+* A line may carry ``pods``, the pod cgroups under kubepods at that reading (issue 45: the class model fits non-pod
+  memory against it). Lines written before it have none and read as they did; where it is present it must be a whole
+  number from 0 to MAX_PODS, else the line is refused like any other reading that cannot be true.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import math
 import os
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _safe_open
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._overcommit import MAX_PODS
 
 DEFAULT_MAX_SAMPLES = 20160  # two weeks of one sample a minute
 ROTATE_KEEP_FRACTION = 0.9
@@ -66,9 +70,13 @@ def _count_lines(fd):
         offset += len(chunk)
 
 
-def reading(memory, non_pod_millicores, source, now):
-    """The one history line a measurement makes (_measure.memory's ``memory``), for the module and the sampler alike."""
-    return {
+def reading(memory, non_pod_millicores, source, now, pods=None):
+    """The one history line a measurement makes (_measure.memory's ``memory``), for the module and the sampler alike.
+
+    ``pods``: the pod cgroups under kubepods at this reading (_overcommit.audit's count); None (no kubepods cgroup:
+    nothing says how many pods run) leaves the key out, as in the lines written before it was recorded.
+    """
+    line = {
         't': round(now, 3),
         'non_pod_bytes': max(0, memory['non_pod_bytes']),
         'non_pod_millicores': non_pod_millicores,
@@ -77,6 +85,9 @@ def reading(memory, non_pod_millicores, source, now):
         'measurement_tool_bytes': memory['measurement_tool']['left_out_bytes'],
         'source': source,
     }
+    if pods is not None:
+        line['pods'] = pods
+    return line
 
 
 def append(path, sample, max_samples=DEFAULT_MAX_SAMPLES, window_seconds=None, lock_timeout=10.0):
@@ -126,6 +137,9 @@ def validate(sample, now, mem_total_bytes=None, capacity_millicores=None):
                 return '%s is %r' % (field, value)
             if value < 0:
                 return '%s is negative (%r)' % (field, value)
+    reason = pods_problem(sample)
+    if reason:
+        return reason
     if sample['t'] > now + FUTURE_TOLERANCE_SECONDS:
         return 'dated %.0f s in the future (clock jump?)' % (sample['t'] - now)
     if mem_total_bytes:
@@ -137,6 +151,19 @@ def validate(sample, now, mem_total_bytes=None, capacity_millicores=None):
         for field in CPU_FIELDS:
             if sample[field] > capacity_millicores:
                 return '%s %.0f is more than the node has (%d millicores)' % (field, sample[field], capacity_millicores)
+    return None
+
+
+def pods_problem(sample):
+    """Why ``sample['pods']`` cannot be a count of pods, or None (also when the line has none: an older line)."""
+    if 'pods' not in sample:
+        return None
+    pods = sample['pods']
+    if isinstance(pods, bool) or not isinstance(pods, int):
+        return 'pods is not a whole number (%s)' % ('null' if pods is None else type(pods).__name__)
+    if not 0 <= pods <= MAX_PODS:
+        return 'pods %d is out of range (0 to %d)' % (pods, MAX_PODS) if abs(pods) < MAX_FIGURE else \
+            'pods is out of range (%d bits)' % pods.bit_length()
     return None
 
 

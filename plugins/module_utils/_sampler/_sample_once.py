@@ -376,7 +376,10 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
         # Nor is the step's CPU carried into the next period: the next run samples its own.
         del state['cpu']
 
-    reading = _history_store.reading(memory, cpu['non_pod_millicores'], 'sampler', now)
+    # The pod groups the audit lists are the reading's pods (issue 45): one listing for both, at this reading.
+    audit = _overcommit.audit(layout, kubepods) if kubepods else None
+    reading = _history_store.reading(memory, cpu['non_pod_millicores'], 'sampler', now,
+                                     pods=audit['pods'] if audit else None)
     history_path = options['history_path']
     problems = ([state_problem_found] if state_problem_found else []) + update_history(
         history_path, state, reading, now, window_seconds, (meminfo['MemTotal'], capacity_millicores),
@@ -405,9 +408,9 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
         'swap_control': _swap.may_swap(layout, memory['swap']['groups'], _swap.read_swaps(proc_root)),
     }
     figures['near_reservation'] = _near_reservation(reading, figures['reservation'])
-    if kubepods:
-        figures['overcommit'] = _overcommit.audit(layout, kubepods)
-        figures['kubepods_memory_limit_bytes'] = figures['overcommit']['kubepods_memory_limit_bytes']
+    if audit:
+        figures['overcommit'] = audit
+        figures['kubepods_memory_limit_bytes'] = audit['kubepods_memory_limit_bytes']
         figures['kubepods_cpu_allocatable_millicores'] = _overcommit.group_cpu_millicores(layout, kubepods)
     if layout.version == 'v2':
         figures['pressure'] = _pressure_seconds(layout, kubepods)

@@ -212,3 +212,40 @@ def test_a_history_in_a_directory_others_can_write_is_neither_read_nor_appended_
     with pytest.raises(_safe_open.UnsafePathError, match='the directory is writable by'):
         _history_store.append(str(path), sample(150, 5))
     assert len(path.read_text().splitlines()) == 1 and os.stat(state).st_mode & 0o7777 == mode
+
+
+# Issue 45: a line carries the pods of its reading; the lines written before have none and read as they did.
+MEMORY = {'non_pod_bytes': 700 * MIB, 'kube_components_working_set_bytes': 150 * MIB,
+          'kubepods_working_set_bytes': 2048 * MIB, 'measurement_tool': {'left_out_bytes': 30 * MIB}}
+
+
+@pytest.mark.parametrize('pods', [0, 23, None])
+def test_a_reading_round_trips_with_its_pods_and_without(tmp_path, pods):
+    path = str(tmp_path / 'history.jsonl')
+    older = sample(100, 650)  # as written before pods were recorded: no key at all
+    _history_store.append(path, older)
+    line = _history_store.reading(MEMORY, 120, 'sampler', 160.0, pods=pods)
+    _history_store.append(path, line)
+    samples, problems = _history_store.read(path, now=200, mem_total_bytes=8 << 30, capacity_millicores=2000)
+    assert problems == [] and samples == [older, line]
+    assert ('pods' in samples[1]) == (pods is not None) and samples[1].get('pods') == pods
+    assert 'pods' not in samples[0]
+
+
+@pytest.mark.parametrize('pods, reason', [
+    ('-1', 'pods -1 is out of range (0 to 65536)'),
+    ('65537', 'pods 65537 is out of range (0 to 65536)'),
+    ('9' * 40, 'pods is out of range (133 bits)'),
+    ('2.0', 'pods is not a whole number (float)'),
+    ('"12"', 'pods is not a whole number (str)'),
+    ('true', 'pods is not a whole number (bool)'),
+    ('null', 'pods is not a whole number (null)'),
+    ('[3]', 'pods is not a whole number (list)'),
+])
+def test_a_line_whose_pods_are_no_count_is_skipped_and_named(tmp_path, pods, reason):
+    path = tmp_path / 'history.jsonl'
+    path.write_text('{"t": 5, "non_pod_bytes": 1, "non_pod_millicores": 10, "pods": %s}\n' % pods
+                    + '{"t": 6, "non_pod_bytes": 1, "non_pod_millicores": 10, "pods": 65536}\n')
+    samples, problems = _history_store.read(str(path), now=10)
+    assert [s['t'] for s in samples] == [6]
+    assert len(problems) == 1 and problems[0].endswith('line 1 skipped: ' + reason)

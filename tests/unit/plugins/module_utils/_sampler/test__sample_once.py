@@ -496,3 +496,94 @@ def test_a_users_state_file_is_not_used(node, tmp_path):
     assert figures['window_samples'] == 1  # this run's reading only: the user's 9 invented samples are not counted
     assert problems[0].startswith('%s is owned by uid 65534' % opts['state_path'])
     assert problems[0].endswith('; the sampler state is not used, rebuilt from the history')
+
+
+# Issue 45: every reading records the pods on the node, the pod groups under kubepods as the kubelet names them
+# (pkg/kubelet/cm/pod_container_manager_linux.go GetPodContainerName: "pod" + the pod's UID, which the systemd driver
+# writes as a slice, '-' escaped to '_'; qos_container_manager_linux.go: Guaranteed pods directly under kubepods).
+UIDS = ('8f2b9c1e-1a2b-4c3d-9e8f-0123456789ab', '0d4c6a8e-5f71-4b2a-8c3d-fedcba987654',
+        '2d8f6e4c1b3a59780f1e2d3c4b5a6978',  # a static pod's: the md5 of its manifest (pkg/kubelet/config/common.go)
+        'c1a2b3d4-e5f6-4789-8abc-def012345678', '77e1f0aa-3b2c-4d5e-9f80-1a2b3c4d5e6f')
+
+
+def pod_groups(driver, kubepods):
+    """Where the kubelet puts two Guaranteed, two Burstable and one BestEffort pod, and names that are no pod's."""
+    if driver == 'systemd':
+        def name(tier, uid):
+            return 'kubepods-%spod%s.slice' % (tier + '-' if tier else '', uid.replace('-', '_'))
+        tiers = {'': kubepods, 'burstable': kubepods + '/kubepods-burstable.slice',
+                 'besteffort': kubepods + '/kubepods-besteffort.slice'}
+    else:
+        def name(_tier, uid):
+            return 'pod' + uid
+        tiers = {'': kubepods, 'burstable': kubepods + '/burstable', 'besteffort': kubepods + '/besteffort'}
+    pods = [tiers[''] + '/' + name('', UIDS[0]), tiers[''] + '/' + name('', UIDS[2]),
+            tiers['burstable'] + '/' + name('burstable', UIDS[1]), tiers['burstable'] + '/' + name('burstable', UIDS[3]),
+            tiers['besteffort'] + '/' + name('besteffort', UIDS[4])]
+    decoys = [kubepods + '/notapod', kubepods + '/podzz-not-a-uid', kubepods + '/pod', tiers['burstable'] + '/pod.slice',
+              kubepods + '/system.slice/pod' + UIDS[0]]  # a pod's name under a group that is no QoS tier
+    return pods, decoys
+
+
+def plant_pods(node, version, driver, kubepods):
+    """The pod groups of ``pod_groups`` in a node tree (v2: one hierarchy; v1: the memory controller's), and decoys:
+    groups whose names are no pod's, a regular file and a directory whose name is not UTF-8 (cgroupfs names are
+    bytes: a group anyone made). Returns how many pods the kubelet would count: 5."""
+    pods, decoys = pod_groups(driver, kubepods)
+    memory = node if version == 'v2' else os.path.join(node, 'memory')
+    for relative in pods + decoys:
+        if version == 'v2':
+            cgroup_v2.make_group(node, relative, 10 * MIB, 0, 0, memory_max=str(256 * MIB))
+        else:
+            cgroup_v2.write(os.path.join(memory, relative, 'memory.limit_in_bytes'), '%d\n' % (256 * MIB))
+            cgroup_v2.write(os.path.join(memory, relative, 'memory.usage_in_bytes'), '%d\n' % (10 * MIB))
+    cgroup_v2.write(os.path.join(memory, kubepods, 'pod' + UIDS[1].replace('-', '')), 'a file, not a group')
+    os.mkdir(os.path.join(memory, kubepods).encode() + b'/pod\xff' + UIDS[3].encode())
+    return len(pods)
+
+
+def tree(tmp_path, version, driver):
+    """A node of cgroup ``version`` whose kubelet uses ``driver``: (cgroup root, kubepods, pods beside the planted)."""
+    if version == 'v2':
+        node = make_node(tmp_path)  # kubepods.slice holds three pods already (systemd names)
+        if driver == 'systemd':
+            return node, 'kubepods.slice', 3
+        cgroup_v2.make_group(node, 'kubepods', 40 * MIB, 0, 0)  # beside the systemd one, as after a driver change
+        return node, 'kubepods', 0
+    # The swap fixtures' v1 nodes (copied from real ones): kubepods (cgroupfs) and kubepods.slice (systemd).
+    node = swap_node(tmp_path, 'v1-host-no-swap' if driver == 'cgroupfs' else 'v1-pod-and-daemon-swapped')
+    kubepods = 'kubepods' if driver == 'cgroupfs' else 'kubepods.slice'
+    cgroup_v2.write(os.path.join(node, 'cpuacct', kubepods, 'cpuacct.usage'), '0\n')
+    return node, kubepods, 0
+
+
+@pytest.mark.parametrize('version, driver', [('v2', 'systemd'), ('v2', 'cgroupfs'), ('v1', 'systemd'),
+                                             ('v1', 'cgroupfs')])
+def test_every_reading_records_the_pods_of_every_qos_tier_on_v1_and_v2_with_either_driver(tmp_path, version, driver):
+    node, kubepods, before = tree(tmp_path, version, driver)
+    pods = before + plant_pods(node, version, driver, kubepods)
+    opts = dict(options(node, tmp_path), cgroup_driver=driver)
+    figures, problems = run(opts, sleep=lambda _s: None)
+    assert problems == [] and figures['recorded']
+    line = json.loads((tmp_path / 'history.jsonl').read_text().splitlines()[-1])
+    assert line['pods'] == figures['overcommit']['pods'] == pods
+    samples, problems = _history_store.read(opts['history_path'], figures['time'] + 1)
+    assert problems == [] and samples[-1]['pods'] == pods
+    # The facts module counts the same pods, returns them and records them in the same line.
+    config = tmp_path / 'config.json'
+    config.write_text(json.dumps({'apiVersion': 'kubelet.config.k8s.io/v1beta1', 'kind': 'KubeletConfiguration',
+                                  'cgroupDriver': driver}))
+    facts = _gather.gather({'cgroup_root': node, 'sample_seconds': 0, 'record': True, 'kubelet_config_path': str(config),
+                            'history_path': opts['history_path']},
+                           proc_root=str(tmp_path / 'proc'), sleep=lambda _s: None)
+    assert facts['pods'] == pods and facts['history']['recorded']
+    line = json.loads((tmp_path / 'history.jsonl').read_text().splitlines()[-1])
+    assert line['source'] == 'module' and line['pods'] == pods
+
+
+def test_a_node_without_kubepods_records_no_pods_and_its_lines_read_as_the_older_ones(tmp_path):
+    node = make_node(tmp_path)
+    shutil.rmtree(os.path.join(node, 'kubepods.slice'))
+    figures, problems = run(options(node, tmp_path), sleep=lambda _s: None)
+    assert problems == [] and figures['recorded'] and figures['overcommit'] is None
+    assert 'pods' not in json.loads((tmp_path / 'history.jsonl').read_text())
