@@ -33,6 +33,7 @@ class ActionModule(ActionBase):
     _SPEC = {
         'url': {'type': 'str', 'required': True},
         'query': {'type': 'str', 'default': _ROLE['prometheus_query']['default']},
+        'pods_query': {'type': 'str', 'default': _ROLE['prometheus_pods_query']['default']},
         'mode': {'type': 'str', 'default': 'node', 'choices': ['node', 'classes']},
         'node': {'type': 'str'},
         # mode classes: host to how Prometheus names it ('' : the host's name), and the label naming the class.
@@ -71,6 +72,9 @@ class ActionModule(ActionBase):
         problem = _option_forms.query_problem(args['query'])
         if problem:
             return dict(result, failed=True, msg='query %s' % problem)
+        problem = _option_forms.query_problem(args['pods_query']) if args['pods_query'] else None
+        if problem:
+            return dict(result, failed=True, msg='pods_query %s' % problem)
         problem = _option_forms.prometheus_label(args['class_label']) if args['class_label'] else None
         if problem:
             return dict(result, failed=True, msg='class_label %s' % problem)
@@ -79,8 +83,8 @@ class ActionModule(ActionBase):
             step = int(_option_forms.timespan_seconds(args['step']))
         except ValueError as exc:
             return dict(result, failed=True, msg=str(exc))
-        settings = {'url': args['url'], 'query': args['query'], 'node': args['node'] or '', 'window_seconds': window,
-                    'step_seconds': max(1, step), 'timeout_seconds': args['timeout'],
+        settings = {'url': args['url'], 'query': args['query'], 'pods_query': args['pods_query'] or '',
+                    'node': args['node'] or '', 'window_seconds': window, 'step_seconds': max(1, step), 'timeout_seconds': args['timeout'],
                     'validate_certs': args['validate_certs'], 'ca_file': args['ca_file'],
                     'bearer_token': args['bearer_token'], 'username': args['username'], 'password': args['password'],
                     'max_answer_bytes': max_answer_bytes}

@@ -56,7 +56,8 @@ _UNIT_NAME = re.compile(r'^[A-Za-z0-9:_.\\@-]{1,255}$')
 
 
 def _control_character(text):
-    return any(ord(c) < 32 or ord(c) == 127 for c in text)
+    # C0, DEL and C1 (U+0080-U+009F, a terminal's CSI among them): each a control character (Unicode category Cc).
+    return any(ord(c) < 32 or 127 <= ord(c) <= 159 for c in text)
 
 
 def unit_text(text):
@@ -264,6 +265,15 @@ PREFERRED_KUBEPODS_QUERY = (
 # textfile's series carry node_exporter's labels, so the node is named the same way.
 NODEALLOC_QUERY = 'nodealloc_memory_non_pod_bytes{job="node-exporter"} * on (namespace, pod) group_left (node) ' \
                   'node_namespace_pod:kube_pod_info:{node="$node"}'
+# The pods on one node (reservations_prometheus_pods_query, issue 45), for kube-prometheus-stack: the kubelet's own
+# gauge ``kubelet_running_pods`` (kubernetes pkg/kubelet/metrics/metrics.go: subsystem "kubelet", ``RunningPodsKey``
+# "running_pods", ALPHA, "Number of pods that have a running pod sandbox", no label of its own; named
+# kubelet_running_pod_count before Kubernetes 1.19). The chart's kubelet ServiceMonitor scrapes it at /metrics
+# (job="kubelet" from its jobLabel k8s-app, ``metrics_path`` from its default relabelings), and the Prometheus Operator
+# labels a target whose endpoint is a Node with ``node`` (pkg/prometheus/promcfg.go, "Node;(.*)" to target_label node),
+# as cAdvisor's series above. A pod with a running sandbox is what holds a pod cgroup under kubepods, the count the
+# node's own history records (_node/_overcommit).
+DEFAULT_PODS_QUERY = 'kubelet_running_pods{job="kubelet", metrics_path="/metrics", node="$node"}'
 
 NODE_PLACEHOLDER = '$node'
 _IDENTIFIER = re.compile(r'[A-Za-z_:][A-Za-z0-9_:]*')

@@ -46,7 +46,8 @@ def _option(type_, default=None, description='', unit=None, modules=(FACTS,), ru
 
 # rule: ('range', low, low_inclusive, high, high_inclusive) with None for no bound, 'duration' (Go duration
 # or whole days, not negative), 'quantity' (a Kubernetes quantity, not negative), 'quantity_bytes' (a memory amount:
-# plain bytes or a Kubernetes quantity, not negative; with_defaults turns it into bytes), 'nonempty'.
+# plain bytes or a Kubernetes quantity, not negative; with_defaults turns it into bytes), 'nonempty', 'promql_template'
+# (_option_forms.query_problem: PromQL with $node in a label value), 'promql_template_or_empty' (the same, or empty).
 AT_LEAST_0 = ('range', 0, True, None, False)
 AT_LEAST_1 = ('range', 1, True, None, False)
 KUBELET = (FACTS,)
@@ -197,6 +198,10 @@ OPTIONS = {
                               rule='prometheus_url'),
     'prometheus_query': _option('str', _option_forms.DEFAULT_QUERY, "a PromQL query of one node's non-pod "
                                 'memory in bytes, the node named by $node', modules=(), rule='promql_template'),
+    # Issue 45: the node's pods at each step, merged into the history lines the Prometheus history gives (``pods``).
+    'prometheus_pods_query': _option('str', _option_forms.DEFAULT_PODS_QUERY, "a PromQL query of one node's number "
+                                     'of pods, the node named by $node (empty: pods not read)', modules=(),
+                                     rule='promql_template_or_empty'),
     'prometheus_node': _option('str', '', 'how Prometheus names this node (empty: the inventory hostname)',
                                modules=()),
     'prometheus_bearer_token': _option('str', '', 'a bearer token for Prometheus', modules=(), rule='header_value',
@@ -482,6 +487,8 @@ def problem(name, value, table=None):
         return _defaults.drop_in_name_problem(text)
     if rule == 'promql_template':
         return _option_forms.query_problem(str(value))
+    if rule == 'promql_template_or_empty':
+        return _option_forms.query_problem(str(value)) if text else None
     raise AssertionError('unknown rule %r for %s' % (rule, name))
 
 

@@ -45,6 +45,17 @@ options:
         C($node) in a label value where the node's name goes. The default is for kube-prometheus-stack's metric and
         label names (docs/arithmetic.md, "History from Prometheus").
     type: str
+  pods_query:
+    description:
+      - A PromQL query of the number of pods on the node, with C($node) in a label value, read at the same steps as
+        O(query) (the largest count within each step) and returned as C(history.pods); node_reservation_facts merges
+        it into the history's lines as their C(pods). The default is the kubelet's C(kubelet_running_pods) as
+        kube-prometheus-stack scrapes it. Empty - pods are not read.
+      - No series, more than one, a value that is NaN, infinite, negative, fractional or above 65536, or fewer than
+        90 % of the steps present leave C(history.pods) null and say why in C(history.problems); the memory
+        history is used as without it.
+    type: str
+    version_added: 0.1.0
   mode:
     description:
       - V(node) reads O(node)'s history. V(classes) reads the class of each of O(nodes) and each class's history -
@@ -155,6 +166,8 @@ history:
     - C(samples) (C([time, bytes]) pairs, oldest first), C(span_seconds), C(reason) (why the history cannot be used,
       or V(null)), C(problems) (gaps, a span shorter than the window, warnings), C(url), C(node), C(query) (with the
       node's name in it), C(step_seconds), C(window_seconds).
+    - With O(pods_query), C(pods) - C(query) (with the node's name in it), C(samples) (C([time, pods]) pairs at the
+      same steps) and C(span_seconds), or V(null) where the pods could not be read (the reason is in C(problems)).
   returned: mode is node
   type: dict
 '''

@@ -5,6 +5,7 @@ from __future__ import annotations
 import decimal
 import json
 import math
+import unicodedata
 
 from hypothesis import given, strategies as st
 
@@ -93,7 +94,7 @@ def test_kubelet_config_document(text):
 
 @given(st.one_of(
     json_values.map(json.dumps),
-    st.dictionaries(st.sampled_from(_history_store.FIELDS + _history_store.MEMORY_FIELDS),
+    st.dictionaries(st.sampled_from(_history_store.FIELDS + _history_store.MEMORY_FIELDS + ('pods',)),
                     st.one_of(st.integers(-(10 ** 400), 10 ** 400), st.floats(), st.text(max_size=5))).map(json.dumps),
     st.integers(1, 3000).map(lambda n: deep('[', ']', n)),
     st.text(max_size=100),
@@ -105,6 +106,8 @@ def test_history_line(line):
     if sample is not None:
         for field in _history_store.FIELDS:
             assert 0 <= sample[field] < 1 << 63 and math.isfinite(sample[field])
+        # Issue 45: a line's pods, where it has them, are a count no node exceeds.
+        assert 'pods' not in sample or (type(sample['pods']) is int and 0 <= sample['pods'] <= _history_store.MAX_PODS)
 
 
 @given(st.one_of(json_values, st.fixed_dictionaries({'version': st.just(_sample_once.STATE_VERSION)}, optional={
@@ -132,5 +135,9 @@ def test_option_value(name, value):
     if reason is None and option['type'] == 'float' and value is not None:
         assert math.isfinite(float(value))
     if reason is None and option['rule'] in _option_forms.RULES and str(value) and \
-            option['rule'] not in ('node_path', 'http_url'):
+            option['rule'] not in ('node_path', 'http_url', 'header_value'):
         assert all(32 <= ord(c) < 127 for c in str(value)) and str(value) == str(value).strip()
+    if reason is None and option['rule'] == 'header_value':
+        # A user name or password may be any text (basic authentication sends it base64-encoded): no control character
+        # (C0, DEL or C1), nothing around it.
+        assert not any(unicodedata.category(c) == 'Cc' for c in str(value)) and str(value) == str(value).strip()

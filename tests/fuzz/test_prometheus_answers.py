@@ -14,7 +14,7 @@ STEP = 60
 
 # Answers near the documented shape, each part replaced by anything at times: most examples reach deep checks.
 points = st.lists(st.one_of(st.tuples(st.one_of(st.integers(NOW - 7200, NOW + 60), st.floats(), json_values),
-                                      st.one_of(st.sampled_from(['1', '5e8', 'NaN', '+Inf', '-1', '1e30']), json_values))
+                                      st.one_of(st.sampled_from(['1', '5e8', 'NaN', '+Inf', '-1', '1e30', '110', '2.5', '70000']), json_values))
                             .map(list), json_values), max_size=8)
 series = st.fixed_dictionaries({'metric': st.one_of(st.dictionaries(hostile_text, hostile_text, max_size=3), json_values),
                                 'values': st.one_of(points, json_values),
@@ -34,6 +34,18 @@ def test_a_range_answer_gives_samples_or_a_reason(answer):
     history = _prometheus_history.parse([answer], STEP, 7200, 'n1', spans=[(NOW - 7200, NOW)])
     assert history['reason'] is None or history['samples'] == []
     assert all(isinstance(t, float) and isinstance(v, int) and v >= 0 for t, v in history['samples'])
+    for text in [history['reason'] or ''] + history['problems']:
+        assert '\n' not in text and '\r' not in text
+
+
+@given(answers)
+@cpu_deadline
+def test_a_pods_answer_gives_counts_or_a_reason(answer):
+    # Issue 45: a series of pods gives whole numbers no node exceeds, or a reason.
+    history = _prometheus_history.parse([answer], STEP, 7200, 'n1', spans=[(NOW - 7200, NOW)],
+                                        kind=_prometheus_history.PODS)
+    assert history['reason'] is None or history['samples'] == []
+    assert all(type(v) is int and 0 <= v <= _prometheus_history.MAX_PODS for _t, v in history['samples'])
     for text in [history['reason'] or ''] + history['problems']:
         assert '\n' not in text and '\r' not in text
 

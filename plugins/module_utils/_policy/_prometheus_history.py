@@ -14,6 +14,11 @@ no redirect followed) and every answer through _prometheus_answer (its documente
 opener itself is the action plugin's (``fetch`` takes it), so that nothing here needs the network to be tested.
 The query template, its default and its check are _option_forms' (the options check runs it on the controller
 before any node is touched, without loading this file).
+
+With a pods query (``pods_query``, issue 45) the node's pods are read at the same steps, through the same requests,
+shape checks and reasons, and ``choose`` merges them into the history lines it builds (``pods``, as the node's own
+history records them). The pods are extra: a pods series that cannot be used is named in the problems and the
+memory history is used without it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import math
 from urllib.parse import urlencode
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _names
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._overcommit import MAX_PODS
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_forms import NODE_PLACEHOLDER
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _prometheus_answer, _prometheus_http
 
@@ -80,7 +86,14 @@ def _series_name(metric):
                               for name, value in sorted((metric or {}).items()))
 
 
-def parse(answers, step_seconds, window_seconds, node, min_coverage=MIN_COVERAGE, spans=None):
+# What a series holds, for its checks and its reasons: non-pod memory in bytes, or a number of pods (a whole number
+# from 0 to _overcommit.MAX_PODS, as a history line's ``pods``).
+MEMORY = 'memory'
+PODS = 'pods'
+_WHAT = {MEMORY: 'non-pod memory in bytes', PODS: 'a number of pods (a whole number from 0 to %d)' % MAX_PODS}
+
+
+def parse(answers, step_seconds, window_seconds, node, min_coverage=MIN_COVERAGE, spans=None, kind=MEMORY):
     """The history in ``answers`` (each a decoded query_range answer, one per chunk, oldest first).
 
     Returns {'samples': [[t, non_pod_bytes], ...], 'span_seconds', 'reason': why the history cannot be used (None when
@@ -89,7 +102,9 @@ def parse(answers, step_seconds, window_seconds, node, min_coverage=MIN_COVERAGE
     that is not a number, infinite, NaN or negative (a query that does not compute non-pod memory; dropping the point
     could drop the peak), and too few steps present (``min_coverage``; a class's history passes 0: a step where none
     of its nodes ran is no reading lost, _prometheus_class). ``spans``: the (start, end) each answer was asked for;
-    a point outside it is dropped and counted in the problems.
+    a point outside it is dropped and counted in the problems. ``kind``: PODS for a series of pods, whose every value
+    must also be a whole number no larger than MAX_PODS (a count cannot be rounded to a reading, and the kubelet's
+    gauge is one: another value means the query counts something else).
     """
     result = {'samples': [], 'span_seconds': 0, 'reason': None, 'problems': []}
     series, points, dropped = set(), {}, 0
@@ -124,11 +139,12 @@ def parse(answers, step_seconds, window_seconds, node, min_coverage=MIN_COVERAGE
         except (TypeError, ValueError):
             result['reason'] = 'the value %r at %s is not a number' % (_prometheus_answer.quoted(text), _when(t))
             return result
-        if not math.isfinite(value) or value < 0:
-            bad = [u for u in sorted(points) if _not_a_size(points[u][0])]
-            result['reason'] = ('%d value(s) are NaN, infinite or negative, the first %r at %s: the query does not '
-                                'give non-pod memory in bytes' % (len(bad), _prometheus_answer.quoted(points[bad[0]][0]),
-                                                                  _when(bad[0])))
+        if _not_a_value(text, kind):
+            bad = [u for u in sorted(points) if _not_a_value(points[u][0], kind)]
+            result['reason'] = ('%d value(s) are %s, the first %r at %s: the query does not give %s'
+                                % (len(bad), 'NaN, infinite or negative' if kind == MEMORY
+                                   else 'NaN, infinite, negative, fractional or above %d' % MAX_PODS,
+                                   _prometheus_answer.quoted(points[bad[0]][0]), _when(bad[0]), _WHAT[kind]))
             return result
         samples.append([t, int(round(value))])
     first, last = samples[0][0], samples[-1][0]
@@ -152,12 +168,16 @@ def parse(answers, step_seconds, window_seconds, node, min_coverage=MIN_COVERAGE
     return result
 
 
-def _not_a_size(text):
+def _not_a_value(text, kind=MEMORY):
+    """Whether ``text`` cannot be a value of a ``kind`` series (a size: finite and not negative; a count of pods: also
+    whole and at most MAX_PODS)."""
     try:
         value = float(text)
     except (TypeError, ValueError):
         return True
-    return not math.isfinite(value) or value < 0
+    if not math.isfinite(value) or value < 0:
+        return True
+    return kind == PODS and (value != int(value) or value > MAX_PODS)
 
 
 def _when(t):
@@ -168,11 +188,15 @@ def fetch(open_url, settings, now, query=None, min_coverage=MIN_COVERAGE):
     """Ask Prometheus for ``settings['node']``'s history and read it: what ``parse`` returns, with the query and URL.
 
     ``open_url`` is ansible.module_utils.urls.open_url's signature (the action plugin passes it). ``settings``:
-    url, query (the template), node, window_seconds, step_seconds, timeout_seconds, validate_certs, ca_file,
-    bearer_token, username, password, max_answer_bytes. Every failure (unreachable, TLS, authentication, a redirect,
-    an answer too large, too slow or not of the documented shape, an error answer) becomes the result's ``reason``:
+    url, query (the template), pods_query (the pods' template; empty or absent: pods not read), node, window_seconds,
+    step_seconds, timeout_seconds, validate_certs, ca_file, bearer_token, username, password, max_answer_bytes.
+    Every failure (unreachable, TLS, authentication, a redirect, an answer too large, too slow or not of the
+    documented shape, an error answer) becomes the result's ``reason``:
     the node then rests on its own history, never on a guess. ``query``: the query already rendered (a class's,
-    _prometheus_class), instead of the template with the node's name.
+    _prometheus_class), instead of the template with the node's name; a class's history reads no pods.
+
+    With a pods query and a usable memory history, ``pods`` is {'query', 'samples': [[t, pods], ...], 'span_seconds'}
+    (``pods_series``), or None with the reason it was not read in ``problems``; the memory history stands either way.
     """
     step = int(settings['step_seconds'])
     base = {'source': 'prometheus', 'url': _prometheus_http.without_user_info(settings['url']),
@@ -184,15 +208,40 @@ def fetch(open_url, settings, now, query=None, min_coverage=MIN_COVERAGE):
                         reason='the node name %s is %s: not put into a query (reservations_prometheus_node names the '
                                'node as Prometheus does)' % (_names.shown(settings['node']), _names.NODE_NAME_RULE))
         query = base['query'] = render(settings['query'], settings['node'])
+        if settings.get('pods_query'):
+            base['pods'] = None
+    history = dict(base, **_read(open_url, settings, now, query, min_coverage, MEMORY))
+    if 'pods' in base and not history['reason']:
+        history['pods'], problems = pods_series(open_url, settings, now)
+        history['problems'].extend(problems)
+    return history
+
+
+def pods_series(open_url, settings, now):
+    """(pods, problems): the node's pods at each step of the window (``fetch``'s ``pods``, or None) and what is worth
+    knowing about them: the reason a pods series is not used, its gaps, Prometheus' warnings, each said of the pods."""
+    query = render(settings['pods_query'], settings['node'])
+    read = _read(open_url, settings, now, query, MIN_COVERAGE, PODS)
+    problems = ['pods (%s): %s' % (_prometheus_answer.quoted(query), problem) for problem in read['problems']]
+    if read['reason']:
+        problems.append('pods (%s) are not read, the history has none: %s'
+                        % (_prometheus_answer.quoted(query), read['reason']))
+        return None, problems
+    return {'query': query, 'samples': read['samples'], 'span_seconds': read['span_seconds']}, problems
+
+
+def _read(open_url, settings, now, query, min_coverage, kind):
+    """``parse`` of ``query``'s answers over the window, asked in chunks; a request that fails is the reason."""
+    step = int(settings['step_seconds'])
     answers, spans = [], []
     for start, end in chunks(now, settings['window_seconds'], step):
         body = request_body(step_query(query, step), start, end, step, settings['timeout_seconds'])
         answer, reason = _prometheus_http.post(open_url, settings, 'query_range', body)
         if reason:
-            return dict(base, samples=[], span_seconds=0, problems=[], reason=reason)
+            return {'samples': [], 'span_seconds': 0, 'problems': [], 'reason': reason}
         answers.append(answer)
         spans.append((start, end))
-    return dict(base, **parse(answers, step, settings['window_seconds'], settings['node'], min_coverage, spans))
+    return parse(answers, step, settings['window_seconds'], settings['node'], min_coverage, spans, kind)
 
 
 def not_above(history, mem_total_bytes):
@@ -206,6 +255,11 @@ def not_above(history, mem_total_bytes):
                                             % (len(above), mem_total_bytes, above[0][1], _when(above[0][0])))
 
 
+def _pod_count(value):
+    """Whether ``value`` is a count of pods a history line may carry (_history_store's check, on this layer)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_PODS
+
+
 def choose(node_samples, prometheus, cpu_millicores):
     """(samples, source) the recommendation rests on: the node's own history or Prometheus', whichever spans longer.
 
@@ -214,10 +268,22 @@ def choose(node_samples, prometheus, cpu_millicores):
     the node falls back to its own history, or the cold start. Prometheus gives memory only: each of its samples
     carries ``cpu_millicores``, the node's own CPU figure (the percentile of its own readings), so CPU rests on what it
     rested on before. ``source``: 'prometheus', 'node' or 'none' (no sample but this run's reading).
+
+    Prometheus' pods (``fetch``'s ``pods``) join the line of the same step as its ``pods``, as a node's own line
+    carries them; a step without one (a gap in the pods series), or a value that is no count of pods, leaves it out.
     """
     own_span = (node_samples[-1]['t'] - node_samples[0]['t']) if len(node_samples) > 1 else 0
     usable = prometheus and not prometheus.get('reason') and prometheus.get('samples')
     if usable and prometheus['span_seconds'] > own_span:
-        return [{'t': t, 'non_pod_bytes': value, 'non_pod_millicores': cpu_millicores}
-                for t, value in prometheus['samples']], 'prometheus'
+        pods = {}
+        for pair in (prometheus.get('pods') or {}).get('samples') or ():
+            if isinstance(pair, (list, tuple)) and len(pair) == 2 and _pod_count(pair[1]):
+                pods[pair[0]] = pair[1]
+        lines = []
+        for t, value in prometheus['samples']:
+            line = {'t': t, 'non_pod_bytes': value, 'non_pod_millicores': cpu_millicores}
+            if t in pods:
+                line['pods'] = pods[t]
+            lines.append(line)
+        return lines, 'prometheus'
     return node_samples, 'node' if node_samples else 'none'

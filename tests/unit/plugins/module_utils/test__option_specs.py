@@ -563,6 +563,7 @@ def test_the_roles_argument_spec_documents_each_option_once_and_every_entry_poin
     ('prometheus_bearer_token', ' tok-secret', 'surrounding whitespace'),
     ('prometheus_password', 'pw-secret\r\nX-Evil: 1', 'must not contain control characters'),
     ('prometheus_username', 'bob\n', 'must not contain control characters'),
+    ('prometheus_password', 'pw\x9b-secret', 'must not contain control characters'),  # C1's CSI: a terminal escape
     ('prometheus_url', 'http://bob:pw-secret@prom:9090', 'must not hold a user name or password'),
 ])
 def test_a_credential_refused_by_the_option_check_is_never_shown(name, value, words):

@@ -10,6 +10,7 @@ import io
 import json
 import ssl
 import urllib.error
+import urllib.parse
 
 import pytest
 
@@ -214,3 +215,102 @@ def test_a_node_name_that_is_not_a_kubernetes_name_is_never_put_into_a_query(nod
     history = ph.fetch(open_url, dict(SETTINGS, node=node), NOW)
     assert 'not a Kubernetes node name' in history['reason'] and open_url.calls == []
     assert '\n' not in history['reason']
+
+
+# Issue 45: the node's pods from Prometheus, read beside its memory and merged into the history lines.
+PODS_SETTINGS = dict(SETTINGS, pods_query=_option_forms.DEFAULT_PODS_QUERY)
+
+
+def by_query(memory, pods):
+    """An open_url stand-in answering the memory query with ``memory`` and the pods query with ``pods``, per request."""
+    calls = []
+
+    def open_url(url, **kwargs):
+        calls.append(dict(kwargs, url=url))
+        answer = pods if 'kubelet_running_pods' in kwargs['data'] else memory
+        if isinstance(answer, Exception):
+            raise answer
+        return Answer(answer if isinstance(answer, bytes) else json.dumps(answer).encode())
+    open_url.calls = calls
+    return open_url
+
+
+def packing(days=3):
+    """Pods rising by one an hour from 10, as an autoscaler packs a node."""
+    return [(t, 10 + (t - (NOW - days * DAY)) // 3600) for t, _value in steady(days=days)]
+
+
+def test_the_pods_query_is_read_at_the_same_steps_and_merged_into_the_history_lines():
+    open_url = by_query(matrix(({'node': 'n1'}, steady())), matrix(({'node': 'n1'}, packing())))
+    history = ph.fetch(open_url, PODS_SETTINGS, NOW)
+    assert history['reason'] is None and history['problems'] == []
+    assert history['pods']['query'] == 'kubelet_running_pods{job="kubelet", metrics_path="/metrics", node="n1"}'
+    asked = urllib.parse.parse_qs(open_url.calls[1]['data'])['query']
+    assert len(open_url.calls) == 2 and asked == ['max_over_time((%s)[60s:15s])' % history['pods']['query']]
+    samples, source = ph.choose(own(1), json.loads(json.dumps(history)), 250)  # as the module receives it
+    assert source == 'prometheus' and len(samples) == 3 * DAY // STEP + 1
+    assert samples[0] == {'t': NOW - 3 * DAY, 'non_pod_bytes': 300 * MIB, 'non_pod_millicores': 250, 'pods': 10}
+    assert samples[-1]['pods'] == 10 + 72
+
+
+@pytest.mark.parametrize('pods, words', [
+    (matrix(), 'no series for node n1'),
+    (matrix(({'node': 'n1', 'instance': 'a'}, packing()), ({'node': 'n1', 'instance': 'b'}, packing())),
+     '2 series for node n1'),
+    (matrix(({'node': 'n1'}, packing()[:-1] + [(NOW, '12.5')])), 'fractional or above 65536'),
+    (matrix(({'node': 'n1'}, packing()[:-1] + [(NOW, '70000')])), 'fractional or above 65536'),
+    (matrix(({'node': 'n1'}, packing()[:-1] + [(NOW, '-1')])), 'negative'),
+    (matrix(({'node': 'n1'}, packing()[:-1] + [(NOW, 'NaN')])), 'NaN'),
+    (matrix(({'node': 'n1'}, packing()[:-1] + [(NOW, '1e400')])), 'infinite'),
+    (matrix(({'node': 'n1'}, packing()[::2])), 'too much of the history is missing'),
+    ({'status': 'error', 'errorType': 'bad_data', 'error': 'unknown metric'}, 'bad_data: unknown metric'),
+    ({'status': 'success', 'data': {'resultType': 'matrix', 'result': [{'metric': {}, 'histograms': []}]}},
+     'native histograms'),
+    (http_error(403, b'Forbidden'), 'refused the credentials'),
+])
+def test_pods_that_cannot_be_used_are_named_and_the_memory_history_is_used_without_them(pods, words):
+    history = ph.fetch(by_query(matrix(({'node': 'n1'}, steady())), pods), PODS_SETTINGS, NOW)
+    assert history['reason'] is None and history['pods'] is None
+    assert any(p.startswith('pods (kubelet_running_pods') and 'not read' in p and words in p
+               for p in history['problems']), history['problems']
+    samples, source = ph.choose(own(1), history, 250)
+    assert source == 'prometheus' and all('pods' not in line for line in samples)
+
+
+def test_no_pods_query_asks_for_no_pods_and_an_unusable_memory_history_asks_for_none():
+    open_url = by_query(matrix(({'node': 'n1'}, steady())), matrix(({'node': 'n1'}, packing())))
+    history = ph.fetch(open_url, dict(PODS_SETTINGS, pods_query=''), NOW)
+    assert 'pods' not in history and len(open_url.calls) == 1
+    open_url = by_query(matrix(), matrix(({'node': 'n1'}, packing())))
+    history = ph.fetch(open_url, PODS_SETTINGS, NOW)
+    assert 'no series' in history['reason'] and len(open_url.calls) == 1
+
+
+def test_a_gap_in_the_pods_leaves_those_lines_without_pods():
+    gap = set(range(NOW - DAY, NOW - DAY + 20 * 60, STEP))
+    pods = [(t, n) for t, n in packing() if t not in gap]
+    history = ph.fetch(by_query(matrix(({'node': 'n1'}, steady())), matrix(({'node': 'n1'}, pods))), PODS_SETTINGS, NOW)
+    assert any(p.startswith('pods (') and 'gaps in the series' in p for p in history['problems'])
+    samples, _source = ph.choose([], history, 250)
+    assert sum(1 for line in samples if 'pods' not in line) == len(gap)
+
+
+@pytest.mark.parametrize('bad', [-1, 70000, 1.5, True, '3', None])
+def test_choose_merges_only_counts_of_pods(bad):
+    # The module's prometheus_history is an option anyone can pass: a value no history line may carry is left out.
+    history = ph.parse([matrix(({'node': 'n1'}, steady(days=1)))], STEP, 3 * DAY, 'n1')
+    history['pods'] = {'samples': [[NOW - DAY, bad], [NOW, 7], 'x', [NOW]]}
+    samples, _source = ph.choose([], history, 250)
+    assert 'pods' not in samples[0] and samples[-1]['pods'] == 7
+
+
+@pytest.mark.parametrize('query', ['', 'count(kube_pod_info{node="$node"})', _option_forms.DEFAULT_PODS_QUERY])
+def test_the_pods_query_may_be_empty_or_any_query_of_one_node(query):
+    assert _option_specs.check({'reservations_prometheus_pods_query': query}, 'reservations_') == []
+
+
+@pytest.mark.parametrize('query, words', [('kubelet_running_pods', 'must name the node as $node'),
+                                          ('http://prometheus:9090', 'not a URL')])
+def test_a_wrong_pods_query_is_refused_by_the_options_check(query, words):
+    problems = _option_specs.check({'reservations_prometheus_pods_query': query}, 'reservations_')
+    assert len(problems) == 1 and words in problems[0]
