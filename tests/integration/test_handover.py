@@ -40,5 +40,6 @@ def test_recommend_without_a_handover_dir_writes_none(tmp_path):
     # none, issue 37); no handover files.
     with open(str(tmp_path / 'reservations.json'), encoding='utf-8') as handle:
         with_kubelet = [node for node in json.load(handle)['nodes'] if node['status'] == 'ok']
-    assert sorted(p.name for p in tmp_path.iterdir()) == ['reservations.html', 'reservations.json', 'reservations.md'] + (
-        ['templates'] if with_kubelet else [])
+    # The report's six files (issue 46: CSV, short summary and the changes, written even without a previous report).
+    report = ['reservations%s' % suffix for suffix in ('-changes.md', '-summary.txt', '.csv', '.html', '.json', '.md')]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(report + (['templates'] if with_kubelet else []))
