@@ -509,6 +509,15 @@ overcommit:
       by kubepods; C(cpu_requests_sum_millicores) is read back from C(cpu.shares) or C(cpu.weight).
   returned: always
   type: dict
+numa:
+  description:
+    - The NUMA nodes (C(node), C(mem_total_bytes) from C(/sys/devices/system/node/node*/meminfo)) and the online CPU ids
+      (C(/sys/devices/system/cpu/online)), as the kubelet's machine info finds them. The plan checks a static memory
+      manager's C(reservedMemory) against these nodes and splits a proposed one in proportion to their memory.
+      C(nodes) is empty on a kernel without NUMA; null when a file was not in the kernel's form (said in C(not_found)).
+  returned: always
+  type: dict
+  sample: {nodes: [{node: 0, mem_total_bytes: 8326443008}], online_cpus: [0, 1]}
 pods:
   description:
     - The pods on the node at this reading - the pod cgroups under kubepods (Guaranteed pods directly, Burstable and

@@ -10,13 +10,25 @@ from __future__ import annotations
 import os
 import time
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _quantity, _version_rules
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import (
     _cgroup, _cpu_guarantee, _kubelet_ownership, _kubelet_process, _kubelet_settings, _kubelet_version,
-    _memory_protection, _overcommit, _pipeline, _probe, _procfs, _swap)
+    _memory_protection, _numa, _overcommit, _pipeline, _probe, _procfs, _swap)
 
 
-def measure(options, proc_root='/proc', sleep=time.sleep):
+def _numa_layout(not_found, sys_root):
+    """The NUMA nodes and online CPUs (_numa.read), for the static memory and CPU managers' checks in the plan; a
+    sysfs file not in the kernel's form leaves them unknown (said in not_found) rather than failing the measurement:
+    they matter only where a static manager is on, and the plan then checks the sums without them."""
+    try:
+        return _numa.read(sys_root)
+    except NodeallocError as exc:
+        not_found.append('NUMA layout not read (%s): the static memory manager\'s NUMA nodes are not checked' % exc)
+        return None
+
+
+def measure(options, proc_root='/proc', sleep=time.sleep, sys_root='/sys'):
     """Raw readings of the node for the facts module: memory, CPU, cgroups, the kubelet and its settings; nothing
     derived. ``options``: the module's parameters with their defaults filled in (_gather)."""
     not_found = []
@@ -78,5 +90,6 @@ def measure(options, proc_root='/proc', sleep=time.sleep):
         # memory.min/memory.low of kubepods and of the reserved groups the config names (_memory_protection).
         'memory_protection': _memory_protection.read(layout, kubepods, config, driver),
         'kubelet_config': config,  # the effective config, for the protection's cost and the enforcement proposal
+        'numa': _numa_layout(not_found, sys_root),
         'not_found': not_found,
     }

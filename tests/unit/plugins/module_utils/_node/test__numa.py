@@ -47,3 +47,22 @@ def test_a_meminfo_not_in_the_kernels_form_fails(tmp_path, text):
 def test_an_online_list_not_in_the_kernels_form_fails(tmp_path):
     with pytest.raises(ParseError):
         _numa.read(sysfs(tmp_path, {0: meminfo(0, 100)}, online='0-3 7\n'))
+
+
+def test_the_facts_carry_the_layout_and_a_malformed_file_leaves_it_unknown_not_the_measurement_failed(tmp_path):
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _facts_measure
+    good = sysfs(tmp_path / 'good', {0: meminfo(0, 16314480)})
+    not_found = []
+    assert _facts_measure._numa_layout(not_found, good)['nodes'] == [{'node': 0, 'mem_total_bytes': 16314480 * 1024}]
+    assert not_found == []
+    bad = sysfs(tmp_path / 'bad', {0: 'Node 0 MemTotal: lots\n'})
+    assert _facts_measure._numa_layout(not_found, bad) is None
+    assert len(not_found) == 1 and not_found[0].startswith('NUMA layout not read')
+
+
+def test_this_machine_s_layout_reaches_the_plan_through_the_module_result():
+    # The plan reads facts['numa'] (_node_plan._numa): the module's result is the measurement less three keys (_gather).
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _node_plan
+    layout = _numa.read()
+    memory, online = _node_plan._numa({'numa': layout})
+    assert online == layout['online_cpus'] and (memory is None) == (not layout['nodes'])
