@@ -10,9 +10,12 @@ pkg/kubelet/eviction/api/types.go ``GetThresholdQuantity``:
   other percentages must lie in [0%, 100%]; quantities must be positive;
 * a percentage is parsed as a float32 and divided by 100 in float32, then
   ``int64(float64(capacity) * float64(percentage))``;
-* only the hard ``memory.available`` threshold reduces allocatable memory
-  (``nodefs.available`` reduces ephemeral-storage); it does *not* lower the
-  kubepods cgroup limit (node_container_manager_linux.go).
+* only the hard ``memory.available`` threshold reduces allocatable memory,
+  and only the hard ``nodefs.available`` one allocatable ephemeral-storage
+  (``hardEvictionReservation`` has these two cases and no other: an
+  ``imagefs.available`` threshold evicts, and collects images, but reserves
+  nothing); neither lowers the kubepods cgroup limit
+  (node_container_manager_linux.go).
 """
 
 from __future__ import annotations
@@ -109,9 +112,15 @@ def threshold_bytes(parsed, capacity_bytes):
     return _quantity.quantity_value(amount)
 
 
+def hard_eviction_bytes(eviction_hard, signal, capacity_bytes):
+    """The bytes the hard threshold of ``signal`` stands for against ``capacity_bytes`` (GetThresholdQuantity); 0
+    when the map sets none (or "0%"/"100%", which the kubelet ignores)."""
+    parsed = parse_thresholds(eviction_hard)
+    if signal not in parsed:
+        return 0
+    return threshold_bytes(parsed[signal], capacity_bytes)
+
+
 def hard_eviction_memory_bytes(eviction_hard, capacity_bytes):
     """The memory the hard ``memory.available`` threshold takes out of allocatable."""
-    parsed = parse_thresholds(eviction_hard)
-    if 'memory.available' not in parsed:
-        return 0
-    return threshold_bytes(parsed['memory.available'], capacity_bytes)
+    return hard_eviction_bytes(eviction_hard, 'memory.available', capacity_bytes)

@@ -12,11 +12,17 @@ pkg/kubelet/cm/node_container_manager_linux.go:
   ``MilliCPUToShares(MilliValue())`` (pkg/kubelet/cm/helpers_linux.go:
   shares = milli * 1024 / 1000, at least 2, at most 262144);
 * ``validateNodeAllocatable`` refuses a reservation above capacity.
+
+Ephemeral storage (``compute_ephemeral_storage``) takes the same path with its own capacity: the size of the
+filesystem holding the kubelet's root dir (``Start``: ``cadvisor.EphemeralStorageCapacityFromFsInfo(RootFsInfo())``,
+cAdvisor's ``GetDirFsInfo(rootPath)``, whose capacity is statfs ``f_frsize * f_blocks``, google/cadvisor fs/fs.go
+``getVfsStats`` at 0087906c) and the hard ``nodefs.available`` threshold in place of ``memory.available``
+(pkg/kubelet/cm/helpers.go ``hardEvictionReservation`` at 05f67d83).
 """
 
 from __future__ import annotations
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _eviction, _quantity
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet._eviction import hard_eviction_memory_bytes
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet._defaults import (
     ENFORCE_NODE_ALLOCATABLE, effective_enforce_node_allocatable, effective_eviction_hard)
@@ -94,6 +100,54 @@ def compute_for_config(config, capacity_memory_bytes, capacity_millicores, hugep
     return compute(capacity_memory_bytes, capacity_millicores, config.get('kubeReserved'),
                    config.get('systemReserved'), effective_eviction_hard(config),
                    effective_enforce_node_allocatable(config.get('enforceNodeAllocatable')), hugepages_bytes)
+
+
+def compute_ephemeral_storage(capacity_bytes, kube_reserved, system_reserved, eviction_hard, imagefs_capacity_bytes=None):
+    """Allocatable ``ephemeral-storage`` as the kubelet derives it, as integers (bytes).
+
+    pkg/kubelet/cm/node_container_manager_linux.go (018b4651; the same in the versions since):
+    ``GetNodeAllocatableReservation``[ephemeral-storage] = systemReserved + kubeReserved + the hard
+    ``nodefs.available`` threshold of ``capacity_bytes`` (a percentage: ``int64(float64(capacity) *
+    float64(float32 share))``, _eviction.threshold_bytes); the Node's ``status.allocatable`` is capacity minus that,
+    floored at zero (pkg/kubelet/nodestatus/setters.go ``MachineInfo``); ``getNodeAllocatableAbsolute`` is capacity -
+    systemReserved - kubeReserved (no cgroup takes it: there is no storage controller); ``validateNodeAllocatable``
+    refuses a reservation above capacity. A reserved quantity is taken as whole bytes rounded up (``Value()``), as for
+    memory.
+
+    ``imagefs_capacity_bytes``: the image filesystem's size where it is a separate filesystem (None: the kubelet's
+    filesystem holds the images too). Its hard ``imagefs.available`` threshold is returned in bytes for the
+    eviction manager's accounting, but is *not* subtracted: ``hardEvictionReservation`` reserves only for
+    ``memory.available`` and ``nodefs.available``, so pods on a node with a separate image filesystem are promised
+    the whole kubelet filesystem less its own threshold, and the images' disk is the runtime's and the image
+    collector's to keep free.
+    """
+    kube = reserved_amount(kube_reserved, 'ephemeral-storage', 0)
+    system = reserved_amount(system_reserved, 'ephemeral-storage', 0)
+    nodefs = _eviction.hard_eviction_bytes(eviction_hard, 'nodefs.available', capacity_bytes)
+    reservation = kube + system + nodefs
+    imagefs = None
+    if imagefs_capacity_bytes is not None:
+        imagefs = {'capacity_bytes': imagefs_capacity_bytes,
+                   'eviction_hard_imagefs_bytes': _eviction.hard_eviction_bytes(eviction_hard, 'imagefs.available',
+                                                                                imagefs_capacity_bytes)}
+    return {
+        'capacity_bytes': capacity_bytes,
+        'kube_reserved_bytes': kube,
+        'system_reserved_bytes': system,
+        'eviction_hard_nodefs_bytes': nodefs,
+        'reservation_bytes': reservation,
+        'allocatable_bytes': max(0, capacity_bytes - reservation),
+        'absolute_bytes': max(0, capacity_bytes - kube - system),
+        'reservation_exceeds_capacity': reservation > capacity_bytes,
+        'imagefs': imagefs,
+    }
+
+
+def ephemeral_storage_for_config(config, capacity_bytes, imagefs_capacity_bytes=None, version=None):
+    """``compute_ephemeral_storage`` for a KubeletConfiguration dict, with the kubelet's default evictionHard (of
+    ``version``: _defaults.effective_eviction_hard) where it sets none."""
+    return compute_ephemeral_storage(capacity_bytes, config.get('kubeReserved'), config.get('systemReserved'),
+                                     effective_eviction_hard(config, version), imagefs_capacity_bytes)
 
 
 def as_quantities(result):

@@ -79,3 +79,13 @@ def test_a_long_run_of_digits_is_refused_fast():
 @pytest.mark.parametrize('value, fraction', [('5.%', 0.05), ('.5%', 0.005), ('1e1%', 0.1), ('0x1p-2%', 0.0025)])
 def test_forms_parsefloat_takes_are_taken(value, fraction):
     assert ev.parse_threshold('memory.available', value) == ('percentage', pytest.approx(fraction, rel=1e-6))
+
+
+@pytest.mark.parametrize('hard,signal,expected', [
+    ({'nodefs.available': '1Gi'}, 'nodefs.available', GI),
+    ({'imagefs.available': '50%'}, 'imagefs.available', 5 * GI),
+    ({'nodefs.available': '0%'}, 'nodefs.available', 0),  # "0%" is no threshold
+    ({'memory.available': '1Gi'}, 'nodefs.available', 0),
+])
+def test_hard_eviction_bytes_of_any_signal(hard, signal, expected):
+    assert ev.hard_eviction_bytes(hard, signal, 10 * GI) == expected
