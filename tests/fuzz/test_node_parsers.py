@@ -112,3 +112,23 @@ def test_every_other_node_parser_answers_or_says_why(text):
         _procfs.parse_process_cpu_ticks(text)
     except (IndexError, ValueError):
         pass  # read_process_cpu_ticks' caller takes these for a process gone or unreadable
+
+
+# containerd's config (_containerd_config.root): any text gives an absolute path or the collection's error, and a root
+# line hidden behind a line break the reader does not split on is never taken for another.
+CONTAINERD_PIECES = ['root', 'root ', '"root"', "'root'", ' = ', '=', '"', "'", '/var/lib/containerd', '/data', 'x',
+                     '\\', '\\"', '#', '[grpc]', '[', ']', 'version = 2', '"""', '\n', '\r\n', '\r', '\x85', '\u2028',
+                     ' ', '\t', '\x00', '\x1f']
+containerd_text = st.lists(st.one_of(st.sampled_from(CONTAINERD_PIECES), st.text(max_size=6)), max_size=40).map(''.join)
+
+
+@given(containerd_text)
+@example('root = "/a"\x85root = "/b"\n')
+@cpu_deadline
+def test_containerd_root_is_an_absolute_path_or_the_collections_error(text):
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _containerd_config
+    try:
+        found = _containerd_config.root(text)
+    except NodeallocError:
+        return
+    assert found.startswith('/') and '\x00' not in found and '\n' not in found
