@@ -2,19 +2,20 @@
 class, the class a node's label gave it in Prometheus (its facts' class_template), the class history's reason and
 label, and an eviction signal a node's facts name.
 
-Each rendered file is parsed back (yaml.safe_load, and the Cluster API patch's JSON content with json.loads): its key
-paths must be the ones the same fleet with plain names gets, and its header must stay comment lines: as many as the
-plain fleet's, plus the one saying why a class name was not used.
+Each rendered file is parsed back (yaml.safe_load, Bottlerocket's TOML with tomllib, and the Cluster API patch's JSON
+content with json.loads): its key paths must be the ones the same fleet with plain names gets, and its header must
+stay comment lines: as many as the plain fleet's, plus the one saying why a class name was not used.
 """
 
 from __future__ import annotations
 
 import json
+import tomllib
 
 import yaml
 from hypothesis import given, settings
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _node_templates
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _image_templates, _node_templates
 from ansible_collections.nodealloc.kubelet.tests.fuzz.cpu_deadline import within_deadline
 from ansible_collections.nodealloc.kubelet.tests.fuzz.strategies import hostile_text
 
@@ -22,6 +23,8 @@ GIB = 1 << 30
 # libyaml's parser where PyYAML has it (the pure-Python one took most of the run); a whole fleet rendered and ten
 # files parsed per example: fewer examples than the parsers get, as the report renderers (test_reports.py).
 LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+# The OpenShift KubeletConfig selects its pool by a label named after the class: the one key a class name is part of.
+POOL_LABEL = _image_templates.OPENSHIFT_POOL_LABEL
 TEMPLATE_EXAMPLES = settings(max_examples=max(10, settings.default.max_examples // 4))
 
 
@@ -42,12 +45,20 @@ def fleet(host, inventory_class, label_class, reason, label):
 def keys(value):
     """Every key path of a parsed document, the JSON of a string that holds one parsed too."""
     if isinstance(value, dict):
-        return {(str(key),) + rest for key, item in value.items() for rest in keys(item) | {()}}
+        return {(POOL_LABEL + '<class>' if str(key).startswith(POOL_LABEL) else str(key),) + rest
+                for key, item in value.items() for rest in keys(item) | {()}}
     if isinstance(value, list):
         return {('[]',) + rest for item in value for rest in keys(item) | {()}}
     if isinstance(value, str) and value.startswith('{'):
         return {('<json>',) + rest for rest in keys(json.loads(value))}
     return set()
+
+
+def parsed(path, content):
+    """A rendered file as its tool reads it: Bottlerocket's TOML with Python's TOML reader, the others as YAML."""
+    if path.split('/', 1)[1] in _image_templates.TOML_FILES:
+        return tomllib.loads(content)
+    return yaml.load(content, Loader=LOADER)
 
 
 def by_file(rendered):
@@ -58,7 +69,7 @@ def by_file(rendered):
         header = [line for line in lines if line.startswith('#')]
         assert lines[:len(header)] == header, item['content']  # the header first, whole
         out.setdefault(item['path'].split('/', 1)[1], []).append(
-            (keys(yaml.load(item['content'], Loader=LOADER)), len(header), len(lines) - len(header)))
+            (keys(parsed(item['path'], item['content'])), len(header), len(lines) - len(header)))
     return out
 
 
@@ -88,7 +99,7 @@ def test_no_name_adds_a_key_or_leaves_the_header(host, inventory_class, label_cl
         assert item['path'].count('/') == 1 and item['path'].split('/')[0] not in ('', '.', '..')
 
 
-PLAIN_TOP = {item['path']: set(yaml.load(item['content'], Loader=LOADER))
+PLAIN_TOP = {item['path']: set(parsed(item['path'], item['content']))
              for item in _node_templates.render(fleet('h', 'c', 'l', None, 'label_pool'))}
 
 
@@ -98,4 +109,15 @@ def test_no_signal_a_node_names_leaves_the_header_or_adds_a_top_level_key(signal
     hosts = fleet('h', 'c', 'l', None, 'label_pool')
     hosts['h']['facts']['current']['eviction_hard'][signal or 's'] = '5%'
     for item in within_deadline(_node_templates.render, hosts):
-        assert set(yaml.load(item['content'], Loader=LOADER)) == PLAIN_TOP[item['path']]
+        assert set(parsed(item['path'], item['content'])) == PLAIN_TOP[item['path']]
+
+
+@TEMPLATE_EXAMPLES
+@given(hostile_text)
+def test_no_threshold_a_node_gives_adds_a_key_or_stops_the_render(value):
+    # A node's config value goes into every file (Bottlerocket's TOML only where it is a threshold Bottlerocket takes):
+    # whatever it holds, each file still parses to the plain fleet's top-level keys.
+    hosts = fleet('h', 'c', 'l', None, 'label_pool')
+    hosts['h']['facts']['current']['eviction_hard']['nodefs.available'] = value
+    for item in within_deadline(_node_templates.render, hosts):
+        assert set(parsed(item['path'], item['content'])) == PLAIN_TOP[item['path']]

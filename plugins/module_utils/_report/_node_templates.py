@@ -23,6 +23,8 @@ types.go, mergeDefaultEvictionSettings). It is written as:
   KubeletConfig has ``kubeReserved`` only (``systemReserved`` is tombstoned in pkg/apis/core/v1beta1/types_shoot.go),
   so both reservations go there, summed; ``evictionHard`` in its field names (``memoryAvailable``, ...).
 * ``50-nodealloc.conf``: a plain KubeletConfiguration drop-in for a ``--config-dir``.
+* Bottlerocket user data (TOML), a Talos machine config patch, an OpenShift ``KubeletConfig`` and an AKS agent
+  pool's ``kubeletConfig``: _image_templates.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import re
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import MissingLibraryError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _eviction, _names, _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _image_templates, _toml_text
 
 try:
     import yaml
@@ -41,7 +44,7 @@ except ImportError:  # pragma: no cover - PyYAML comes with ansible-core on the 
     HAS_YAML = False
 
 FILES = ('karpenter-ec2nodeclass-patch.yaml', 'capi-kubeadmconfigtemplate-patch.yaml', 'eks-nodeadm-nodeconfig.yaml',
-         'gardener-worker-kubelet.yaml', _defaults.DROP_IN_NAME)
+         'gardener-worker-kubelet.yaml', _defaults.DROP_IN_NAME) + _image_templates.FILES
 CAPI_PATCH_DIRECTORY = '/etc/kubernetes/patches'
 # kubeadm patch file name: target "kubeletconfiguration", suffix "0", patch type "strategic" (cmd/kubeadm/app/util/patches).
 CAPI_PATCH_PATH = CAPI_PATCH_DIRECTORY + '/kubeletconfiguration0+strategic.json'
@@ -257,6 +260,8 @@ GARDENER_EVICTION_FIELDS = {'memory.available': 'memoryAvailable', 'nodefs.avail
 
 def left_out_signals(file_name, summary):
     """The class's thresholds ``file_name``'s tool has no field for (its own default applies there)."""
+    if file_name in _image_templates.FILES:
+        return _image_templates.left_out_signals(file_name, summary)
     allowed = {'karpenter-ec2nodeclass-patch.yaml': KARPENTER_EVICTION_SIGNALS,
                'gardener-worker-kubelet.yaml': tuple(GARDENER_EVICTION_FIELDS)}.get(file_name)
     if allowed is None:
@@ -279,7 +284,7 @@ def documents(name, summary):
         summary['eviction_hard'].items()) if signal in GARDENER_EVICTION_FIELDS}
     if gardener_eviction:
         gardener['evictionHard'] = gardener_eviction
-    return {
+    return dict({
         'karpenter-ec2nodeclass-patch.yaml': {'spec': {'kubelet': karpenter}},
         'capi-kubeadmconfigtemplate-patch.yaml': {
             'apiVersion': 'bootstrap.cluster.x-k8s.io/v1beta2', 'kind': 'KubeadmConfigTemplate',
@@ -292,7 +297,7 @@ def documents(name, summary):
                                         'spec': {'kubelet': {'config': kubelet}}},
         'gardener-worker-kubelet.yaml': {'kubernetes': {'kubelet': gardener}},
         _defaults.DROP_IN_NAME: drop_in,
-    }
+    }, **_image_templates.documents(name, dns_label(name), summary))
 
 
 HOW_TO_USE = {
@@ -305,6 +310,7 @@ HOW_TO_USE = {
                                      'Gardener has no systemReserved: kubeReserved here is kube + system'),
     _defaults.DROP_IN_NAME: 'a KubeletConfiguration drop-in for the kubelet\'s --config-dir',
 }
+HOW_TO_USE.update(_image_templates.HOW_TO_USE)
 
 
 # What overrides the file: said in its header, where a user merges it.
@@ -425,12 +431,16 @@ def render(hosts):
             header += ['# Each value is the largest its class recommended; from: %s.'
                        % ', '.join('%s %s' % (key, host) for key, host in sorted(summary['from'].items())),
                        '# Use: %s.' % HOW_TO_USE[file_name]] + PRECEDENCE.get(file_name, [])
-            if summary['eviction_hard']:
+            header += _image_templates.notes(file_name, summary)
+            left_out = left_out_signals(file_name, summary)
+            if len(left_out) < len(summary['eviction_hard']):
                 header.append('# evictionHard is every hard threshold the class runs with, not memory.available '
                               'alone: a map that names some signals turns the others off.')
-            if left_out_signals(file_name, summary):
+            if left_out:
                 header.append('# Not expressible here (the tool\'s default applies): evictionHard %s.'
-                              % ', '.join(left_out_signals(file_name, summary)))
+                              % ', '.join(left_out))
+            # Bottlerocket reads TOML: its tables through _toml_text, which quotes and escapes as PyYAML does here.
+            body = _toml_text.toml_text(document) if file_name in _image_templates.TOML_FILES else yaml_text(document)
             rendered.append({'path': '%s/%s' % (name, file_name), 'class': name,
-                             'content': '\n'.join(comment_line(line) for line in header) + '\n' + yaml_text(document)})
+                             'content': '\n'.join(comment_line(line) for line in header) + '\n' + body})
     return rendered

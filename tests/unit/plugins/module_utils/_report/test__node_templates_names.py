@@ -18,6 +18,7 @@ import pytest
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _prometheus_class
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _node_templates as nt
+from helpers import templates
 
 yaml = pytest.importorskip('yaml')
 
@@ -99,7 +100,7 @@ def test_the_class_template_of_a_fleet_with_one_hostile_label_is_the_fleets_with
     # evil, an inventory node too, is templated by its size class (its own figures, its own directory).
     assert sorted({path.split('/')[0] for path in with_evil}) == ['8gib-2cpu', 'batch']
     for path, content in with_evil.items():
-        document = yaml.safe_load(content)
+        document = templates.parse(path.split('/', 1)[1], content)
         assert not {'authentication', 'authorization'} & set(document), path
         assert all(line.startswith('#') for line in content.split('\n') if 'AlwaysAllow' in line)
 
@@ -125,10 +126,16 @@ def hosts_named(class_name, host='n1', eviction=None):
     return {host: {'facts': facts, 'node_class': None}}
 
 
+# The OpenShift KubeletConfig selects its MachineConfigPool by the label named after the class: the one key a class
+# name is part of (a label key's name part has the label value's grammar, which the class name was checked against).
+POOL_LABEL = 'pools.operator.machineconfiguration.openshift.io/'
+
+
 def keys(value):
-    """Every key path of a parsed document (a JSON string inside it parsed too)."""
+    """Every key path of a parsed document (a JSON string inside it parsed too), the pool label's class as <class>."""
     if isinstance(value, dict):
-        return {(key,) + rest for key, item in value.items() for rest in keys(item) | {()}}
+        return {(POOL_LABEL + '<class>' if str(key).startswith(POOL_LABEL) else key,) + rest
+                for key, item in value.items() for rest in keys(item) | {()}}
     if isinstance(value, list):
         return {('[]',) + rest for item in value for rest in keys(item) | {()}}
     if isinstance(value, str) and value.startswith('{'):
@@ -143,7 +150,8 @@ def test_a_class_name_that_is_no_label_value_adds_no_key_no_line_and_no_director
     for item in nt.render(hosts_named(name)):
         content = item['content']
         expected = plain[item['path'].split('/', 1)[1]]
-        assert keys(yaml.safe_load(content)) == keys(yaml.safe_load(expected))
+        file_name = item['path'].split('/', 1)[1]
+        assert keys(templates.parse(file_name, content)) == keys(templates.parse(file_name, expected))
         assert item['path'].split('/')[0] == '16gib-4cpu'
         # One header line more, the one saying why: no line of the name escaped it.
         assert len(content.splitlines()) == len(expected.splitlines()) + 1
@@ -162,7 +170,7 @@ def test_host_names_and_signals_from_the_facts_stay_in_the_comment():
     hosts = hosts_named('batch', host='n1\nauthorization:\n  mode: AlwaysAllow',
                         eviction={'memory.available': '100Mi', 'x\nauthentication: {}': '1%'})
     for item in nt.render(hosts):
-        document = yaml.safe_load(item['content'])
+        document = templates.parse(item['path'].split('/', 1)[1], item['content'])
         assert not {'authentication', 'authorization'} & set(document)
         assert all(line.startswith('#') or not line.startswith(('authentication', 'authorization'))
                    for line in item['content'].splitlines())
