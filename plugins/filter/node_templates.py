@@ -5,16 +5,18 @@ from __future__ import annotations
 
 DOCUMENTATION = r'''
 name: node_templates
-short_description: Each node class's recommendation as Karpenter, Cluster API, EKS nodeadm, Gardener and kubelet templates
+short_description: Each node class's recommendation as node templates for Karpenter, Cluster API, EKS nodeadm, Gardener, the kubelet and node images
 version_added: 0.1.0
 description:
   - Groups the hosts by node class (the host's C(nodealloc_node_class) where the inventory sets one, else the size
     class the recommendation pools over - memory in whole GiB and CPU count) and takes, per class, the largest
     recommended C(kubeReserved) and C(systemReserved) of its nodes, resource by resource, and the largest hard
     C(memory.available) threshold they run with.
-  - Renders five files per class - a Karpenter C(EC2NodeClass) C(spec.kubelet) merge patch, a Cluster API
+  - Renders nine files per class - a Karpenter C(EC2NodeClass) C(spec.kubelet) merge patch, a Cluster API
     C(KubeadmConfigTemplate) with a kubeadm C(kubeletconfiguration) patch, an EKS nodeadm C(NodeConfig), a Gardener
     worker C(kubernetes.kubelet) snippet and a KubeletConfiguration drop-in (docs/templates.md).
+  - And four for node images - Bottlerocket user-data settings (TOML), a Talos machine config patch, an OpenShift
+    C(KubeletConfig) for pools with auto-sizing off, and an AKS agent pool's preview C(kubeReserved).
 author:
   - nodealloc.kubelet developers (@nodealloc)
 options:
@@ -43,7 +45,7 @@ EXAMPLES = r'''
 
 RETURN = r'''
 _value:
-  description: One entry per file - C(path) (C(<class>/<file>)), C(class) and C(content) (YAML text).
+  description: One entry per file - C(path) (C(<class>/<file>)), C(class) and C(content) (YAML text; TOML for Bottlerocket).
   type: list
   elements: dict
 '''
