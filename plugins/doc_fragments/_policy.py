@@ -105,6 +105,17 @@ options:
         starts on a single node, which measures without its class's climbs and could otherwise decide lower.
     type: bool
     default: true
+  reserve_ephemeral_storage:
+    description:
+      - V(true) writes the recommended C(ephemeral-storage) (measured non-pod use of the kubelet's filesystem x 1.5, at
+        least 1 GiB) into the reservation, in the map that holds it today, else C(systemReserved); a change of it
+        alone restarts the kubelet like any other.
+      - V(false) (the default) recommends and reports it beside allocatable C(ephemeral-storage), and writes today's
+        maps back as they are, so that an upgrade of the collection restarts no kubelet for a resource nobody asked to
+        reserve.
+    type: bool
+    default: false
+    version_added: 0.1.0
   min_reserved:
     description: The least memory kubeReserved + systemReserved may add up to, as a quantity.
     type: str

@@ -11,7 +11,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import 
     _defaults, _duration, _vendor_formulas, _version_rules)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _facts_measure, _memory_protection
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import (
-    _cpu_enforcement, _decision, _headroom, _node_plan, _recommend, _requests_fit)
+    _cpu_enforcement, _decision, _ephemeral_storage, _headroom, _node_plan, _recommend, _requests_fit)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _history_stats, _prometheus_history
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
@@ -225,6 +225,15 @@ def recommend(options, measurement, history):
     formulas = _vendor_formulas.all_formulas(memory['mem_total_bytes'], cpu['capacity_millicores'] // 1000, max_pods,
                                              options['openshift_sizing_version'])
     recommendation = _recommend.recommend(measured, options, current, history['basis'], formulas)
+    # Beside memory and CPU, written only with reserve_ephemeral_storage (_policy/_ephemeral_storage says why).
+    eviction_hard = (current or {}).get('eviction_hard')
+    ephemeral = _ephemeral_storage.recommend(measurement.get('ephemeral_storage'), current,
+                                             _defaults.EVICTION_HARD if eviction_hard is None else eviction_hard,
+                                             options['reserve_ephemeral_storage'])
+    recommendation['ephemeral_storage'] = ephemeral
+    recommendation['explanation'].extend(ephemeral['explanation'])
+    if options['reserve_ephemeral_storage'] and ephemeral['recommended_bytes'] is not None:
+        _ephemeral_storage.carry_into(recommendation, ephemeral)
     decision = _decision.decide(current, recommendation, options, history['basis'])
     return formulas, recommendation, decision
 

@@ -425,6 +425,21 @@ recommendation:
           if its source keeps recording; null with no history, which nothing records). Null otherwise.
       type: dict
       version_added: 0.1.0
+    ephemeral_storage:
+      description:
+        - C(ephemeral-storage) to reserve, from RV(ephemeral_storage.non_pod_bytes) - C(recommended_bytes) =
+          max(C(floor_bytes) 1 GiB, C(non_pod_bytes) x C(headroom_factor) 1.5) rounded up to whole MiB, as C(quantity);
+          C(kube_reserved) and C(system_reserved) the quantity each map would hold (null - not set); C(complete) false
+          when a walk stopped at a limit (the figure is then a lower bound).
+        - C(allocatable_now) and C(allocatable_recommended) - the kubelet's arithmetic with today's maps and with the
+          recommendation (C(capacity_bytes), C(kube_reserved_bytes), C(system_reserved_bytes),
+          C(eviction_hard_nodefs_bytes), C(reservation_bytes), C(allocatable_bytes), C(absolute_bytes),
+          C(reservation_exceeds_capacity), C(imagefs) with C(eviction_hard_imagefs_bytes) when the image filesystem is
+          separate - it evicts, but the kubelet takes nothing out of allocatable for it).
+        - C(written) - whether the maps to write carry it (O(reserve_ephemeral_storage)); C(recommended_bytes) null and
+          C(reason) set when the kubelet's filesystem was not measured.
+      type: dict
+      version_added: 0.1.0
     explanation:
       description: Every input and every step of the arithmetic, one line each.
       type: list
@@ -456,6 +471,13 @@ decision:
       description: The comparison for memory and CPU, one line each, and which resource is kept.
       type: list
       elements: str
+    ephemeral_storage:
+      description:
+        - The C(ephemeral-storage) decision on its own (C(action), C(now_bytes), C(recommended_bytes),
+          C(threshold_bytes)) when O(reserve_ephemeral_storage) carries it into the maps; null otherwise (today's value
+          is then written back as it is).
+      type: dict
+      version_added: 0.1.0
 pressure:
   description:
     - Pressure stall information as evidence of starvation - C(node) from C(/proc/pressure/cpu) and
@@ -518,6 +540,21 @@ numa:
   returned: always
   type: dict
   sample: {nodes: [{node: 0, mem_total_bytes: 8326443008}], online_cpus: [0, 1]}
+ephemeral_storage:
+  description:
+    - The filesystem holding the kubelet's root dir (C(--root-dir), C(/var/lib/kubelet) by default) - C(filesystem)
+      with C(capacity_bytes) (statfs C(f_frsize x f_blocks), the kubelet's C(ephemeral-storage) capacity),
+      C(available_bytes) (what C(nodefs.available) is compared with), C(free_bytes), C(used_bytes).
+    - Its use outside the pods, in blocks as C(du) counts them - C(kubelet_root_dir) (the root dir without C(pods/)),
+      C(logs) (C(/var/log) without C(pods/) when on the same filesystem, C(journal_bytes) journald's part),
+      C(non_pod_bytes) their sum; each walk's C(entries), C(complete) and C(stopped) (the limit it hit - 200,000 entries,
+      64 levels, 10 s a walk).
+    - C(image_filesystem) - containerd's root (its config's C(root)), C(separate) with its statfs figures when it is a
+      filesystem of its own (the kubelet's imagefs), null when not found. C(problems) - what was not measured and why
+      (a path through a symbolic link is not followed).
+  returned: always
+  type: dict
+  version_added: 0.1.0
 pods:
   description:
     - The pods on the node at this reading - the pod cgroups under kubepods (Guaranteed pods directly, Burstable and

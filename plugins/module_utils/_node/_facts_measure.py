@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 import time
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _safe_open
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _quantity, _version_rules
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import (
-    _cgroup, _cpu_guarantee, _kubelet_ownership, _kubelet_process, _kubelet_settings, _kubelet_version,
+    _cgroup, _containerd_config, _cpu_guarantee, _disk_use, _kubelet_ownership, _kubelet_process, _kubelet_settings, _kubelet_version,
     _memory_protection, _numa, _overcommit, _pipeline, _probe, _procfs, _swap)
 
 
@@ -26,6 +27,27 @@ def _numa_layout(not_found, sys_root):
     except NodeallocError as exc:
         not_found.append('NUMA layout not read (%s): the static memory manager\'s NUMA nodes are not checked' % exc)
         return None
+
+
+def _runtime_root(not_found, config_path=_containerd_config.CONFIG_PATH):
+    """containerd's root (_containerd_config), its default where the node has no config file; None (said in
+    not_found) where the file is refused or not in the form read: the image filesystem is then not measured."""
+    try:
+        return _containerd_config.root(_safe_open.read_bytes(config_path).decode('utf-8'))
+    except FileNotFoundError:
+        return _containerd_config.DEFAULT_ROOT
+    except (OSError, UnicodeDecodeError, NodeallocError) as exc:
+        not_found.append('containerd root not read from %s (%s): the image filesystem is not measured'
+                         % (config_path, exc))
+        return None
+
+
+def ephemeral_storage(kubelet, not_found):
+    """The kubelet's filesystem and its non-pod use (_disk_use.measure), the root dir from the running
+    kubelet's ``--root-dir`` (its default otherwise)."""
+    flags = _kubelet_process.flag_values(kubelet.get('argv') or [])
+    root_dir = flags.get('--root-dir') or _disk_use.DEFAULT_KUBELET_ROOT_DIR
+    return _disk_use.measure(root_dir, runtime_root=_runtime_root(not_found))
 
 
 def measure(options, proc_root='/proc', sleep=time.sleep, sys_root='/sys'):
@@ -91,5 +113,7 @@ def measure(options, proc_root='/proc', sleep=time.sleep, sys_root='/sys'):
         'memory_protection': _memory_protection.read(layout, kubepods, config, driver),
         'kubelet_config': config,  # the effective config, for the protection's cost and the enforcement proposal
         'numa': _numa_layout(not_found, sys_root),
+        # The kubelet's filesystem, its use outside the pods and the image filesystem (_disk_use).
+        'ephemeral_storage': ephemeral_storage(kubelet, not_found),
         'not_found': not_found,
     }

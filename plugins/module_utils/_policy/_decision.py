@@ -113,6 +113,26 @@ def _to_write(current, recommendation, key, actions):
     return written
 
 
+def _ephemeral_storage_action(current, recommendation, options, basis):
+    """ephemeral-storage's own action where the recommendation carries it (option ``reserve_ephemeral_storage``,
+    _policy/_ephemeral_storage.carry_into), else None: today's value is then written back as it is. Memory's rule in
+    bytes: an increase beyond change_threshold_min_bytes acts, a decrease beyond the threshold waits for the
+    stabilization window."""
+    maps = (recommendation['kube_reserved'], recommendation['system_reserved'])
+    if not any('ephemeral-storage' in (m or {}) for m in maps):
+        return None
+    now = _total((current.get('kube_reserved'), current.get('system_reserved')), 'ephemeral-storage', 0)
+    new = _total(maps, 'ephemeral-storage', 0)
+    threshold = max(now * options['change_threshold_percent'] / 100.0, options['change_threshold_min_bytes'])
+    action, _delta, reasons = _decide_resource('ephemeral-storage', now, new, threshold,
+                                               options['change_threshold_min_bytes'], ' B', basis)
+    if action == 'decrease' and not options['allow_decrease']:
+        action = 'keep'
+        reasons.append('ephemeral-storage decrease not made: allow_decrease is false')
+    return {'action': action, 'now_bytes': now, 'recommended_bytes': new, 'threshold_bytes': int(threshold),
+            'reasons': reasons}
+
+
 def decide(current, recommendation, settings=None, basis=None):
     """Decide per resource and overall.
 
@@ -150,6 +170,10 @@ def decide(current, recommendation, settings=None, basis=None):
                                                  options['change_threshold_min_millicores'], recommendation, basis,
                                                  cpu_reasons)
     actions = {'memory': memory_action, 'cpu': cpu_action}
+    ephemeral = _ephemeral_storage_action(current, recommendation, options, basis)
+    if ephemeral is not None:
+        actions['ephemeral-storage'] = ephemeral['action']
+        cpu_reasons = cpu_reasons + ephemeral.pop('reasons')
     if 'increase' in actions.values():
         action = 'increase'
     elif 'decrease' in actions.values():
@@ -161,7 +185,7 @@ def decide(current, recommendation, settings=None, basis=None):
     if action != 'keep' and kept:
         reasons.append('%s kept as reserved now; only %s changes'
                        % (' and '.join(kept), ' and '.join(n for n in sorted(actions) if n not in kept)))
-    return {'action': action, 'reasons': reasons, 'memory_delta_bytes': memory_delta,
+    return {'action': action, 'reasons': reasons, 'memory_delta_bytes': memory_delta, 'ephemeral_storage': ephemeral,
             'cpu_delta_millicores': cpu_delta, 'settings': options,
             'memory': {'action': memory_action, 'now_bytes': now_memory, 'recommended_bytes': new_memory,
                        'threshold_bytes': int(memory_threshold)},

@@ -1,4 +1,4 @@
-"""_ephemeral_storage.measure on trees the test makes: the kubelet's root dir, a log dir and a runtime root."""
+"""_disk_use.measure on trees the test makes: the kubelet's root dir, a log dir and a runtime root."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _ephemeral_storage
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _disk_use
 
 KI, MI = 1024, 1024 * 1024
 
@@ -34,7 +34,7 @@ def node(tmp_path):
 
 def test_non_pod_use_is_the_root_dir_and_the_logs_without_the_pods(node):
     tmp_path, kubelet, logs = node
-    result = _ephemeral_storage.measure(str(kubelet), str(logs), str(tmp_path / 'absent-runtime'))
+    result = _disk_use.measure(str(kubelet), str(logs), str(tmp_path / 'absent-runtime'))
     expected = 4 * KI + 2 * MI + 8 * MI + 3 * MI  # the pods' 20 MiB volume and 30 MiB of logs left out
     assert result['complete']
     assert abs(result['non_pod_bytes'] - expected) <= 0.02 * expected, result
@@ -50,7 +50,7 @@ def test_non_pod_use_is_the_root_dir_and_the_logs_without_the_pods(node):
 def test_a_runtime_root_on_the_same_filesystem_is_not_an_image_filesystem(node):
     tmp_path, kubelet, logs = node
     os.makedirs(str(tmp_path / 'var' / 'lib' / 'containerd'))
-    result = _ephemeral_storage.measure(str(kubelet), str(logs), str(tmp_path / 'var' / 'lib' / 'containerd'))
+    result = _disk_use.measure(str(kubelet), str(logs), str(tmp_path / 'var' / 'lib' / 'containerd'))
     assert result['image_filesystem'] == {'path': str(tmp_path / 'var' / 'lib' / 'containerd'), 'separate': False}
 
 
@@ -62,7 +62,7 @@ def test_a_runtime_root_and_a_log_dir_on_another_filesystem(node, tmp_path_facto
         pytest.skip('/dev/shm is on the same filesystem here')
     other = tempfile.mkdtemp(dir='/dev/shm')
     try:
-        result = _ephemeral_storage.measure(str(kubelet), other, other)
+        result = _disk_use.measure(str(kubelet), other, other)
         assert result['image_filesystem']['separate'] is True
         vfs = os.statvfs(other)
         assert result['image_filesystem']['capacity_bytes'] == vfs.f_frsize * vfs.f_blocks
@@ -76,7 +76,7 @@ def test_a_runtime_root_and_a_log_dir_on_another_filesystem(node, tmp_path_facto
 def test_a_kubelet_root_dir_reached_through_a_link_is_not_measured(node):
     tmp_path, kubelet, logs = node
     os.symlink(str(kubelet), str(tmp_path / 'kubelet-link'))
-    result = _ephemeral_storage.measure(str(tmp_path / 'kubelet-link'), str(logs))
+    result = _disk_use.measure(str(tmp_path / 'kubelet-link'), str(logs))
     assert result['non_pod_bytes'] is None and result['filesystem'] is None and not result['complete']
     assert 'symbolic link' in result['problems'][0]
 
@@ -85,6 +85,6 @@ def test_a_walk_stopped_at_a_limit_says_its_figure_is_a_lower_bound(node):
     from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _disk_walk
     _tmp, kubelet, logs = node
     limits = _disk_walk.Limits(entries=2, depth=64, seconds=60)
-    result = _ephemeral_storage.measure(str(kubelet), str(logs), limits=limits)
+    result = _disk_use.measure(str(kubelet), str(logs), limits=limits)
     assert not result['complete']
     assert any('lower bound' in problem for problem in result['problems'])
