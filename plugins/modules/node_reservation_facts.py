@@ -374,7 +374,8 @@ kubelet:
           V(false) before), null where that cannot be told.
         - C(features), what this version knows (C(fail_cgroup_v1_field) 1.31, C(fail_cgroup_v1_default_true) 1.35,
           C(compressible_enforcement) 1.32, C(memory_reservation_policy) 1.36, C(config_dir) 1.28,
-          C(config_dir_without_environment) 1.30), each null where the version is unknown.
+          C(config_dir_without_environment) 1.30, C(memory_qos_on_by_default) 1.37,
+          C(memory_throttling_factor_unset_by_default) 1.37), each null where the version is unknown.
         - C(refusals), what would stop this kubelet at its next start (a C(failCgroupV1) that is true on a cgroup v1
           node, an enforcement key it does not know, a C(--config-dir) it cannot read); the role refuses to write
           while any is listed. C(warnings), what it would ignore, and cgroup v1's end of life;

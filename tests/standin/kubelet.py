@@ -158,9 +158,14 @@ def start_up(config, version=None, cgroup_v1=False, numa_nodes=None, online_cpus
     machine's, None where unknown).
     """
     version = version or kubelet_version.parse(kubelet_version.DEFAULT_GIT_VERSION)
+    gate_errors = kubelet_version.feature_gate_errors(config, version)
+    if gate_errors:
+        # server.go sets the feature gates before it validates the config: an unknown gate ends the start there.
+        raise StartupError(gate_errors[0])
     config = kubelet_version.defaults(config, version)
     errors = validation.validate_configuration(config) + kubelet_version.legacy_enforcement_errors(config, version)
     errors += kubelet_version.memory_reservation_errors(config, version)
+    errors += kubelet_version.memory_throttling_errors(config, version)
     errors += resource_managers.reserved_memory_errors(config)
     errors += kubelet_version.os_errors(config, cgroup_v1)
     if errors:

@@ -374,15 +374,44 @@ VERSION_ROWS = [
     ('v1.37.0', False, {'memoryReservationPolicy': 'TieredReservation', 'featureGates': {'MemoryQoS': False}}, True),
     ('v1.36.0', False, {'memoryReservationPolicy': 'Hard', 'featureGates': {'MemoryQoS': True}}, True),
     ('v1.36.0', False, {'memoryReservationPolicy': 'None'}, False),
+    # memoryThrottlingFactor (validation.go 0ea83df1/001332b0: (0, 1.0] whatever the gate; a float64 field) and its
+    # 1.37 default, nil (kubernetes/kubernetes#140007): MemoryQoS on by default with no factor must start.
+    ('v1.37.0', False, {'memoryThrottlingFactor': 1.5}, True),
+    ('v1.36.0', False, {'memoryThrottlingFactor': 0}, True),
+    ('v1.37.0', False, {'memoryThrottlingFactor': 1.0}, False),
+    ('v1.37.0', False, {'memoryThrottlingFactor': '0.9'}, True),
+    ('v1.37.0', False, {}, False),
+    ('v1.37.0', False, {'memoryThrottlingFactor': None}, False),
+    ('v1.36.0', False, {'featureGates': {'MemoryQoS': True}}, False),
+    ('v1.37.0', True, {'failCgroupV1': False, 'memoryThrottlingFactor': 0.9}, False),
+    # NodeSystemPartition (KEP-5894) is in no release up to 1.37: an unknown gate stops the kubelet (component-base
+    # featuregate "unrecognized feature gate"); systemPartition is an unknown field, dropped.
+    ('v1.37.0', False, {'featureGates': {'NodeSystemPartition': True}}, True),
+    ('v1.36.1', False, {'featureGates': {'NodeSystemPartition': False}}, True),
+    ('v1.37.0', False, {'systemPartition': {'memoryLimit': '4Gi', 'cpuset': '0-3', 'namespaces': ['kube-system']}},
+     False),
 ]
+
+
+def standin_version_errors(git_version, cgroup_v1, config):
+    """The stand-in's start-up errors that depend on its version, in its order (gates, decoding, validation)."""
+    version = standin_version.parse(git_version)
+    errors = standin_version.feature_gate_errors(config, version)
+    if errors:
+        return errors
+    try:
+        kubelet_config.check_types(config, 'decoding')
+    except kubelet_config.ConfigError as exc:
+        return [str(exc)]
+    config = standin_version.defaults(config, version)
+    return (validation.validate_configuration(config) + standin_version.legacy_enforcement_errors(config, version)
+            + standin_version.memory_reservation_errors(config, version)
+            + standin_version.memory_throttling_errors(config, version) + standin_version.os_errors(config, cgroup_v1))
 
 
 @pytest.mark.parametrize('git_version,cgroup_v1,change,refused', VERSION_ROWS)
 def test_version_rows_standin(git_version, cgroup_v1, change, refused):
-    version = standin_version.parse(git_version)
-    config = standin_version.defaults(dict(BASE, **change), version)
-    errors = (validation.validate_configuration(config) + standin_version.legacy_enforcement_errors(config, version)
-              + standin_version.memory_reservation_errors(config, version) + standin_version.os_errors(config, cgroup_v1))
+    errors = standin_version_errors(git_version, cgroup_v1, dict(BASE, **change))
     assert bool(errors) == refused, errors
 
 
@@ -414,12 +443,10 @@ PROPOSAL_ROWS = [
 
 
 def standin_start_errors(config, git_version, existing):
-    version = standin_version.parse(git_version)
-    config = standin_version.defaults(config, version)
-    errors = (validation.validate_configuration(config) + standin_version.legacy_enforcement_errors(config, version)
-              + standin_version.memory_reservation_errors(config, version))
+    errors = standin_version_errors(git_version, False, config)
     if errors:
         return errors
+    config = standin_version.defaults(config, standin_version.parse(git_version))
     message = validation.enforce_reserved_cgroups(config, validation.parse_resource_list(config.get('kubeReserved')),
                                                   validation.parse_resource_list(config.get('systemReserved')),
                                                   lambda relative: relative in existing)

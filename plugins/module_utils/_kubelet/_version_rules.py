@@ -36,6 +36,31 @@ start (``refusals``) and what it would silently ignore (``warnings``). Each rule
   specify --config-dir if you also set the environment variable KUBELET_CONFIG_DROPIN_DIR_ALPHA"); from 1.30 it
   needs nothing.
 
+* ``memoryThrottlingFactor`` (KEP-2570): ``ValidateKubeletConfiguration`` refuses a factor outside (0, 1.0],
+  whatever the gate ('memoryThrottlingFactor %v must be greater than 0 and less than or equal to 1.0'; read in
+  validation.go at 0ea83df1, the 1.31-era file, and at 001332b0, 1.36: a refusal from 1.31, a warning before, where
+  it was not read); a value that is not a number fails decoding into the float64 field (a refusal). Until 1.36 the
+  factor defaults to 0.9 (v1beta1 defaults.go ``DefaultMemoryThrottlingFactor``), so with MemoryQoS on the kubelet
+  writes ``memory.high`` for Burstable and BestEffort containers; from 1.37 the default is unset (nil) and no
+  ``memory.high`` is written unless the config sets a factor (kubernetes/kubernetes#140007 "Promote MemoryQoS to
+  beta; default memoryThrottlingFactor to nil", merged for 1.37; KEP-2570 README "Beta v1.37", kubernetes/enhancements
+  a6a23fab: "When nil, kubelet does not set memory.high for any containers ... valid range is (0, 1.0]"; kubernetes.io
+  blog 2026-09-14). The "memoryThrottlingFactor is required when MemoryQoS feature flag is enabled" check of 1.36 is
+  never met from a file (defaulting fills 0.9) and is gone with the nil default. Memory QoS is cgroup v2 only: a
+  factor on a cgroup v1 node is a warning. The collection does not read ``memory.high``: ``memory_throttling_factor``
+  says what the kubelet runs with, for the report.
+* feature gates the kubelet does not know: component-base ``featureGate.unsafeSetFromMap``
+  (staging/src/k8s.io/component-base/featuregate/feature_gate.go, 71d19c88) fails on any unknown name
+  ("unrecognized feature gate: %s") and the kubelet does not start. ``NodeSystemPartition`` (KEP-5894, alpha
+  targeted at 1.37) is in no release up to 1.37 (removed from the milestone, kubernetes/website#56311; code in
+  kubernetes/kubernetes#142200, WIP): setting it, true or false, is a refusal up to 1.37 and a warning after (not
+  read). ``systemPartition`` itself is an unknown field those kubelets drop (a warning); ``_system_partition``
+  reads and accounts it (memoryLimit not subtracted from allocatable, as the KEP's alpha has it).
+* KEP-6063 "Per-Pod PID Limit" (keps/sig-node/6063-pod-pid-limit, kubernetes/enhancements 7bf6f95b: alpha v1.37,
+  gate ``PerPodPIDLimit``) adds ``spec.resources.limits.pid`` to pods; the kubelet enforces min(podPidsLimit, the
+  pod's limit). No KubeletConfiguration field changes: ``podPidsLimit`` stays the node's ceiling, and podPidsLimit x
+  maxPods still bounds the pods' PIDs. No rule here.
+
 cgroup v1 itself: maintenance mode from 1.31, deprecated and refused by default from 1.35: a v1 node is at the
 end of its life whatever its kubelet, and ``end_of_life`` says so.
 """
@@ -43,6 +68,8 @@ end of its life whatever its kubelet, and ``end_of_life`` says so.
 from __future__ import annotations
 
 import re
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _system_partition
 
 # "Kubernetes v1.35.0", "v1.35.0-rc.1", "v1.35.7+k3s1", "v1.31.2-eks-7f9249a": major.minor.patch is what counts.
 VERSION_PATTERN = re.compile(r'\bv?(\d+)\.(\d+)\.(\d+)([-+][0-9A-Za-z.+-]*)?')
@@ -55,6 +82,11 @@ MEMORY_QOS_ON_BY_DEFAULT_FROM = (1, 37)
 CONFIG_DIR_FROM = (1, 28)
 CONFIG_DIR_WITHOUT_ENVIRONMENT_FROM = (1, 30)
 CONFIG_DIR_ALPHA_VARIABLE = 'KUBELET_CONFIG_DROPIN_DIR_ALPHA'
+MEMORY_THROTTLING_FACTOR_RANGE_FROM = (1, 31)
+MEMORY_THROTTLING_FACTOR_UNSET_FROM = (1, 37)
+MEMORY_THROTTLING_FACTOR_DEFAULT = 0.9  # v1beta1 DefaultMemoryThrottlingFactor until 1.36
+# Gates in no kubelet release up to and including this one: setting them stops that kubelet ("unrecognized").
+GATES_ABSENT_THROUGH = {_system_partition.FEATURE_GATE: ((1, 37), _system_partition.KEP)}
 COMPRESSIBLE_KEYS = ('system-reserved-compressible', 'kube-reserved-compressible')
 MEMORY_RESERVATION_POLICIES = ('None', 'TieredReservation')
 
@@ -104,6 +136,8 @@ def features(version):
         'memory_reservation_policy': since(MEMORY_RESERVATION_POLICY_FROM),
         'config_dir': since(CONFIG_DIR_FROM),
         'config_dir_without_environment': since(CONFIG_DIR_WITHOUT_ENVIRONMENT_FROM),
+        'memory_qos_on_by_default': since(MEMORY_QOS_ON_BY_DEFAULT_FROM),
+        'memory_throttling_factor_unset_by_default': since(MEMORY_THROTTLING_FACTOR_UNSET_FROM),
     }
 
 
@@ -129,6 +163,67 @@ def memory_qos_enabled(version, config):
     if version is None:
         return None
     return _at_least(version, MEMORY_QOS_ON_BY_DEFAULT_FROM)
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def memory_throttling_factor(version, config):
+    """The memoryThrottlingFactor the kubelet runs with: the config's number, else the version's default (0.9
+    until 1.36, unset from 1.37); None where unset or unknown. With MemoryQoS on (cgroup v2) a factor means
+    memory.high is written for Burstable and BestEffort containers; None means it is not."""
+    configured = (config or {}).get('memoryThrottlingFactor')
+    if _is_number(configured):
+        return float(configured)
+    if version is None or _at_least(version, MEMORY_THROTTLING_FACTOR_UNSET_FROM):
+        return None
+    return MEMORY_THROTTLING_FACTOR_DEFAULT
+
+
+def _memory_throttling_verdict(name, version, config, on_v1, refusals, warnings):
+    if 'memoryThrottlingFactor' not in config or config['memoryThrottlingFactor'] is None:
+        return
+    factor = config['memoryThrottlingFactor']
+    if not _is_number(factor):
+        refusals.append('%s would not start: memoryThrottlingFactor %r is not a number (the field is a float64)'
+                        % (name, factor))
+        return
+    if not 0 < factor <= 1.0:
+        problem = ('memoryThrottlingFactor %s must be greater than 0 and less than or equal to 1.0' % factor)
+        if version is not None and _at_least(version, MEMORY_THROTTLING_FACTOR_RANGE_FROM):
+            refusals.append('%s would not start: %s' % (name, problem))
+        else:
+            warnings.append('%s may not start: %s (refused from 1.31 whatever the MemoryQoS gate; not read for '
+                            'this version)' % (name, problem))
+        return
+    if on_v1:
+        warnings.append('%s: memoryThrottlingFactor %s writes no memory.high on cgroup v1 (Memory QoS is cgroup v2 '
+                        'only)' % (name, factor))
+
+
+def _gate_and_partition_verdict(name, version, config, refusals, warnings):
+    gates = config.get('featureGates') or {}
+    for gate, (through, kep) in sorted(GATES_ABSENT_THROUGH.items()):
+        if gate not in gates:
+            continue
+        if version is not None and not _at_least(version, (through[0], through[1] + 1)):
+            refusals.append('%s would not start: featureGates.%s is not a gate it knows ("unrecognized feature gate: '
+                            '%s"; %s is in no release up to %d.%d)' % (name, gate, gate, kep, through[0], through[1]))
+        else:
+            warnings.append('%s: whether it knows featureGates.%s (%s, in no release up to %d.%d) cannot be told; an '
+                            'unknown gate stops the kubelet' % (name, gate, kep, through[0], through[1]))
+    partition = _system_partition.read(config)
+    if partition is None:
+        return
+    through = GATES_ABSENT_THROUGH[_system_partition.FEATURE_GATE][0]
+    if version is not None and not _at_least(version, (through[0], through[1] + 1)):
+        warnings.append('%s does not know systemPartition (%s is in no release up to %d.%d): lenient decoding drops '
+                        'it and nothing is enforced; %s' % (name, _system_partition.KEP, through[0], through[1],
+                                                            _system_partition.describe(partition)))
+    else:
+        warnings.append('%s: systemPartition is not modelled beyond %s alpha; %s'
+                        % (name, _system_partition.KEP, _system_partition.describe(partition)))
 
 
 def check(version, cgroup_version, config, config_dir_in_use=False, environment=None):
@@ -182,6 +277,8 @@ def check(version, cgroup_version, config, config_dir_in_use=False, environment=
             problem = config_dir_problem(version, environment)
             if problem:
                 refusals.append(problem)
+    _memory_throttling_verdict(name, version, config, on_v1, refusals, warnings)
+    _gate_and_partition_verdict(name, version, config, refusals, warnings)
     if on_v1:
         warnings.append(END_OF_LIFE)
     return {'refusals': refusals, 'warnings': warnings}

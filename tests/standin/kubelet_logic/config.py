@@ -91,6 +91,9 @@ def check_types(data, where):
     enforce = data.get('enforceNodeAllocatable')
     if enforce is not None and (not isinstance(enforce, list) or not all(isinstance(v, str) for v in enforce)):
         raise _type_error(where, enforce, 'enforceNodeAllocatable', '[]string')
+    factor = data.get('memoryThrottlingFactor')
+    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float))):
+        raise _type_error(where, factor, 'memoryThrottlingFactor', 'float64')
     port = data.get('healthzPort')
     if port is not None and (isinstance(port, bool) or not isinstance(port, int)):
         raise _type_error(where, port, 'healthzPort', 'int32')

@@ -14,6 +14,16 @@ Written from the kubelet's source, independently of the collection:
   ``None`` (its default, v1beta1 defaults) or ``TieredReservation``, and ``TieredReservation`` needs the
   ``MemoryQoS`` feature gate, which is alpha (off) in 1.36 and beta (on) from 1.37 (pkg/features, the 1.37 Memory
   QoS beta notes). Before 1.36 the field is unknown: lenient decoding drops it (config.py).
+* memoryThrottlingFactor: v1beta1 defaults.go sets ``DefaultMemoryThrottlingFactor`` 0.9 when nil, until 1.37;
+  kubernetes/kubernetes#140007 (1.37, "Promote MemoryQoS to beta; default memoryThrottlingFactor to nil") leaves it
+  nil, and nil means no memory.high. validation.go (0ea83df1, 001332b0): a factor outside (0, 1.0] is refused whatever
+  the gate; "memoryThrottlingFactor is required when MemoryQoS feature flag is enabled" (before 1.37; never met after
+  defaulting, kept for fidelity). A non-number fails decoding (config.py).
+* k8s.io/component-base featuregate ``unsafeSetFromMap`` (feature_gate.go 71d19c88): an unknown gate name fails with
+  "unrecognized feature gate: <name>" and the kubelet exits. The stand-in keeps no full list of the kubelet's gates;
+  it knows the ones no release up to its version has: ``NodeSystemPartition`` (KEP-5894, taken off the v1.37
+  milestone, kubernetes/website#56311; code still a WIP PR, kubernetes/kubernetes#142200). ``systemPartition`` is not
+  a field of its KubeletConfiguration (kubelet_config_v1beta1_fields.txt): lenient decoding drops it (config.py).
 * node_container_manager_linux.go ``enforceExistingCgroup``: with MemoryQoS on, an enforced ``system-reserved``/
   ``kube-reserved`` group also gets ``memory.min`` = its memory reservation (cgroup v2 only; see kubelet.py).
 """
@@ -45,6 +55,8 @@ def defaults(config, version):
         config.setdefault('failCgroupV1', version[:2] >= (1, 35))
     else:
         config.pop('failCgroupV1', None)  # no such field: lenient decoding dropped it
+    if version[:2] < (1, 37) and config.get('memoryThrottlingFactor') is None:
+        config['memoryThrottlingFactor'] = 0.9  # DefaultMemoryThrottlingFactor; nil (no memory.high) from 1.37
     return config
 
 
@@ -90,3 +102,28 @@ def memory_reservation_errors(config, version):
         errors.append('invalid configuration: option "%s" specified for memoryReservationPolicy. Valid options are '
                       '"None" or "TieredReservation"' % policy)
     return errors
+
+
+def memory_throttling_errors(config, version):
+    """ValidateKubeletConfiguration's memoryThrottlingFactor checks, on the defaulted ``config``."""
+    factor = config.get('memoryThrottlingFactor')
+    errors = []
+    if factor is None and memory_qos(config, version) and version[:2] < (1, 37):
+        errors.append('invalid configuration: memoryThrottlingFactor is required when MemoryQoS feature flag is enabled')
+    if factor is not None and not 0 < factor <= 1.0:
+        errors.append('invalid configuration: memoryThrottlingFactor %s must be greater than 0 and less than or equal '
+                      'to 1.0' % factor)
+    return errors
+
+
+# Gate names in no kubelet release up to and including the version given: unknown to such a kubelet.
+UNRELEASED_GATES = {'NodeSystemPartition': (1, 37)}
+
+
+def feature_gate_errors(config, version):
+    """featuregate SetFromMap: a gate this kubelet does not know stops it (the first one met, as upstream returns)."""
+    for name in sorted((config.get('featureGates') or {})):
+        through = UNRELEASED_GATES.get(name)
+        if through is not None and version[:2] <= through:
+            return ['failed to set feature gates from initial flags-based config: unrecognized feature gate: %s' % name]
+    return []

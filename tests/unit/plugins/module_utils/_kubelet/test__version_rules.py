@@ -126,7 +126,11 @@ def test_config_dir_by_version(version, environment, refused):
 def test_features_by_version():
     assert kv.features(v('v1.31.0')) == {
         'fail_cgroup_v1_field': True, 'fail_cgroup_v1_default_true': False, 'compressible_enforcement': False,
-        'memory_reservation_policy': False, 'config_dir': True, 'config_dir_without_environment': True}
+        'memory_reservation_policy': False, 'config_dir': True, 'config_dir_without_environment': True,
+        'memory_qos_on_by_default': False, 'memory_throttling_factor_unset_by_default': False}
+    assert kv.features(v('v1.37.0'))['memory_qos_on_by_default'] is True
+    assert kv.features(v('v1.37.0'))['memory_throttling_factor_unset_by_default'] is True
+    assert kv.features(v('v1.36.4'))['memory_throttling_factor_unset_by_default'] is False
     assert set(kv.features(None).values()) == {None}
 
 
@@ -134,3 +138,84 @@ def test_a_v1_node_is_reported_at_end_of_life_whatever_its_kubelet():
     for version in (None, v('v1.30.0'), v('v1.35.0')):
         assert kv.END_OF_LIFE in kv.check(version, 'v1', {'failCgroupV1': False})['warnings']
     assert kv.END_OF_LIFE not in kv.check(v('v1.35.0'), 'v2', {})['warnings']
+
+
+# memoryThrottlingFactor: validation.go (0ea83df1, 001332b0) refuses a factor outside (0, 1.0] whatever the MemoryQoS
+# gate; a non-number fails decoding into the float64; on cgroup v1 nothing writes memory.high (a warning).
+@pytest.mark.parametrize('version,cgroup,factor,refused,warned', [
+    ('v1.37.0', 'v2', 1.5, True, False),
+    ('v1.37.0', 'v2', 0, True, False),            # "greater than 0"
+    ('v1.37.0', 'v2', -0.1, True, False),
+    ('v1.36.2', 'v2', 1.0001, True, False),
+    ('v1.31.0', 'v2', 2, True, False),            # ungated already in the 1.31-era file
+    ('v1.37.0', 'v2', 1.0, False, False),         # 1.0: memory.high = limit, allowed
+    ('v1.37.0', 'v2', 1, False, False),           # an integer is a number
+    ('v1.37.0', 'v2', 0.9, False, False),
+    ('v1.37.0', 'v2', '0.9', True, False),        # a string does not decode into float64
+    ('v1.37.0', 'v2', True, True, False),
+    ('v1.37.0', 'v2', None, False, False),        # explicit null: unset, the 1.37 default
+    ('v1.30.9', 'v2', 1.5, False, True),          # not read for this version: a warning
+    ('v1.37.0', 'v1', 0.9, False, True),          # cgroup v1: no memory.high
+])
+def test_memory_throttling_factor_range_and_type(version, cgroup, factor, refused, warned):
+    result = kv.check(v(version), cgroup, {'memoryThrottlingFactor': factor, 'failCgroupV1': False})
+    assert bool(result['refusals']) == refused, result
+    assert any('memoryThrottlingFactor' in w for w in result['warnings']) == warned, result
+    if refused:
+        assert 'memoryThrottlingFactor' in result['refusals'][0]
+
+
+def test_memory_throttling_factor_refusal_with_an_unknown_version_is_a_warning():
+    result = kv.check(None, 'v2', {'memoryThrottlingFactor': 1.5})
+    assert result['refusals'] == []
+    assert any('memoryThrottlingFactor 1.5' in w for w in result['warnings'])
+
+
+# 1.37 (kubernetes/kubernetes#140007; KEP-2570 "Beta v1.37"): the default factor is nil, so no memory.high unless the
+# config sets one; until 1.36 it is 0.9.
+@pytest.mark.parametrize('version,config,factor', [
+    ('v1.36.0', {}, 0.9),
+    ('v1.36.9', {'memoryThrottlingFactor': None}, 0.9),   # defaulting fills a nil
+    ('v1.37.0', {}, None),
+    ('v1.37.3', {'memoryThrottlingFactor': 0.8}, 0.8),
+    ('v1.37.0', {'memoryThrottlingFactor': 1}, 1.0),
+    (None, {}, None),
+    (None, {'memoryThrottlingFactor': 0.7}, 0.7),
+])
+def test_memory_throttling_factor_default_is_unset_from_1_37(version, config, factor):
+    assert kv.memory_throttling_factor(v(version) if version else None, config) == factor
+
+
+# NodeSystemPartition (KEP-5894) is in no release up to 1.37: the gate is unknown to those kubelets, and component-base
+# refuses an unknown gate ("unrecognized feature gate"); systemPartition is an unknown field they drop (a warning).
+PARTITION = {'memoryLimit': '4Gi', 'cpuset': '0-3', 'namespaces': ['kube-system']}
+
+
+@pytest.mark.parametrize('version,gates,refused', [
+    ('v1.37.0', {'NodeSystemPartition': True}, True),
+    ('v1.37.5', {'NodeSystemPartition': False}, True),    # any value: the name is what is unknown
+    ('v1.36.0', {'NodeSystemPartition': True}, True),
+    ('v1.37.0', {'MemoryQoS': True}, False),
+    ('v1.38.0', {'NodeSystemPartition': True}, False),    # after the last release read: a warning
+])
+def test_an_unreleased_feature_gate_is_refused(version, gates, refused):
+    result = kv.check(v(version), 'v2', {'featureGates': gates})
+    assert bool(result['refusals']) == refused, result
+    if refused:
+        assert 'unrecognized feature gate: NodeSystemPartition' in result['refusals'][0]
+    if version == 'v1.38.0':
+        assert any('NodeSystemPartition' in w for w in result['warnings'])
+
+
+@pytest.mark.parametrize('version', ['v1.36.0', 'v1.37.0', 'v1.38.1', None])
+def test_system_partition_is_a_warning_naming_its_budget_and_never_a_refusal(version):
+    result = kv.check(v(version) if version else None, 'v2', {'systemPartition': PARTITION})
+    assert result['refusals'] == []
+    (warning,) = [w for w in result['warnings'] if 'systemPartition' in w]
+    assert 'memoryLimit 4Gi' in warning and 'not subtracted from allocatable' in warning
+    if version in ('v1.36.0', 'v1.37.0'):
+        assert 'drops it' in warning
+
+
+def test_an_empty_system_partition_says_nothing():
+    assert kv.check(v('v1.37.0'), 'v2', {'systemPartition': {}}) == {'refusals': [], 'warnings': []}
