@@ -107,7 +107,8 @@ def test_history_line(line):
         for field in _history_store.FIELDS:
             assert 0 <= sample[field] < 1 << 63 and math.isfinite(sample[field])
         # Issue 45: a line's pods, where it has them, are a count no node exceeds.
-        assert 'pods' not in sample or (type(sample['pods']) is int and 0 <= sample['pods'] <= _history_store.MAX_PODS)
+        pods = sample.get('pods', 0)
+        assert isinstance(pods, int) and not isinstance(pods, bool) and 0 <= pods <= _history_store.MAX_PODS
 
 
 @given(st.one_of(json_values, st.fixed_dictionaries({'version': st.just(_sample_once.STATE_VERSION)}, optional={

@@ -45,7 +45,7 @@ def test_a_pods_answer_gives_counts_or_a_reason(answer):
     history = _prometheus_history.parse([answer], STEP, 7200, 'n1', spans=[(NOW - 7200, NOW)],
                                         kind=_prometheus_history.PODS)
     assert history['reason'] is None or history['samples'] == []
-    assert all(type(v) is int and 0 <= v <= _prometheus_history.MAX_PODS for _t, v in history['samples'])
+    assert all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= _prometheus_history.MAX_PODS for _t, v in history['samples'])
     for text in [history['reason'] or ''] + history['problems']:
         assert '\n' not in text and '\r' not in text
 
