@@ -428,7 +428,7 @@ recommendation:
       version_added: 0.1.0
     ephemeral_storage:
       description:
-        - C(ephemeral-storage) to reserve, from RV(ephemeral_storage.non_pod_bytes) - C(recommended_bytes) =
+        - C(ephemeral-storage) to reserve, from C(non_pod_bytes) of RV(ephemeral_storage) - C(recommended_bytes) =
           max(C(floor_bytes) 1 GiB, C(non_pod_bytes) x C(headroom_factor) 1.5) rounded up to whole MiB, as C(quantity);
           C(kube_reserved) and C(system_reserved) the quantity each map would hold (null - not set); C(complete) false
           when a walk stopped at a limit (the figure is then a lower bound).

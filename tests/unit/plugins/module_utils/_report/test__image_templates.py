@@ -47,7 +47,7 @@ def test_each_form_carries_exactly_the_class_recommendation():
     summary = nt.class_recommendations(HOSTS)['general']
     kube, system = summary['kube_reserved'], summary['system_reserved']
     assert kube == {'cpu': '80m', 'memory': '1200Mi'} and system == {'cpu': '250m', 'memory': '1Gi'}
-    docs = {file_name: document for (name, file_name), (document, _) in rendered().items() if name == 'general'}
+    docs = {file_name: document for (name, file_name), (document, _text) in rendered().items() if name == 'general'}
     assert docs[it.BOTTLEROCKET] == {'settings': {'kubernetes': {
         'kube-reserved': kube, 'system-reserved': system,
         # Bottlerocket's eviction-hard has no containerfs key: left out (the header says so).
@@ -67,7 +67,7 @@ def test_each_form_carries_exactly_the_class_recommendation():
 
 
 def test_headers_name_what_each_form_rests_on():
-    content = {file_name: text for (name, file_name), (_, text) in rendered().items() if name == 'general'}
+    content = {file_name: text for (name, file_name), (_document, text) in rendered().items() if name == 'general'}
     assert '11 MiB x max-pods + 255 MiB' in content[it.BOTTLEROCKET]
     assert '# Not expressible here (the tool\'s default applies): evictionHard containerfs.available.' in (
         content[it.BOTTLEROCKET])
@@ -98,7 +98,7 @@ def test_aks_rounds_up_to_whole_mib_and_millicores():
 def test_a_class_without_a_kube_reserved_figure_writes_none_and_talos_keeps_its_own_system_values():
     lone = dict(facts('0', '0', '1Gi', '100m'), components=[])  # k3s: its kubeReserved share was not measured
     files = rendered({'k3s': {'facts': lone, 'node_class': None}})
-    docs = {file_name: document for (_, file_name), (document, _) in files.items()}
+    docs = {file_name: document for (_name, file_name), (document, _text) in files.items()}
     assert 'kube-reserved' not in docs[it.BOTTLEROCKET]['settings']['kubernetes']
     assert 'kubeReserved' not in docs[it.TALOS]['machine']['kubelet']['extraConfig']
     assert 'kubeReserved' not in docs[it.OPENSHIFT]['spec']['kubeletConfig']
