@@ -55,7 +55,7 @@ def test_a_1_37_standin_drops_system_partition_as_an_unknown_field(tmp_path):
     events = []
     config, _sources = standin_config.load(str(path), None, standin.known_fields(),
                                            lambda event, **fields: events.append((event, fields)))
-    assert [event for event, _ in events] == ['lenient-decoding']
+    assert [event for event, _fields in events] == ['lenient-decoding']
     assert '"systemPartition"' in events[0][1]['message']
     standin.start_up(config, standin_version.parse('v1.37.0'), False, {0}, [0, 1])  # starts
     warnings = _version_rules.check(_version_rules.parse('Kubernetes v1.37.0'), 'v2', config)['warnings']
