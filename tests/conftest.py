@@ -15,6 +15,17 @@ if _TESTS not in sys.path:
 
 from nodes import fleets  # noqa: E402
 
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # the controller matrix's environments run a few tests without it
+    _hypothesis_settings = None
+if _hypothesis_settings is not None:
+    # No wall-clock deadline for the property tests in tests/unit: under ansible-test units on two busy CPUs an example
+    # of test__quantity that runs in 0.12 ms took 585 ms once and failed the 200 ms default (CI at d2998b1). A time is
+    # not what they test; tests/fuzz loads its own profile, with a limit on CPU time (tests/fuzz/cpu_deadline.py).
+    _hypothesis_settings.register_profile('nodealloc-units', deadline=None)
+    _hypothesis_settings.load_profile('nodealloc-units')
+
 # The shared test nodes, as fixtures every test directory sees (tests/nodes/fleets.py).
 fleet, fresh_fleet, rollout_fleet = fleets.fleet, fleets.fresh_fleet, fleets.rollout_fleet
 vm_boot, vm_guests, vm_fleet, fresh_vm_fleet = fleets.vm_boot, fleets.vm_guests, fleets.vm_fleet, fleets.fresh_vm_fleet
