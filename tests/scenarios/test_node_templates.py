@@ -1,5 +1,5 @@
 """Node templates from playbooks/recommend.yml on real nodes: an inventory with two node classes (the inventory's
-nodealloc_node_class, as a fleet names its pools) gets the five template forms per class under
+nodealloc_node_class, as a fleet names its pools) gets every template form (nine) per class under
 <report dir>/templates/<class>/, each valid against its project's schema (tests/helpers/templates.py), and each
 carrying the largest recommendation of its class's nodes as the report gives them.
 """
@@ -21,7 +21,7 @@ def amount(resource, text):
     return _quantity.milli_value(value) if resource == 'cpu' else _quantity.quantity_value(value)
 
 
-def test_recommend_writes_five_valid_templates_per_node_class(fresh_fleet, tmp_path):
+def test_recommend_writes_every_valid_template_form_per_node_class(fresh_fleet, tmp_path):
     nodes = fresh_fleet['nodes'][:3]
     classes = {nodes[0]['name']: 'general', nodes[1]['name']: 'general', nodes[2]['name']: 'memory-optimized'}
     inventory = tmp_path / 'classes.yml'
@@ -48,8 +48,19 @@ def test_recommend_writes_five_valid_templates_per_node_class(fresh_fleet, tmp_p
                 assert amount(resource, written) == max(amount(resource, value) for value in values), (field, values)
                 assert documents['karpenter-ec2nodeclass-patch.yaml']['spec']['kubelet'][key][resource] == written
                 assert documents['eks-nodeadm-nodeconfig.yaml']['spec']['kubelet']['config'][key][resource] == written
+                assert documents['openshift-kubeletconfig.yaml']['spec']['kubeletConfig'][key][resource] == written
+                assert documents['talos-machineconfig-patch.yaml']['machine']['kubelet']['extraConfig'][key][resource] \
+                    == written
+                table = 'kube-reserved' if key == 'kubeReserved' else 'system-reserved'
+                assert documents['bottlerocket-settings.toml']['settings']['kubernetes'][table][resource] == written
         capi_files = documents['capi-kubeadmconfigtemplate-patch.yaml']['spec']['template']['spec']['files']
         assert json.loads(capi_files[0]['content']) == drop_in
+        assert documents['openshift-kubeletconfig.yaml']['spec']['autoSizingReserved'] is False
+        # AKS takes one reservation: kube + system, whole millicores and MiB, at least 140m and 750 MiB.
+        aks = documents['aks-agentpool-kubeletconfig.yaml']['properties']['kubeletConfig']['kubeReserved']
+        both = {resource: sum(amount(resource, drop_in[key][resource]) for key in ('kubeReserved', 'systemReserved'))
+                for resource in ('cpu', 'memory')}
+        assert aks == {'cpuMillicores': max(140, both['cpu']), 'memoryMB': max(750, -(-both['memory'] // (1 << 20)))}
         gardener = documents['gardener-worker-kubelet.yaml']['kubernetes']['kubelet']['kubeReserved']
         assert amount('memory', gardener['memory']) == (amount('memory', drop_in['kubeReserved']['memory'])
                                                         + amount('memory', drop_in['systemReserved']['memory']))
