@@ -170,6 +170,11 @@ def class_template(options, measurement, history, reading, now):
     out = {key: given.get(key) for key in ('class', 'label', 'members', 'nodes', 'span_seconds', 'covered_seconds',
                                            'window_seconds', 'reason', 'url')}
     out.update(problems=list(given.get('problems') or ()), used=False, recommendation=None)
+    if is_control_plane(measurement) and not out['reason']:
+        # Prometheus groups by a label or a size that workers share: a control-plane node's own class has no such
+        # history, and its template rests on its nodes' own (_node_templates).
+        out['reason'] = ('a control-plane node: the class history Prometheus gave is of class %s, which holds workers; '
+                         'not used for the control-plane class' % given.get('class'))
     if out['reason'] or not given.get('samples'):
         out['reason'] = out['reason'] or 'no sample in the class history'
         return out
@@ -220,6 +225,8 @@ def recommend(options, measurement, history):
         'session_cgroups': cpu.get('session_cgroups', []),
         'non_pod_memory': memory['non_pod_accounting'],
         'cpu_weights': measurement['cpu_weights'],
+        # A basis from before control-plane detection has none: taken as not a control-plane node.
+        'control_plane': measurement.get('control_plane'),
     }
     max_pods = options['max_pods'] or (current or {}).get('max_pods') or _defaults.MAX_PODS
     formulas = _vendor_formulas.all_formulas(memory['mem_total_bytes'], cpu['capacity_millicores'] // 1000, max_pods,
@@ -250,6 +257,11 @@ def protection_and_enforcement(measurement, recommendation):
                                            measurement['memory']['mem_total_bytes'])
     recommendation['explanation'].extend(protection['explanation'])
     return protection, _cpu_enforcement.assess(measurement, config, reserved, version)
+
+
+def is_control_plane(measurement):
+    """Whether the measurement found the node's static pods running the API server or etcd (_node/_control_plane)."""
+    return bool((measurement.get('control_plane') or {}).get('detected'))
 
 
 def _copied(value):
@@ -297,7 +309,8 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
     basis = {'measurement': measurement, 'history': _copied(history), 'class_template': template}
     mem_total, cpus = measurement['memory']['mem_total_bytes'], measurement['cpu']['capacity_millicores'] // 1000
     own_jumps = history['basis']['jumps']  # pooling replaces the basis's jumps; the class hears the node's own
-    own_class = _headroom.class_key({'class_name': options['node_class'],
+    control_plane = is_control_plane(measurement)
+    own_class = _headroom.class_key({'class_name': options['node_class'], 'control_plane': control_plane,
                                      'node_class': _headroom.node_class(mem_total, cpus)})
     pooled_with = pool_with_class(options, own_class, history)
     formulas, recommendation, decision = recommend(options, measurement, history)
@@ -306,7 +319,7 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
     result.update(recommendation=recommendation, decision=decision, formulas=formulas,
                   history={k: v for k, v in history.items() if k != 'basis'},
                   class_record=_headroom.class_record(mem_total, cpus, own_jumps, recommendation,
-                                                      options['node_class']),
+                                                      options['node_class'], control_plane),
                   class_peers_used=len(pooled_with), basis=basis, class_template=template)
     # Issue 30 item 4: the pods bound to the node (read from the API server by the role) against the new allocatable.
     result['requests_fit'] = _requests_fit.for_change(options['pod_requests'], measurement, decision)

@@ -441,6 +441,14 @@ recommendation:
           C(reason) set when the kubelet's filesystem was not measured.
       type: dict
       version_added: 0.1.0
+    control_plane_floor:
+      description:
+        - On a control-plane node (RV(control_plane)), the floor under the measured reservation - C(memory_bytes) 1 GiB
+          and C(millicores) 500 (OpenShift's fixed control-plane reservation), C(raised) (what it raised - V(memory),
+          V(cpu)), C(why) (the static pods found). Null on another node and with a vendor O(policy). O(max_reserved_fraction)
+          still caps it; the explanation says it applied.
+      type: dict
+      version_added: 0.1.0
     explanation:
       description: Every input and every step of the arithmetic, one line each.
       type: list
@@ -556,6 +564,27 @@ ephemeral_storage:
   returned: always
   type: dict
   version_added: 0.1.0
+control_plane:
+  description:
+    - Whether this is a control-plane node - C(detected) true when a static pod of the kubelet runs C(kube-apiserver) or
+      C(etcd) (a container's command, else its image's name), with C(why) in a sentence and C(components) the ones found.
+    - C(static_pod_path) - the directory read (the kubelet's C(--pod-manifest-path), else its config's C(staticPodPath),
+      else kubeadm's C(/etc/kubernetes/manifests) where no kubelet config was found; null where the kubelet runs no static
+      pod), C(path_from) where that came from, C(manifests) (each file read and the components it runs), C(problems)
+      (a file or the directory not read - not root's alone, a link, not a Pod - which then does not count).
+    - The Node's C(node-role.kubernetes.io/control-plane) label is not read - the manifests are what runs.
+      A control-plane node has a class of its own (RV(class_record)) and a floor (C(control_plane_floor) of RV(recommendation)).
+  returned: always
+  type: dict
+  sample:
+    detected: true
+    why: the static pods in /etc/kubernetes/manifests (from the kubelet config's staticPodPath) run etcd (etcd.yaml) and kube-apiserver (kube-apiserver.yaml)
+    components: [etcd, kube-apiserver]
+    static_pod_path: /etc/kubernetes/manifests
+    path_from: the kubelet config's staticPodPath
+    manifests: {etcd.yaml: [etcd], kube-apiserver.yaml: [kube-apiserver]}
+    problems: []
+  version_added: 0.1.0
 pods:
   description:
     - The pods on the node at this reading - the pod cgroups under kubepods (Guaranteed pods directly, Burstable and
@@ -573,7 +602,9 @@ formulas:
 class_record:
   description:
     - What this node tells the other nodes of its class, to pass to their O(class_peers) - its class
-      (C(node_class), memory GiB and CPU count, and C(class_name), the O(node_class) it was given, or null), its own P
+      (C(node_class), memory GiB and CPU count, C(class_name), the O(node_class) it was given, or null, and
+      C(control_plane), true on a control-plane node - RV(control_plane) - whose class is then its own (it never pools
+      with a worker of the same size or name, and its templates' class is named V(control-plane-<class>))), its own P
       (C(jumps), before any pooling - C(memory_bytes),
       C(millicores), C(reaction_seconds), C(span_seconds) and C(warm), true once the history spans one reaction
       time), C(cold_start), and once warm C(reserved_memory_bytes) and C(reserved_millicores).

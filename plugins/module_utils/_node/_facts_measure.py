@@ -14,7 +14,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import _safe_ope
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _quantity, _version_rules
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import (
-    _cgroup, _containerd_config, _cpu_guarantee, _disk_use, _kubelet_ownership, _kubelet_process, _kubelet_settings, _kubelet_version,
+    _cgroup, _containerd_config, _control_plane, _cpu_guarantee, _disk_use, _kubelet_ownership, _kubelet_process, _kubelet_settings, _kubelet_version,
     _memory_protection, _numa, _overcommit, _pipeline, _probe, _procfs, _swap)
 
 
@@ -115,5 +115,7 @@ def measure(options, proc_root='/proc', sleep=time.sleep, sys_root='/sys'):
         'numa': _numa_layout(not_found, sys_root),
         # The kubelet's filesystem, its use outside the pods and the image filesystem (_disk_use).
         'ephemeral_storage': ephemeral_storage(kubelet, not_found),
+        # Whether the static pods run the API server or etcd (_control_plane): its own class and floor.
+        'control_plane': _control_plane.detect(kubelet['argv'], config if current is not None else None),
         'not_found': not_found,
     }

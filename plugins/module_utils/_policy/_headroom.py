@@ -143,11 +143,13 @@ PEAK_KEYS = ('reaction_seconds', 'span_seconds', 'memory_bytes', 'millicores', '
              'jump_days')
 
 
-def class_record(mem_total_bytes, cpus, jumps, recommendation, class_name=None):
+def class_record(mem_total_bytes, cpus, jumps, recommendation, class_name=None, control_plane=False):
     """What one node tells the nodes of its class: its class, its own peaks and, once warm, its reservation.
 
     ``class_name`` is the inventory's ``nodealloc_node_class`` (None or empty: the size class alone decides): the
     class pooling, the report and the templates use, so a GPU pool and a general pool of one size never pool.
+    ``control_plane``: the node's static pods run the API server or etcd (_node/_control_plane); its class is then
+    its own (``class_key``), so no worker pools with it nor it with a worker, named alike or of one size.
     ``jumps`` are the node's own peaks (before any pooling: a peer's pooled figures would echo back round the
     class). A node whose history does not yet span a reaction time (``cold_start``) offers no reservation: it
     rests on a prior itself.
@@ -156,6 +158,7 @@ def class_record(mem_total_bytes, cpus, jumps, recommendation, class_name=None):
     cold = bool(recommendation.get('single_reading')) or not jumps.get('warm')
     return {'node_class': list(node_class(mem_total_bytes, cpus)),
             'class_name': class_name or None,
+            'control_plane': bool(control_plane),
             'jumps': {key: jumps.get(key) for key in PEAK_KEYS},
             'cold_start': cold,
             'reserved_memory_bytes': None if cold else recommendation.get('reserved_memory_bytes'),
@@ -163,12 +166,14 @@ def class_record(mem_total_bytes, cpus, jumps, recommendation, class_name=None):
 
 
 def class_key(record):
-    """The class a record belongs to: its inventory class name where set, else its size class; None if neither."""
+    """The class a record belongs to: its inventory class name where set, else its size class; None if neither.
+    A control-plane node's key is marked so (a record from before detection has no mark: not one)."""
     record = record or {}
+    mark = ('control-plane',) if record.get('control_plane') else ()
     if record.get('class_name'):
-        return 'name', str(record['class_name'])
+        return ('name', str(record['class_name'])) + mark
     if record.get('node_class'):
-        return ('size',) + tuple(int(part) for part in record['node_class'])
+        return ('size',) + tuple(int(part) for part in record['node_class']) + mark
     return None
 
 

@@ -21,7 +21,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_s
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import (
     _defaults, _duration, _node_allocatable, _quantity)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cpu_guarantee
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _headroom
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _control_plane_floor, _headroom
 
 MIB = 1024 * 1024
 
@@ -331,7 +331,8 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     kubepods_working_set_bytes, kube_components_working_set_bytes,
     capacity_millicores, non_pod_millicores, kube_components_millicores; optionally session_millicores
     and session_cgroups (the SSH sessions' CPU left out of non_pod_millicores, _measure.SESSION_CGROUPS), and
-    components_found (False: no kubelet or runtime process was found; kubeReserved is then left as it is).
+    components_found (False: no kubelet or runtime process was found; kubeReserved is then left as it is), and
+    control_plane (_node/_control_plane.detect's dict: a detected one puts _control_plane_floor under the reservation).
     ``current`` holds the kubelet's eviction_hard and enforce_node_allocatable
     (defaults apply when it is None). The steps: non-pod memory now, the history's P pooled over the class,
     the cold-start prior, P + headroom (or a vendor formula), floors and ceiling, the split, allocatable.
@@ -362,10 +363,14 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
         lines.extend(guarantee_lines)
     # Without a kubelet or runtime process found, their share is unknown, not measured as 0.
     system_only = measuring and measured.get('components_found') is False
+    control_plane_floor = None
     if not measuring:
         kube_mem, system_mem, kube_cpu, system_cpu = _vendor_split(options['policy'], formulas, lines)
         mem_needed, cpu_needed = kube_mem + system_mem, kube_cpu + system_cpu
     else:
+        # Before floor_policy and the ceiling: the ceiling still caps what the control-plane floor raised.
+        mem_needed, cpu_needed, control_plane_floor = _control_plane_floor.apply(
+            mem_needed, cpu_needed, measured.get('control_plane'), lines)
         floor = formulas.get(options['floor_policy']) if options['floor_policy'] != 'none' else None
         mem_needed, cpu_needed = _apply_bounds(mem_needed, cpu_needed, measured['mem_total_bytes'], capacity_m,
                                                options, floor, lines)
@@ -403,5 +408,7 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
         'single_reading': single_reading,
         'cold_start': cold,
         'cpu_guarantee': guarantee,
+        # The control-plane floor (_control_plane_floor) on a control-plane node, None on another.
+        'control_plane_floor': control_plane_floor,
         'explanation': lines,
     }

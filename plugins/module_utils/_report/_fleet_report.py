@@ -145,7 +145,10 @@ def _node(host, result, inventory_class=None):
         'memory_risk': memory_risk,
         'node_class': node_class,
         # The class the fleet view and the node templates group by: the inventory's name, else the size class.
-        'template_class': _node_templates.class_name(inventory_class, {'class_record': {'node_class': node_class}}),
+        'template_class': _node_templates.class_name(inventory_class, {'class_record': {
+            'node_class': node_class, 'control_plane': record.get('control_plane') is True}}),
+        # The static pods run the API server or etcd (_node/_control_plane): its own class and floor.
+        'control_plane': record.get('control_plane') is True,
         # The memory rests on the cold-start floor (raised to it) rather than on the node's own P + headroom.
         'on_cold_start_prior': _memory_on_floor(recommendation.get('cold_start')),
         # Whether the kubelet's or the runtime's processes were found: without them kubeReserved is not measured.

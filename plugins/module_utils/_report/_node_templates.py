@@ -25,6 +25,10 @@ types.go, mergeDefaultEvictionSettings). It is written as:
 * ``50-nodealloc.conf``: a plain KubeletConfiguration drop-in for a ``--config-dir``.
 * Bottlerocket user data (TOML), a Talos machine config patch, an OpenShift ``KubeletConfig`` and an AKS agent
   pool's ``kubeletConfig``: _image_templates.
+
+A control-plane node (its class record's ``control_plane``: _node/_control_plane) has a class of its own, its base
+class name prefixed with ``control-plane-`` (``control-plane-8gib-4cpu``, ``control-plane-general``): no worker's
+template carries a control-plane node's figures, nor a control-plane template a worker's.
 """
 
 from __future__ import annotations
@@ -49,31 +53,43 @@ CAPI_PATCH_DIRECTORY = '/etc/kubernetes/patches'
 # kubeadm patch file name: target "kubeletconfiguration", suffix "0", patch type "strategic" (cmd/kubeadm/app/util/patches).
 CAPI_PATCH_PATH = CAPI_PATCH_DIRECTORY + '/kubeletconfiguration0+strategic.json'
 _RESOURCES = ('cpu', 'memory')
+# Before the class name of a control-plane node (module doc). A size class stays a label value with it (at most 34
+# characters); a named class of more than 49 characters does not, and ``placed`` puts its host under its size class.
+CONTROL_PLANE_PREFIX = 'control-plane-'
 
 
 def class_name(host_vars_class, facts):
     """The class a host's template belongs to: the inventory's name for it (given here, or as the facts' class_record
     carries it, _headroom.class_record: what pooling and the report use too), else the class Prometheus gave its node
     (``class_template``: the value of reservations_prometheus_class_label, or its size class there), else
-    '<GiB>gib-<cpus>cpu'."""
-    if host_vars_class:
-        return str(host_vars_class)
+    '<GiB>gib-<cpus>cpu'; on a control-plane node, that name after ``CONTROL_PLANE_PREFIX``."""
     record = (facts or {}).get('class_record') or {}
-    if record.get('class_name'):
-        return str(record['class_name'])
     from_prometheus = ((facts or {}).get('class_template') or {}).get('class')
-    if from_prometheus:
-        return str(from_prometheus)
-    return size_class_name(facts)
+    if host_vars_class:
+        name = str(host_vars_class)
+    elif record.get('class_name'):
+        name = str(record['class_name'])
+    elif from_prometheus:
+        name = str(from_prometheus)
+    else:
+        return size_class_name(facts)
+    return CONTROL_PLANE_PREFIX + name if is_control_plane(facts) else name
+
+
+def is_control_plane(facts):
+    """Whether the facts' class record says the node is a control-plane node (_headroom.class_record)."""
+    return ((facts or {}).get('class_record') or {}).get('control_plane') is True
 
 
 def size_class_name(facts):
-    """'<GiB>gib-<cpus>cpu' from the facts' class_record (_headroom.node_class), or None when it holds no size."""
+    """'<GiB>gib-<cpus>cpu' from the facts' class_record (_headroom.node_class), after ``CONTROL_PLANE_PREFIX`` on a
+    control-plane node, or None when it holds no size."""
     node_class = ((facts or {}).get('class_record') or {}).get('node_class')
     try:
-        return '%dgib-%dcpu' % (int(node_class[0]), int(node_class[1]))
+        name = '%dgib-%dcpu' % (int(node_class[0]), int(node_class[1]))
     except (TypeError, ValueError, OverflowError, IndexError, KeyError):
         return None  # no size, or not one: facts are a node's word, not trusted to be well formed
+    return CONTROL_PLANE_PREFIX + name if is_control_plane(facts) else name
 
 
 def _amount(resource, text):
@@ -130,7 +146,7 @@ def facts_of_report_node(node):
     return {'recommendation': node.get('recommended') or {},
             'kubelet': {'config_path': node.get('kubelet_config'), 'found': True},
             'components': [True] if node.get('components_found', True) else [],
-            'class_record': {'node_class': node.get('node_class')},
+            'class_record': {'node_class': node.get('node_class'), 'control_plane': node.get('control_plane') is True},
             'current': {'eviction_hard': (node.get('current') or {}).get('eviction_hard')},
             'memory': {'mem_total_bytes': node.get('capacity_memory_bytes')}}
 

@@ -476,3 +476,53 @@ def test_the_basis_copy_is_equal_and_shares_nothing_mutable_with_what_it_copies(
         copied['plain']['groups'][1]['t'] = 0
         assert plain['groups'][1]['t'] == 1.5
     assert _gather._copied({'point': point})['point'].y is not point.y
+
+
+def _control_plane_config(tmp_path):
+    """A kubelet config whose staticPodPath holds kubeadm's kube-apiserver manifest (shortened)."""
+    manifests = tmp_path / 'manifests'
+    manifests.mkdir()
+    (manifests / 'kube-apiserver.yaml').write_text(
+        'apiVersion: v1\nkind: Pod\nmetadata: {name: kube-apiserver, namespace: kube-system}\nspec:\n  containers:\n'
+        '  - command: [kube-apiserver, --advertise-address=10.0.0.10]\n    image: registry.k8s.io/kube-apiserver:v1.31.0\n'
+        '    name: kube-apiserver\n')
+    config = tmp_path / 'config.json'
+    config.write_text(json.dumps({'apiVersion': 'kubelet.config.k8s.io/v1beta1', 'kind': 'KubeletConfiguration',
+                                  'staticPodPath': str(manifests)}))
+    return str(config)
+
+
+def test_a_control_plane_node_is_detected_floored_and_pools_only_with_control_planes(one_gib_node, tmp_path):
+    options = dict(one_gib_node, kubelet_config_path=_control_plane_config(tmp_path))
+    alone = _gather.gather(options)
+    assert alone['control_plane']['detected'] is True and alone['control_plane']['components'] == ['kube-apiserver']
+    assert alone['class_record']['control_plane'] is True
+    floor = alone['recommendation']['control_plane_floor']
+    assert floor['memory_bytes'] == GIB and floor['millicores'] == 500
+    assert alone['recommendation']['reserved_millicores'] >= 500
+    assert alone['recommendation']['reserved_memory_bytes'] >= GIB
+    assert any(line.startswith('control-plane node (the static pods in ') for line in alone['recommendation']['explanation'])
+    own = alone['class_record']
+    warm = dict(own, cold_start=False, reserved_memory_bytes=alone['recommendation']['reserved_memory_bytes'] + 512 * MIB,
+                reserved_millicores=alone['recommendation']['reserved_millicores'] + 100,
+                jumps=dict(own['jumps'], windows=3, memory_bytes=0, millicores=0))
+    worker = dict(warm, control_plane=False)
+    # A worker of the same size reserving more: not this node's class; a control-plane peer is.
+    assert _gather.gather(dict(options, class_peers=[worker]))['class_peers_used'] == 0
+    assert _gather.gather(dict(options, class_peers=[worker, warm]))['class_peers_used'] == 1
+    # The worker side: the same node without the manifests does not pool with the control-plane peer.
+    plain = _gather.gather(dict(one_gib_node, class_peers=[warm]))
+    assert plain['control_plane']['detected'] is False and plain['class_peers_used'] == 0
+    assert plain['recommendation']['control_plane_floor'] is None
+
+
+def test_a_control_plane_node_does_not_rest_its_template_on_a_class_history_of_workers(one_gib_node, tmp_path):
+    now = time.time()
+    history = dict(_prometheus(now, 3, GIB), **{'class': '16gib-4cpu', 'label': None, 'members': ['w1', 'w2'],
+                                                'nodes': 2, 'covered_seconds': 3 * 86400, 'window_seconds': 7 * 86400})
+    control_plane = _gather.gather(dict(one_gib_node, kubelet_config_path=_control_plane_config(tmp_path),
+                                        class_history=history))
+    assert control_plane['class_template']['used'] is False
+    assert 'a control-plane node' in control_plane['class_template']['reason']
+    worker = _gather.gather(dict(one_gib_node, class_history=history))
+    assert worker['class_template']['used'] is True

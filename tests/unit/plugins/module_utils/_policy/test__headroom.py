@@ -274,3 +274,28 @@ def test_the_class_is_the_inventory_name_where_set_else_the_size():
     assert _headroom.same_class(named, [named, other_pool, sized]) == [named]
     assert _headroom.same_class(sized, [named, other_pool, sized]) == [sized]
     assert _headroom.same_class(('name', 'general'), [named, other_pool]) == [other_pool]
+
+
+def test_a_control_plane_node_never_pools_with_a_worker_of_its_size_or_name():
+    busy_worker, _r = _record(_daily([600, 900, 1200, 1500]), _node())
+    busy_control_plane = dict(busy_worker, control_plane=True)
+    cold, _r = _record(None, _node())
+    cold_control_plane = dict(cold, control_plane=True)
+    # A cold control-plane node takes no worker's reservation as its prior, nor a cold worker a control plane's.
+    assert _headroom.peers_that_matter(cold_control_plane, [busy_worker]) == []
+    assert _headroom.peers_that_matter(cold, [busy_control_plane]) == []
+    assert _headroom.peers_that_matter(cold_control_plane, [busy_worker, busy_control_plane]) == [busy_control_plane]
+    assert _headroom.class_key(busy_control_plane) == ('size', 16, 4, 'control-plane')
+    named_worker, named_control_plane = dict(busy_worker, class_name='general'), dict(busy_control_plane, class_name='general')
+    assert _headroom.same_class(dict(cold, class_name='general'), [named_worker, named_control_plane]) == [named_worker]
+    assert _headroom.class_key(named_control_plane) == ('name', 'general', 'control-plane')
+    # A record from before detection has no mark: a worker's class, as it was.
+    assert _headroom.class_key({'node_class': [16, 4]}) == ('size', 16, 4)
+
+
+def test_the_class_record_says_whether_the_node_is_a_control_plane():
+    measured = _node()
+    basis = _basis(_days(3, [600]))
+    recommendation = _recommend.recommend(measured, None, None, basis)
+    assert _headroom.class_record(16 * GIB, 4, basis['jumps'], recommendation, None, True)['control_plane'] is True
+    assert _headroom.class_record(16 * GIB, 4, basis['jumps'], recommendation)['control_plane'] is False

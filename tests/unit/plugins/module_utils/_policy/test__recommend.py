@@ -202,3 +202,41 @@ def test_no_process_found_keeps_the_configured_kube_reserved_and_reserves_the_re
     from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _decision
     decision = _decision.decide(current, rec, {}, {'span_seconds': 7 * 86400})
     assert decision['kube_reserved'] == {'memory': '512Mi', 'cpu': '100m'}
+
+
+CONTROL_PLANE = {'detected': True, 'why': 'the static pods in /etc/kubernetes/manifests run etcd (etcd.yaml)'}
+
+
+def test_a_control_plane_node_reserves_at_least_openshifts_fixed_control_plane_reservation():
+    # 10 MiB and 20m measured: P + headroom is 778 MiB and 70m, under the control-plane floor of 1 GiB and 500m.
+    quiet = measured(mem_available_bytes=3 * GI - 10 * MI, non_pod_millicores=20)
+    worker = settled(quiet)
+    control_plane = settled(dict(quiet, control_plane=CONTROL_PLANE))
+    assert worker['reserved_memory_bytes'] == 778 * MI and worker['reserved_millicores'] == 70
+    assert worker['control_plane_floor'] is None
+    assert control_plane['reserved_memory_bytes'] == 1024 * MI and control_plane['reserved_millicores'] == 500
+    assert total_memory(control_plane) == 1024 * MI
+    assert control_plane['control_plane_floor'] == {'memory_bytes': 1024 * MI, 'millicores': 500,
+                                                    'raised': ['memory', 'cpu'], 'why': CONTROL_PLANE['why']}
+    text = '\n'.join(control_plane['explanation'])
+    assert 'control-plane node (the static pods in /etc/kubernetes/manifests run etcd (etcd.yaml))' in text
+    assert 'reserved memory raised to the control-plane floor: 1024 MiB' in text
+    assert 'reserved CPU raised to the control-plane floor: 500m' in text
+    assert 'control-plane' not in '\n'.join(worker['explanation'])
+    # Not detected (or detection's dict says no): no floor.
+    assert settled(dict(quiet, control_plane={'detected': False}))['reserved_memory_bytes'] == 778 * MI
+
+
+def test_the_control_plane_floor_raises_nothing_above_it_and_the_ceiling_still_caps_it():
+    busy = settled(dict(measured(), control_plane=CONTROL_PLANE))  # 2 GiB non-pod: above the floor
+    assert busy['reserved_memory_bytes'] == settled(measured())['reserved_memory_bytes'] > 1024 * MI
+    assert busy['control_plane_floor']['raised'] == ['cpu']
+    small = settled(measured(mem_total_bytes=2 * GI, mem_available_bytes=GI, kubepods_working_set_bytes=GI - 10 * MI,
+                             control_plane=CONTROL_PLANE), max_reserved_fraction=0.25)
+    assert small['reserved_memory_bytes'] == 512 * MI  # 2 GiB x 0.25: the kubelet must still have room for the pods
+    assert any(line.startswith('WARNING: reserved memory capped') for line in small['explanation'])
+
+
+def test_a_vendor_policy_is_taken_as_named_on_a_control_plane_node():
+    rec = settled(dict(measured(), control_plane=CONTROL_PLANE), policy='gke')
+    assert rec['control_plane_floor'] is None and rec['reserved_memory_bytes'] == formulas.gke(10 * GI, 4)['reserved_memory_bytes']

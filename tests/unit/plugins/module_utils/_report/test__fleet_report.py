@@ -556,3 +556,14 @@ def test_the_history_line_sends_to_observe_only_the_nodes_whose_verdict_is_obser
              {'host': 'b', 'status': 'ok', 'measured': {}, 'cold_start': {'raised': True},
               'verdict': {'action': 'observe'}}]
     assert _fleet_report.history_counts(nodes)['cold_start_observe'] == 1
+
+
+def test_a_control_plane_node_is_grouped_in_its_own_class_in_the_fleet_view():
+    worker = dict(result(512 * MI), class_record={'node_class': [8, 2], 'class_name': None, 'control_plane': False})
+    control_plane = dict(result(512 * MI), class_record={'node_class': [8, 2], 'class_name': None, 'control_plane': True})
+    nodes = {host: _fleet_report.build_node(host, facts, None)
+             for host, facts in (('w1', worker), ('cp1', control_plane))}
+    assert nodes['w1']['template_class'] == '8gib-2cpu' and nodes['w1']['control_plane'] is False
+    assert nodes['cp1']['template_class'] == 'control-plane-8gib-2cpu' and nodes['cp1']['control_plane'] is True
+    # An older result without the mark: a worker's class, as before.
+    assert _fleet_report.build_node('old', result(512 * MI), None)['template_class'] == '8gib-2cpu'

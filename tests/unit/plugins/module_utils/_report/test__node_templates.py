@@ -251,3 +251,37 @@ def test_a_class_history_not_used_leaves_the_nodes_own_figures_and_says_why():
     content = nt.render({'new': {'facts': new, 'node_class': None}})[0]['content']
     assert "# History: each node's own; the class history from Prometheus is not used: no series" in content
     assert "# History: each node's own (no class history from Prometheus)." in nt.render(HOSTS)[0]['content']
+
+
+def control_plane(node_facts):
+    return dict(node_facts, class_record=dict(node_facts['class_record'], control_plane=True))
+
+
+def test_a_control_plane_node_has_a_class_of_its_own_in_the_templates():
+    # cp1 is of a1's and a2's size and would carry its 4 GiB systemReserved into their template without its own class.
+    hosts = dict(HOSTS, cp1={'facts': control_plane(facts('600Mi', '100m', '4Gi', '500m')), 'node_class': None})
+    classes = nt.class_recommendations(hosts)
+    assert sorted(classes) == ['16gib-4cpu', '4gib-2cpu', 'control-plane-16gib-4cpu']
+    assert classes['16gib-4cpu']['hosts'] == ['a1', 'a2'] and classes['16gib-4cpu']['system_reserved']['memory'] == '1Gi'
+    assert classes['control-plane-16gib-4cpu']['hosts'] == ['cp1']
+    assert classes['control-plane-16gib-4cpu']['system_reserved'] == {'memory': '4Gi', 'cpu': '500m'}
+    assert {item['path'].split('/')[0] for item in nt.render(hosts)} == {'16gib-4cpu', '4gib-2cpu',
+                                                                         'control-plane-16gib-4cpu'}
+
+
+def test_a_named_control_plane_class_is_prefixed_and_one_too_long_for_a_label_falls_to_its_size_class():
+    node = control_plane(facts('900Mi', '80m', '1Gi', '100m'))
+    assert nt.class_name('general', node) == 'control-plane-general'
+    assert nt.class_name(None, dict(node, class_record=dict(node['class_record'], class_name='gpu'))) == 'control-plane-gpu'
+    assert nt.class_name(None, dict(node, class_template={'class': 'pool-a'})) == 'control-plane-pool-a'
+    assert nt.size_class_name(node) == 'control-plane-16gib-4cpu'
+    hosts = {'cp1': {'facts': node, 'node_class': 'x' * 50}, 'w1': {'facts': facts('1', '1m', '1', '1m'), 'node_class': 'x' * 50}}
+    placed, moved = nt.placed(hosts)
+    assert placed['cp1']['node_class'] == 'control-plane-16gib-4cpu' and 'not a Kubernetes label value' in moved['cp1']
+    assert placed['w1']['node_class'] == 'x' * 50 and 'w1' not in moved
+
+
+def test_a_report_node_keeps_its_control_plane_class():
+    node = {'status': 'ok', 'node_class': [16, 4], 'control_plane': True, 'recommended': {}}
+    assert nt.class_name(None, nt.facts_of_report_node(node)) == 'control-plane-16gib-4cpu'
+    assert nt.class_name(None, nt.facts_of_report_node(dict(node, control_plane=False))) == '16gib-4cpu'
