@@ -26,7 +26,9 @@ categories and added ``memory_risk``. Version 4 (issue 46) added the verdict (``
 ``decision_by_resource`` and ``flags`` (a recommendation above every vendor formula or above 25 % of the node,
 ``_memory_risk.reservation_flags``), each class's ``flags`` and ``flagged_nodes``; a young node's ``risk`` is read
 against the headroom its class's warm nodes keep (``memory_risk['headroom_source']``), no longer the cold-start
-maximum; a node that was not measured carries ``template_class`` where the inventory names its class.
+maximum; a node that was not measured carries ``template_class`` where the inventory names its class. Issue 47 added
+each measured node's ``resource_managers``: sentences on the static memory manager's reservedMemory apply writes with
+the change and the whole CPUs the static CPU manager makes of the reservation (empty where neither is static).
 """
 
 from __future__ import annotations
@@ -156,6 +158,10 @@ def _node(host, result, inventory_class=None):
         'capacity_memory_bytes': capacity_memory_bytes,
         # No kubelet, or one run by flags alone: apply refuses, so there is no diff to show.
         'config_diff': planned['report']['config_diff'] if kubelet_config else [],
+        # What the static CPU and memory managers make of the change (_node_plan.resource_manager_lines): the
+        # reservedMemory apply writes with it, the whole CPUs to reserve. Sentences; empty where neither is static.
+        'resource_managers': [] if no_kubelet else _node_plan.resource_manager_lines(
+            planned.get('resource_managers') or {}),
         # Why apply would write nothing (the plan's refusals, _node_plan.REFUSAL_SOURCES): the verdict's "fix".
         'refusals': list(planned.get('refusals') or []),
         # What to look at before writing it: above every vendor formula, or above a share of the node (_memory_risk).

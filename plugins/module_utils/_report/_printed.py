@@ -196,7 +196,10 @@ def node_screen(node):
     out = _node_verdict_lines(node)
     if 'measured' not in node:
         return out
-    return out + _measured_lines(node) + _recommended_lines(node) + _change_lines(node)
+    managers = []
+    for sentence in node.get('resource_managers') or []:  # the static CPU/memory managers (_node_plan)
+        managers += _wrapped(sentence[:1].upper() + sentence[1:] + '.', '  ')
+    return out + _measured_lines(node) + _recommended_lines(node) + _change_lines(node) + managers
 
 
 def lines(report):
