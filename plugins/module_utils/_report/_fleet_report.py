@@ -43,7 +43,8 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cpu_guarantee
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _headroom, _node_plan
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import (
-    _fleet_classes, _fleet_summary, _html_page, _memory_risk, _node_templates, _report_changes, _verdict)
+    _fleet_classes, _fleet_summary, _html_page, _memory_risk, _node_templates, _other_resources, _report_changes,
+    _verdict)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _printed  # the job output
 
 SCHEMA_VERSION = 4
@@ -175,6 +176,8 @@ def _node(host, result, inventory_class=None):
             'system_reserved': recommendation['system_reserved'],
         },
         'allocatable': recommendation['allocatable'],
+        # ephemeral-storage and pid beside memory and CPU: used outside the pods, reserved, allocatable, written or not.
+        'other_resources': _other_resources.summarise(recommendation),
         'allocatable_memory_bytes': _bytes(recommendation['allocatable']['memory']),
         'allocatable_millicores': _millicores(recommendation['allocatable']['cpu']),
         'eviction_hard_memory_bytes': recommendation.get('eviction_hard_memory_bytes'),
@@ -628,6 +631,11 @@ def render_text_lines(report):
             out.append('  ' + NO_KUBELET)
         table = [('', 'memory', 'cpu', 'what it is')] + rows(node)
         out.extend('  ' + line for line in units.aligned(table))
+        other = _other_resources.rows(node)
+        if other:
+            out.extend('  ' + line for line in units.aligned([_other_resources.HEADER] + other,
+                                                             right=_other_resources.FIGURE_COLUMNS))
+            out.extend('  %s' % line for line in _other_resources.warnings(node))
         if node['status'] == 'no_kubelet':
             out.append('  decision: none, ' + NO_KUBELET)
         else:
@@ -676,6 +684,13 @@ def render_markdown(report):
         out.extend(units.markdown_table(('', 'memory', 'cpu', 'what it is'),
                                         [tuple(md(cell) for cell in row) for row in rows(node)]))
         out.append('')
+        other = _other_resources.rows(node)
+        if other:
+            out.extend(units.markdown_table(_other_resources.HEADER, [tuple(md(cell) for cell in row) for row in other],
+                                            right=_other_resources.FIGURE_COLUMNS))
+            out.append('')
+            out.extend(['- %s' % md(line, starts_block=True) for line in _other_resources.warnings(node)]
+                       + ([''] if _other_resources.warnings(node) else []))
         if node['status'] == 'ok':
             action, _sep, reasons = decision_line(node).partition(': ')
             out.append('**Decision: %s.** %s' % (md(action), md(reasons)))
