@@ -275,6 +275,10 @@ STEP_OPTIONS = {
     'enable_config_dir': _option('path', None, 'give the kubelet this --config-dir in the step', modules=(STEP,)),
     'extra_args_file': _option('path', None, "kubeadm's extra-args environment file", modules=(STEP,)),
     'status': _option('dict', None, 'status files to write after the outcome', modules=(STEP,)),
+    # Issue 47: set by the plan only where the static memory manager would otherwise refuse the new reservation
+    # (_node_plan.apply_options); written in the same file, in the same atomic write, as the reservation.
+    'reserved_memory': _option('list', None, 'reservedMemory to set with the reservation', modules=(STEP,),
+                               elements='dict'),
 }
 
 

@@ -65,6 +65,17 @@ options:
   system_reserved:
     description: C(systemReserved) resources to set (quantities).
     type: dict
+  reserved_memory:
+    description:
+      - C(reservedMemory) to set with the reservation, a list of C({numaNode, limits}) as in the KubeletConfiguration,
+        written into the same file in the same atomic write. A list replaces the one in force (in a drop-in too, since the
+        kubelet merges drop-ins with a JSON merge patch, where a list replaces the base list).
+      - The C(reservations) role sets it only where C(memoryManagerPolicy) is C(Static) and the new reservation would
+        otherwise stop the kubelet (the per-NUMA-node sum must equal C(kubeReserved) + C(systemReserved) + the hard
+        C(memory.available) threshold); the config written is checked against that sum before anything is written.
+    type: list
+    elements: dict
+    version_added: 0.1.0
   kubepods_margin:
     description: Refuse a change whose kubepods memory limit is below the kubepods working set now plus this margin.
     type: str
@@ -219,11 +230,13 @@ written_sha256:
   returned: when changed with O(state=applied)
   type: str
 previous:
-  description: Reservation fields of the effective configuration before the change.
+  description:
+    - Reservation fields of the effective configuration before the change, C(reservedMemory) among them (null where
+      unset).
   returned: with O(state=applied)
   type: dict
 new:
-  description: The same fields after the change.
+  description: The same fields after the change (C(reservedMemory) as O(reserved_memory) set it, where it was given).
   returned: with O(state=applied)
   type: dict
 allocatable_before:

@@ -650,6 +650,14 @@ plan:
       sampler's metrics read, or of C(path) and C(state=absent) for a file it must forget), C(time_budget_seconds)
       (C(apply) and C(restore), the step's C(async)) and C(report) (C(target) and C(config_diff), the diff the step
       would write, into our drop-in where it writes one).
+    - C(resource_managers) - the static CPU and memory managers against the config the step would write -
+      C(memory_manager) and C(cpu_manager) (whether each is static), C(memory_problems) and C(cpu_problems) (what would
+      stop the kubelet; refused), C(reserved_memory) and C(split) (the C(reservedMemory) per NUMA node that sums, and
+      how it is split), C(reserved_memory_written) (what C(apply.reserved_memory) writes with the reservation where
+      the static memory manager would otherwise refuse it; null where the one in force is left as it is),
+      C(memory_problems_before) (what the manager refuses in the config in force, where no C(reservedMemory) is
+      written over it) and C(cpu) (C(whole_cpus), C(reserved_system_cpus), C(reason)). C(summary) - what the role
+      prints - ends with a sentence on each.
   returned: always
   type: dict
   version_added: 0.1.0

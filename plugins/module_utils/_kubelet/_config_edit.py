@@ -33,6 +33,12 @@ FIELDS = {
     'enforce_node_allocatable': ('enforceNodeAllocatable', 'set'),
     'kube_reserved_cgroup': ('kubeReservedCgroup', 'string'),
     'system_reserved_cgroup': ('systemReservedCgroup', 'string'),
+    # Written only with a reservation the static memory manager would otherwise refuse
+    # (_resource_managers.reserved_memory_to_write). A list, so our drop-in's replaces the main file's whole list:
+    # cmd/kubelet/app/server.go mergeKubeletConfigurations (kubernetes/kubernetes 293a53f2) merges each drop-in with
+    # jsonpatch.MergePatch (RFC 7386), where any non-object value replaces (_json_merge_patch); what is written is
+    # the whole list the sum needs.
+    'reserved_memory': ('reservedMemory', 'reserved_memory'),
 }
 MANAGED_KEYS = tuple(field for field, _kind in FIELDS.values())
 
@@ -48,12 +54,25 @@ def _normal(kind, value):
             return ('quantity', _quantity.parse_quantity(value))
         if kind == 'duration_map':
             return parse_duration(value)
-    except ValueError:
+        if kind == 'reserved_memory':
+            return _reserved_memory_entries(value)
+    except (ValueError, TypeError, AttributeError):
         return ('unparsed', value)
     return value
 
 
+def _reserved_memory_entries(value):
+    """reservedMemory as a set of (NUMA node, resource, exact quantity): the kubelet reads neither order nor the
+    quantity's spelling."""
+    if not isinstance(value, list):
+        raise TypeError('reservedMemory is a list')
+    return frozenset((entry.get('numaNode', 0), resource, _quantity.parse_quantity(str(text)))
+                     for entry in value for resource, text in (entry.get('limits') or {}).items())
+
+
 def values_equal(kind, old, new):
+    if kind == 'reserved_memory':
+        return _normal(kind, old) == _normal(kind, new)
     if kind in ('quantity_map', 'threshold_map', 'duration_map'):
         if not isinstance(old, dict) or not isinstance(new, dict) or set(old) != set(new):
             return old == new

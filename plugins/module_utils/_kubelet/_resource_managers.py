@@ -31,8 +31,9 @@ Read from kubernetes/kubernetes (read only, nothing copied):
   of kubeReserved and systemReserved (systemReserved.cpu = its size, kubeReserved.cpu dropped): a CPU change to those
   maps does nothing there.
 
-``all_problems`` lists what would stop the kubelet; ``check`` raises the first (for _config_rules.validate). ``proposal``
-says what to write for a reservation: reservedMemory per NUMA node (split below) and whole CPUs.
+``all_problems`` lists what would stop the kubelet; ``check`` raises the first (for _config_rules.validate). The
+proposals say what to write for a reservation: reservedMemory per NUMA node (split below) and whole CPUs;
+``reserved_memory_to_write`` decides when the reservedMemory proposal is written with the reservation.
 """
 
 from __future__ import annotations
@@ -289,3 +290,31 @@ def propose_cpu(config, reserved_millicores, online_cpus=None):
             reason += ('; reservedSystemCPUs overrides kubeReserved/systemReserved cpu: set it to %d CPU id(s) (the '
                        'online CPUs are not known here)' % whole)
     return {'whole_cpus': whole, 'reserved_system_cpus': ids, 'reason': reason}
+
+
+def reserved_memory_to_write(before, after, capacity_memory_bytes=None, numa_memory_bytes=None, version=None):
+    """The reservedMemory to write with a reservation change, so that the static memory manager still starts.
+
+    ``before``: the effective config in force; ``after``: the config the write would leave without touching
+    reservedMemory. Returns {'reserved_memory': [...] or None, 'split': str or None, 'problems_before': [str]}.
+    Written only where the manager is Static and ``after`` no longer sums while ``before`` does: a reservedMemory that
+    still sums is left as it is (no needless restart), and one that did not sum before the change is the operator's
+    to set right (hugepages entries among them: the kubelet refuses any, see the module docstring), so nothing is
+    proposed over it. Nor where the proposal itself would not start the kubelet (a percentage threshold without
+    the capacity, a NUMA node the machine lacks): the caller refuses then, as for any config that does not sum.
+    """
+    found = {'reserved_memory': None, 'split': None, 'problems_before': []}
+    if after.get('memoryManagerPolicy') != STATIC_MEMORY_POLICY:
+        return found
+    numa_nodes = sorted(numa_memory_bytes) if numa_memory_bytes else None
+    if not memory_manager_problems(after, capacity_memory_bytes, numa_nodes, version):
+        return found
+    found['problems_before'] = memory_manager_problems(before, capacity_memory_bytes, numa_nodes, version)
+    if found['problems_before']:
+        return found
+    proposal = propose_reserved_memory(after, capacity_memory_bytes, numa_memory_bytes, version)
+    found['split'] = proposal['split']
+    if proposal['reserved_memory'] is not None and not memory_manager_problems(
+            dict(after, reservedMemory=proposal['reserved_memory']), capacity_memory_bytes, numa_nodes, version):
+        found['reserved_memory'] = proposal['reserved_memory']
+    return found

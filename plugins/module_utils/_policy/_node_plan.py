@@ -22,7 +22,8 @@ here; ``_gather`` reads the files the plan needs (``kubelet.reservation_files``)
      'time_budget_seconds': {'apply': int, 'restore': int},   # the on-node step's async
      'report': {'target': str|None, 'config_diff': [str]},
      'resource_managers': {...},   # the static CPU/memory managers and the change (_resource_managers; see below)
-     'summary': [str]}              # what the role prints: the action and where, then the decision's reasons
+     'summary': [str]}              # what the role prints: the action and where, the decision's reasons, then
+                                    # what the static CPU and memory managers make of the change
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _resource_managers
 
 RESERVATION_OPTIONS = ('kube_reserved', 'system_reserved')
+# What the step may write: the reservations, and reservedMemory where the static memory manager needs it to start.
+WRITTEN_OPTIONS = RESERVATION_OPTIONS + ('reserved_memory',)
 
 
 def _option(options, name):
@@ -196,25 +199,55 @@ def _numa(facts):
     return nodes or None, numa.get('online_cpus')
 
 
-def resource_managers(facts, apply):
-    """The static CPU and memory managers against the config the step would write (the effective config with the
-    apply options' kubeReserved/systemReserved merged as the step merges them): what the kubelet would refuse, the
-    reservedMemory per NUMA node that sums, the whole CPUs. ``problems`` is empty where no static manager is on."""
-    config = ((facts.get('basis') or {}).get('measurement') or {}).get('kubelet_config') or {}
+def _measured_config(facts):
+    return ((facts.get('basis') or {}).get('measurement') or {}).get('kubelet_config') or {}
+
+
+def _written_config(facts, apply):
+    """The effective config once the step has written ``apply`` (its maps merged, its reservedMemory replacing the
+    list: the step's merge, _config_edit.apply_changes)."""
+    requested = {option: apply.get(option) for option in WRITTEN_OPTIONS if apply.get(option) is not None}
+    return _config_edit.apply_changes(_measured_config(facts), requested)[0]
+
+
+def reserved_memory_to_write(facts, apply):
+    """_resource_managers.reserved_memory_to_write for the reservation in ``apply``: the reservedMemory the step
+    writes with it where the static memory manager would otherwise refuse it ({'reserved_memory': None, ...} where
+    none is written)."""
     version = (facts.get('kubelet') or {}).get('version')
     capacity = (facts.get('memory') or {}).get('mem_total_bytes')
-    requested = {option: apply.get(option) for option in RESERVATION_OPTIONS if apply.get(option) is not None}
-    after, _changed = _config_edit.apply_changes(config, requested)
+    numa_memory = _numa(facts)[0]
+    try:
+        return _resource_managers.reserved_memory_to_write(
+            _measured_config(facts), _written_config(facts, dict(apply, reserved_memory=None)), capacity, numa_memory,
+            version)
+    except ValueError:  # a quantity that does not parse: resource_managers and invalid_fields_refusal name it
+        return {'reserved_memory': None, 'split': None, 'problems_before': []}
+
+
+def resource_managers(facts, apply):
+    """The static CPU and memory managers against the config the step would write (the effective config with the
+    apply options merged as the step merges them, reservedMemory included where the plan writes it): what the
+    kubelet would refuse, the reservedMemory per NUMA node that sums, the whole CPUs. ``problems`` is empty where no
+    static manager is on. ``reserved_memory_written``: what the step writes (None: reservedMemory is left as it is);
+    ``memory_problems_before``: what the static memory manager refuses in the config in force, where the change
+    needs a reservedMemory (none is then written over the operator's)."""
+    version = (facts.get('kubelet') or {}).get('version')
+    capacity = (facts.get('memory') or {}).get('mem_total_bytes')
+    after = _written_config(facts, apply)
     numa_memory, online_cpus = _numa(facts)
     found = {'memory_manager': after.get('memoryManagerPolicy') == _resource_managers.STATIC_MEMORY_POLICY,
              'cpu_manager': after.get('cpuManagerPolicy') == _resource_managers.STATIC_CPU_POLICY,
-             'memory_problems': [], 'cpu_problems': [], 'reserved_memory': None, 'split': None, 'cpu': None}
+             'memory_problems': [], 'cpu_problems': [], 'reserved_memory': None, 'split': None, 'cpu': None,
+             'reserved_memory_written': apply.get('reserved_memory'), 'memory_problems_before': []}
     try:
         found['memory_problems'] = _resource_managers.memory_manager_problems(
             after, capacity, sorted(numa_memory) if numa_memory else None, version)
         found['cpu_problems'] = _resource_managers.cpu_manager_problems(after, online_cpus)
         if found['memory_manager']:
             found.update(_resource_managers.propose_reserved_memory(after, capacity, numa_memory, version))
+        if found['memory_problems']:
+            found['memory_problems_before'] = reserved_memory_to_write(facts, apply)['problems_before']
         if found['cpu_manager']:
             millicores = _resource_managers.reserved_cpus(after)[2]
             found['cpu'] = _resource_managers.propose_cpu(after, millicores, online_cpus)
@@ -225,18 +258,41 @@ def resource_managers(facts, apply):
 
 def resource_manager_refusals(facts, _options, decided):
     """The config the step would write stops the static memory or CPU manager (_resource_managers): nothing is
-    written. A memory refusal names the reservedMemory that would sum with the change."""
+    written. The step writes the reservedMemory that sums with the change itself (apply_options); what is left is
+    a reservedMemory in force that did not sum before the change either (hugepages among it), or a change no
+    reservedMemory can be proposed for. A memory refusal says which, and names the reservedMemory that would sum."""
     if not _writing(decided):
         return []
     found = resource_managers(facts, decided.get('apply') or {})
     fix = ''
+    if found['memory_problems_before']:
+        fix += ('; the reservedMemory in force does not sum even before this change (%s), so none is written over '
+                'it: set it right first' % '; '.join(found['memory_problems_before']))
     if found['reserved_memory']:
-        fix = '; with this change set reservedMemory to %s (%s)' % (
+        fix += '; with this change set reservedMemory to %s (%s)' % (
             _reserved_memory_text(found['reserved_memory']), found['split'])
+    elif found['split']:
+        fix += '; no reservedMemory can be proposed: %s' % found['split']
     return (['the config this change would write stops the kubelet: %s%s' % (problem, fix)
              for problem in found['memory_problems']]
             + ['the config this change would write stops the kubelet: %s' % problem
                for problem in found['cpu_problems']])
+
+
+def resource_manager_lines(found):
+    """What the role prints about the static managers: the reservedMemory written with the change, and the whole CPUs
+    the static CPU manager makes of the reservation (propose_cpu), so the proposal is read where the change is."""
+    out = []
+    if found.get('reserved_memory_written'):
+        out.append('the static memory manager: reservedMemory is written with the reservation, %s (%s), so that it '
+                   'sums to kubeReserved + systemReserved + the hard memory.available threshold'
+                   % (_reserved_memory_text(found['reserved_memory_written']), found.get('split')))
+    if found.get('cpu'):
+        cpu = found['cpu']
+        out.append('the static CPU manager: reserve %d whole CPU(s)%s: %s' % (
+            cpu['whole_cpus'], (' (reservedSystemCPUs: %s)' % cpu['reserved_system_cpus'])
+            if cpu.get('reserved_system_cpus') else '', cpu['reason']))
+    return out
 
 
 def _reserved_memory_text(entries):
@@ -284,6 +340,11 @@ def apply_options(facts, options, where, add_config_dir):
         step['extra_args_file'] = _kubelet(facts)[1].get('kubeadm_extra_args_file')
     step['measured_reserved'] = {'kube_reserved': current.get('kube_reserved') or {},
                                  'system_reserved': current.get('system_reserved') or {}}
+    # The static memory manager's reservedMemory, in the same write, where the new reservation would not sum with the
+    # one in force (_resource_managers.reserved_memory_to_write); absent otherwise, so it is left as it is.
+    written = reserved_memory_to_write(facts, step)['reserved_memory']
+    if written:
+        step['reserved_memory'] = written
     return step
 
 
@@ -377,7 +438,8 @@ def time_budget(options):
 
 
 def _reservation_fields(fields):
-    return {f: dict(v) for f, v in (fields or {}).items() if f in ('kubeReserved', 'systemReserved') and v}
+    return {f: (list(v) if isinstance(v, list) else dict(v)) for f, v in (fields or {}).items()
+            if f in ('kubeReserved', 'systemReserved', 'reservedMemory') and v}
 
 
 def path_of_drop_in(where):
@@ -396,12 +458,16 @@ def fields_diff(current, requested, path):
 
     ``current`` holds ``kube_reserved``/``system_reserved`` as they are, ``requested`` as the step is given them. The
     after side is ``_config_edit.apply_changes``, the merge the step makes (map keys merged one by one, an
-    equal quantity keeps its text). Empty when nothing would change.
+    equal quantity keeps its text). Where ``requested`` holds a ``reserved_memory``, reservedMemory too (``current``'s
+    ``reserved_memory`` as it is). Empty when nothing would change.
     """
-    before = _reservation_fields({'kubeReserved': (current or {}).get('kube_reserved'),
-                                  'systemReserved': (current or {}).get('system_reserved')})
-    after, changed = _config_edit.apply_changes(
-        before, {option: requested[option] for option in RESERVATION_OPTIONS if requested.get(option) is not None})
+    current, written = current or {}, {option: requested[option] for option in WRITTEN_OPTIONS
+                                       if requested.get(option) is not None}
+    before = _reservation_fields({'kubeReserved': current.get('kube_reserved'),
+                                  'systemReserved': current.get('system_reserved'),
+                                  'reservedMemory': current.get('reserved_memory') if 'reserved_memory' in written
+                                  else None})
+    after, changed = _config_edit.apply_changes(before, written)
     return _diff(before, after, path, 'yaml') if changed else []
 
 
@@ -413,13 +479,14 @@ def config_diff(facts, where, apply):
     the effective config changes, as the step writes only then. Lines are empty when nothing would change.
     """
     files = (facts.get('kubelet') or {}).get('reservation_files') or {}
-    requested = {option: apply.get(option) for option in RESERVATION_OPTIONS if apply.get(option) is not None}
-    current = facts.get('current') or {}
+    requested = {option: apply.get(option) for option in WRITTEN_OPTIONS if apply.get(option) is not None}
+    current = dict(facts.get('current') or {}, reserved_memory=_measured_config(facts).get('reservedMemory'))
     if not where['drop_in_dir']:
         known = files.get(where['path'])
         if known is not None:  # the main file's own fields: the step edits that file, not the merged config
             current = {'kube_reserved': known['fields'].get('kubeReserved'),
-                       'system_reserved': known['fields'].get('systemReserved')}
+                       'system_reserved': known['fields'].get('systemReserved'),
+                       'reserved_memory': known['fields'].get('reservedMemory')}
         return where['path'], fields_diff(current, requested, where['path'])
     path = path_of_drop_in(where)
     if not fields_diff(current, requested, path):  # ours sorts last: the effective config would not change
@@ -441,10 +508,10 @@ def report(facts, where, apply, rolls):
     return {'target': path, 'config_diff': lines}
 
 
-def summary(facts, action, where):
+def summary(facts, action, where, managers=None):
     drop_in = (', drop-in dir ' + where['drop_in_dir']) if where['drop_in_dir'] else ''
     line = '%s (unit %s, config %s%s)' % (action, where['unit'], where['path'], drop_in)
-    return [line] + list(_decision(facts).get('reasons') or [])
+    return [line] + list(_decision(facts).get('reasons') or []) + resource_manager_lines(managers or {})
 
 
 def plan(facts, options, sources=REFUSAL_SOURCES):
@@ -455,6 +522,7 @@ def plan(facts, options, sources=REFUSAL_SOURCES):
     rolls = action != 'keep' or add_config_dir
     apply = apply_options(facts, options, where, add_config_dir)
     decided = {'action': action, 'add_config_dir': add_config_dir, 'apply': apply}
+    managers = resource_managers(facts, apply)
     return {
         'refusals': refusals(facts, options, decided, sources),
         'action': action,
@@ -467,6 +535,6 @@ def plan(facts, options, sources=REFUSAL_SOURCES):
         'status': status(facts, options),
         'time_budget_seconds': time_budget(options),
         'report': report(facts, where, apply, rolls),
-        'resource_managers': resource_managers(facts, apply),
-        'summary': summary(facts, action, where),
+        'resource_managers': managers,
+        'summary': summary(facts, action, where, managers),
     }

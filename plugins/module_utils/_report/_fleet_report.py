@@ -26,7 +26,9 @@ categories and added ``memory_risk``. Version 4 (issue 46) added the verdict (``
 ``decision_by_resource`` and ``flags`` (a recommendation above every vendor formula or above 25 % of the node,
 ``_memory_risk.reservation_flags``), each class's ``flags`` and ``flagged_nodes``; a young node's ``risk`` is read
 against the headroom its class's warm nodes keep (``memory_risk['headroom_source']``), no longer the cold-start
-maximum; a node that was not measured carries ``template_class`` where the inventory names its class.
+maximum; a node that was not measured carries ``template_class`` where the inventory names its class. Issue 47 added
+each measured node's ``resource_managers``: sentences on the static memory manager's reservedMemory apply writes with
+the change and the whole CPUs the static CPU manager makes of the reservation (empty where neither is static).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cpu_guarantee
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _headroom, _node_plan
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import (
-    _fleet_classes, _fleet_summary, _html_page, _memory_risk, _node_templates, _report_changes, _verdict)
+    _fleet_classes, _fleet_summary, _html_page, _memory_risk, _node_templates, _other_resources, _report_changes,
+    _verdict)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _printed  # the job output
 
 SCHEMA_VERSION = 4
@@ -159,6 +162,10 @@ def _node(host, result, inventory_class=None):
         'capacity_memory_bytes': capacity_memory_bytes,
         # No kubelet, or one run by flags alone: apply refuses, so there is no diff to show.
         'config_diff': planned['report']['config_diff'] if kubelet_config else [],
+        # What the static CPU and memory managers make of the change (_node_plan.resource_manager_lines): the
+        # reservedMemory apply writes with it, the whole CPUs to reserve. Sentences; empty where neither is static.
+        'resource_managers': [] if no_kubelet else _node_plan.resource_manager_lines(
+            planned.get('resource_managers') or {}),
         # Why apply would write nothing (the plan's refusals, _node_plan.REFUSAL_SOURCES): the verdict's "fix".
         'refusals': list(planned.get('refusals') or []),
         # What to look at before writing it: above every vendor formula, or above a share of the node (_memory_risk).
@@ -172,6 +179,8 @@ def _node(host, result, inventory_class=None):
             'system_reserved': recommendation['system_reserved'],
         },
         'allocatable': recommendation['allocatable'],
+        # ephemeral-storage and pid beside memory and CPU: used outside the pods, reserved, allocatable, written or not.
+        'other_resources': _other_resources.summarise(recommendation),
         'allocatable_memory_bytes': _bytes(recommendation['allocatable']['memory']),
         'allocatable_millicores': _millicores(recommendation['allocatable']['cpu']),
         'eviction_hard_memory_bytes': recommendation.get('eviction_hard_memory_bytes'),
@@ -625,6 +634,11 @@ def render_text_lines(report):
             out.append('  ' + NO_KUBELET)
         table = [('', 'memory', 'cpu', 'what it is')] + rows(node)
         out.extend('  ' + line for line in units.aligned(table))
+        other = _other_resources.rows(node)
+        if other:
+            out.extend('  ' + line for line in units.aligned([_other_resources.HEADER] + other,
+                                                             right=_other_resources.FIGURE_COLUMNS))
+            out.extend('  %s' % line for line in _other_resources.warnings(node))
         if node['status'] == 'no_kubelet':
             out.append('  decision: none, ' + NO_KUBELET)
         else:
@@ -673,6 +687,13 @@ def render_markdown(report):
         out.extend(units.markdown_table(('', 'memory', 'cpu', 'what it is'),
                                         [tuple(md(cell) for cell in row) for row in rows(node)]))
         out.append('')
+        other = _other_resources.rows(node)
+        if other:
+            out.extend(units.markdown_table(_other_resources.HEADER, [tuple(md(cell) for cell in row) for row in other],
+                                            right=_other_resources.FIGURE_COLUMNS))
+            out.append('')
+            out.extend(['- %s' % md(line, starts_block=True) for line in _other_resources.warnings(node)]
+                       + ([''] if _other_resources.warnings(node) else []))
         if node['status'] == 'ok':
             action, _sep, reasons = decision_line(node).partition(': ')
             out.append('**Decision: %s.** %s' % (md(action), md(reasons)))

@@ -27,7 +27,7 @@ import zlib
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _units as units
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _requests_fit
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _memory_risk
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _memory_risk, _other_resources
 
 MIB, GIB = units.MIB, units.GIB
 BAR_WIDTH, BAR_HEIGHT, BAR_STEP, LABEL_WIDTH, VALUE_WIDTH = 380, 14, 20, 200, 190
@@ -450,6 +450,13 @@ def _detail(index, node, rows, decision_line, explanation):
         # </td> and </tr> are optional in HTML; leaving them out keeps 500 nodes' tables a fifth smaller.
         out.append('<tr><td>%s<td>%s<td>%s<td class="w">%s' % (_t(label), _t(memory), _t(cpu), _t(meaning)))
     out.append('</table>')
+    other = _other_resources.rows(node)
+    if other:
+        # ephemeral-storage and pid beside memory and CPU (_other_resources).
+        out.append('<table class="other"><tr>%s' % ''.join('<th>%s' % _t(title) for title in _other_resources.HEADER))
+        out.extend('<tr>%s' % ''.join('<td>%s' % _t(cell) for cell in row) for row in other)
+        out.append('</table>')
+        out.extend('<p class="muted">%s</p>' % _t(line) for line in _other_resources.warnings(node))
     if _requests_fit.describe(node.get('requests_fit')):
         out.append('<p>Requests fit: %s.</p>' % _t(_requests_fit.describe(node.get('requests_fit'))))
     if node['not_found']:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import textwrap
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _units as units
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _other_resources
 
 WIDTH = 72  # with the "    - '...'" ansible.builtin.debug puts around each line: 80 columns
 ACTION_WORDS = {'apply': 'APPLY NOW', 'observe': 'OBSERVE', 'keep': 'KEEP AS IT IS', 'fix': 'FIX FIRST'}
@@ -196,7 +197,14 @@ def node_screen(node):
     out = _node_verdict_lines(node)
     if 'measured' not in node:
         return out
-    return out + _measured_lines(node) + _recommended_lines(node) + _change_lines(node)
+    managers = []
+    for sentence in node.get('resource_managers') or []:  # the static CPU/memory managers (_node_plan)
+        managers += _wrapped(sentence[:1].upper() + sentence[1:] + '.', '  ')
+    others = []
+    for resource, used, now, recommended, allocatable, written in _other_resources.rows(node):
+        others += _wrapped('%s: %s used outside the pods, %s reserved now, %s recommended, allocatable %s; written: %s.'
+                           % (_other_resources.SPOKEN[resource], used, now, recommended, allocatable, written), '  ')
+    return out + _measured_lines(node) + _recommended_lines(node) + others + _change_lines(node) + managers
 
 
 def lines(report):

@@ -104,3 +104,11 @@ def test_document_start_marker_is_kept():
     new, changed = edit.apply_changes(config, {'kube_reserved': {'cpu': '200m'}})
     text, minimal = edit.render(original, 'yaml', new, changed)
     assert minimal and text.startswith('---\n') and yaml.safe_load(text) == new
+
+
+def test_a_reserved_memory_equal_in_value_and_in_another_order_changes_nothing():
+    old = {'reservedMemory': [{'numaNode': 0, 'limits': {'memory': '1Gi'}}, {'numaNode': 1, 'limits': {'memory': '1Gi'}}]}
+    same = [{'numaNode': 1, 'limits': {'memory': '1024Mi'}}, {'numaNode': 0, 'limits': {'memory': '1073741824'}}]
+    assert edit.apply_changes(old, {'reserved_memory': same}) == (old, [])
+    moved = [{'numaNode': 0, 'limits': {'memory': '1Gi'}}, {'numaNode': 1, 'limits': {'memory': '2Gi'}}]
+    assert edit.apply_changes(old, {'reserved_memory': moved}) == ({'reservedMemory': moved}, ['reservedMemory'])

@@ -81,3 +81,15 @@ def test_without_verdicts_a_report_still_leads_with_the_decision():
     node.pop('verdict', None)
     printed = _printed.lines({'nodes': [node]})
     assert printed[0].startswith('tight: INCREASE - memory: reserved now 1.00 GiB')
+
+
+def test_the_static_cpu_managers_whole_cpus_are_printed_for_the_node():
+    facts = result(2 * GI, current_memory='1Gi', kubelet_pid=1)
+    facts['current']['system_reserved'] = {'cpu': '700m'}
+    facts['basis'] = {'measurement': {'kubelet_config': {'cpuManagerPolicy': 'static', 'systemReserved': {'cpu': '700m'},
+                                                         'kubeReserved': {'memory': '1Gi'}}}}
+    report = _one('node1.example.net', facts)
+    assert report['nodes'][0]['resource_managers'][0].startswith('the static CPU manager: reserve ')
+    printed = ' '.join(' '.join(line.split()) for line in _fleet_report.renderings(report)['text_lines'])
+    assert 'The static CPU manager: reserve ' in printed and 'whole CPU(s)' in printed
+    assert 'strict-cpu-reservation' in printed
