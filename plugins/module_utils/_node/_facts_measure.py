@@ -15,7 +15,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import N
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _quantity, _version_rules
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import (
     _cgroup, _containerd_config, _cpu_guarantee, _disk_use, _kubelet_ownership, _kubelet_process, _kubelet_settings, _kubelet_version,
-    _memory_protection, _numa, _overcommit, _pipeline, _probe, _procfs, _swap)
+    _memory_protection, _numa, _overcommit, _pipeline, _probe, _procfs, _swap, _task_count)
 
 
 def _numa_layout(not_found, sys_root):
@@ -115,5 +115,7 @@ def measure(options, proc_root='/proc', sleep=time.sleep, sys_root='/sys'):
         'numa': _numa_layout(not_found, sys_root),
         # The kubelet's filesystem, its use outside the pods and the image filesystem (_disk_use).
         'ephemeral_storage': ephemeral_storage(kubelet, not_found),
+        # The tasks outside the pods and the kernel's PID limits, this module's own threads left out (_task_count).
+        'pids': _task_count.measure(layout, kubepods, proc_root, own_pids=(os.getpid(),)),
         'not_found': not_found,
     }

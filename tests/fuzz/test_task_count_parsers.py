@@ -1,4 +1,4 @@
-"""The PID readers (_node/_pids): any text in /proc/loadavg, pid_max, threads-max or pids.current gives a count in the
+"""The PID readers (_node/_task_count): any text in /proc/loadavg, pid_max, threads-max or pids.current gives a count in the
 kernel's range or the collection's error, fast; a count given is the file's own number."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from hypothesis import example, given, strategies as st
 
 from ansible_collections.nodealloc.kubelet.tests.fuzz.cpu_deadline import cpu_deadline
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _pids
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _task_count
 
 PIECES = ['0', '1', '7', '135', '32768', '4194304', '1073741823', '1073741824', '99999999999999999999', '-1', '+1',
           '/', ' ', '  ', '\t', '\n', '\r', '\x85', '\u2028', '\u0661', '\uff11', '0.68', '1.53', 'max', '3/135',
@@ -23,10 +23,10 @@ loadavg_shaped = st.tuples(st.sampled_from(['0.68 1.53 4.24 ', '0 0 0 ', '1 2 ']
 @cpu_deadline
 def test_loadavg_tasks_are_a_count_or_the_collections_error(text):
     try:
-        total = _pids.parse_loadavg_tasks(text)
+        total = _task_count.parse_loadavg_tasks(text)
     except NodeallocError:
         return
-    assert isinstance(total, int) and 1 <= total <= _pids.MAX_TASKS
+    assert isinstance(total, int) and 1 <= total <= _task_count.MAX_TASKS
     assert ('/%d ' % total) in text
 
 
@@ -36,8 +36,8 @@ def test_loadavg_tasks_are_a_count_or_the_collections_error(text):
 @cpu_deadline
 def test_a_count_file_is_its_number_or_the_collections_error(text):
     try:
-        value = _pids.parse_count(text, 'pid_max')
+        value = _task_count.parse_count(text, 'pid_max')
     except NodeallocError:
         return
-    assert isinstance(value, int) and 0 <= value <= _pids.MAX_TASKS
+    assert isinstance(value, int) and 0 <= value <= _task_count.MAX_TASKS
     assert text.rstrip('\n') == str(value).zfill(len(text.rstrip('\n')))

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import ParseError
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import MeasurementError, ParseError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _procfs
 
 # include/linux/threads.h PID_MAX_LIMIT on 64-bit (4 Mi) bounds pid_max; threads-max is bounded by FUTEX_TID_MASK
@@ -105,7 +105,8 @@ def count_tasks_in(kubepods, controller, proc_root='/proc'):
 
 
 def pod_tasks(layout, kubepods, proc_root, problems):
-    """(tasks in kubepods, how they were counted); (0, None) without a kubepods group."""
+    """(tasks in kubepods, how they were counted); (0, None) without a kubepods group, (None, None) where they could
+    not be counted (said in ``problems``)."""
     if not kubepods:
         return 0, None
     path = _procfs.joined(pids_controller_dir(layout, kubepods), PIDS_CURRENT)
@@ -116,7 +117,11 @@ def pod_tasks(layout, kubepods, proc_root, problems):
     except (OSError, UnicodeDecodeError, ParseError) as exc:
         problems.append('%s not read (%s): the pods\' tasks are counted by process' % (path, exc))
     controller = 'pids' if layout.version == 'v1' else ''
-    return count_tasks_in(kubepods, controller, proc_root), '/proc/<pid>/task of the processes in /%s' % kubepods
+    try:
+        return count_tasks_in(kubepods, controller, proc_root), '/proc/<pid>/task of the processes in /%s' % kubepods
+    except MeasurementError as exc:
+        problems.append('the pods\' tasks not counted: %s' % exc)
+        return None, None
 
 
 def own_tasks(own_pids, layout, kubepods, proc_root='/proc'):
@@ -149,7 +154,7 @@ def measure(layout, kubepods, proc_root='/proc', own_pids=()):
     return {
         'pid_max': pid_max, 'threads_max': threads_max, 'capacity': capacity,
         'tasks_total': total, 'kubepods_tasks': in_pods, 'kubepods_source': source, 'measuring_tool_tasks': own,
-        'non_pod_tasks': None if total is None else max(0, total - in_pods - own),
+        'non_pod_tasks': None if total is None or in_pods is None else max(0, total - in_pods - own),
         'available': None if capacity is None or total is None else capacity - total,
         'problems': problems,
     }
