@@ -116,6 +116,18 @@ options:
     type: bool
     default: false
     version_added: 0.1.0
+  reserve_pids:
+    description:
+      - V(true) writes the recommended C(pid) (the peak of the node's tasks outside the pods over its history x 1.5,
+        rounded up to a hundred, at least 1000) into the reservation, in the map that holds it today, else
+        C(systemReserved); a change of it alone restarts the kubelet like any other. A reservation that with the hard
+        C(pid.available) threshold would take every PID of the node is refused before any write.
+      - V(false) (the default) recommends and reports it beside the kubepods C(pids.max) it would give, and writes
+        today's maps back as they are, so that an upgrade of the collection restarts no kubelet for a resource nobody
+        asked to reserve.
+    type: bool
+    default: false
+    version_added: 0.1.0
   min_reserved:
     description: The least memory kubeReserved + systemReserved may add up to, as a quantity.
     type: str

@@ -11,7 +11,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import 
     _defaults, _duration, _vendor_formulas, _version_rules)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _facts_measure, _memory_protection
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import (
-    _cpu_enforcement, _decision, _ephemeral_storage, _headroom, _node_plan, _recommend, _requests_fit)
+    _cpu_enforcement, _decision, _ephemeral_storage, _headroom, _node_plan, _pids, _recommend, _requests_fit)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _history_stats, _prometheus_history
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
@@ -28,7 +28,8 @@ def with_defaults(options):
 def reading_from(measurement, source, now):
     """The one history sample a measurement makes (_history_store.reading, what the sampler records too)."""
     return _history_store.reading(measurement['memory'], measurement['cpu']['non_pod_millicores'], source, now,
-                                  pods=measurement.get('pods'))
+                                  pods=measurement.get('pods'),
+                                  non_pod_pids=(measurement.get('pids') or {}).get('non_pod_tasks'))
 
 
 def record(options, reading):
@@ -241,6 +242,14 @@ def recommend(options, measurement, history):
     recommendation['explanation'].extend(ephemeral['explanation'])
     if options['reserve_ephemeral_storage'] and ephemeral['recommended_bytes'] is not None:
         _ephemeral_storage.carry_into(recommendation, ephemeral)
+    # PIDs likewise, written only with reserve_pids (_policy/_pids says why).
+    pids = _pids.recommend(measurement.get('pids'), history.get('pids'), current,
+                           _defaults.EVICTION_HARD if eviction_hard is None else eviction_hard,
+                           measurement.get('kubelet_config'), max_pods, options['reserve_pids'])
+    recommendation['pids'] = pids
+    recommendation['explanation'].extend(pids['explanation'])
+    if options['reserve_pids'] and pids['recommended'] is not None:
+        _pids.carry_into(recommendation, pids)
     decision = _decision.decide(current, recommendation, options, history['basis'])
     return formulas, recommendation, decision
 
@@ -300,6 +309,8 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
         # Asked to record and could not: the module turns this into an Ansible warning, so a run that meant to build
         # the history does not pass as ok with the reading silently lost.
         history['not_recorded'] = problems[0] if problems and not history['recorded'] else None
+        # The node's own lines that carry its tasks outside the pods (whichever history memory rests on): _policy/_pids.
+        history['pids'] = _pids.history_peak(samples)
         samples = choose_history(options, history, samples, reading, measurement['memory']['mem_total_bytes'])
         history_basis(options, history, samples, reading, now, history['source'])
         template = class_template(options, measurement, history, reading, now)

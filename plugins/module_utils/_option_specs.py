@@ -99,6 +99,9 @@ OPTIONS = {
     # Issue 47 item 2: off by default, so an upgrade restarts no kubelet for a resource nobody asked to reserve.
     'reserve_ephemeral_storage': _option('bool', False, 'write the recommended ephemeral-storage into the reservation '
                                          '(false: recommend and show it, write today\'s maps back as they are)'),
+    # Issue 47 item 1: off by default for the same reason.
+    'reserve_pids': _option('bool', False, 'write the recommended pid into the reservation (false: recommend and '
+                            'show it, write today\'s maps back as they are)'),
     'min_reserved': _option('str', '256Mi', 'least memory reserved in all', 'quantity', rule='quantity'),
     'max_reserved_fraction': _option('float', 0.5, 'most of the memory the reservations may take', 'fraction',
                                      rule=('range', 0, False, 1, False)),

@@ -447,6 +447,21 @@ recommendation:
           and C(millicores) 500 (OpenShift's fixed control-plane reservation), C(raised) (what it raised - V(memory),
           V(cpu)), C(why) (the static pods found). Null on another node and with a vendor O(policy). O(max_reserved_fraction)
           still caps it; the explanation says it applied.
+    pids:
+      description:
+        - C(pid) to reserve, from RV(pids) - C(recommended) = max(C(floor) 1000, C(peak_non_pod_tasks) x
+          C(headroom_factor) 1.5) rounded up to a hundred, as C(quantity); C(peak_non_pod_tasks) the largest of this
+          reading's C(non_pod_tasks) and the C(non_pod_pids) of C(history_lines) history lines; C(kube_reserved) and
+          C(system_reserved) the value each map would hold (null - not set).
+        - C(allocatable_now) and C(allocatable_recommended) - the kubelet's PID arithmetic with today's maps and with
+          the recommendation (C(capacity), C(kube_reserved), C(system_reserved), C(eviction_hard_pid_available),
+          C(absolute), C(kubepods_pids_max), C(enforces_pods), C(reservation_exceeds_capacity)); pid is no part of
+          the Node's allocatable.
+        - C(pod_pids_limit) and C(max_pods) as the kubelet runs with them; C(overcommit) whether podPidsLimit x maxPods
+          + the reservation is above the capacity (null - the pods have no limit each), with C(warnings) saying so;
+          C(refusal) set when the written reservation with the hard C(pid.available) threshold would take every PID.
+        - C(written) - whether the maps to write carry it (O(reserve_pids)); C(recommended) null and C(reason) set when
+          the node's tasks were not measured.
       type: dict
       version_added: 0.1.0
     explanation:
@@ -471,7 +486,8 @@ decision:
       description:
         - C(kubeReserved) to write. It takes the recommended value only for a resource whose own action is not V(keep);
           a resource that keeps is written as it is now, so one resource's increase never carries an early decrease
-          of the other. Other resources in today's map (C(ephemeral-storage), C(pid)) are kept.
+          of the other. Other resources in today's map (C(ephemeral-storage), C(pid)) are kept, unless
+          O(reserve_ephemeral_storage) or O(reserve_pids) carries them (RV(decision.ephemeral_storage), RV(decision.pids)).
       type: dict
     system_reserved:
       description: C(systemReserved) to write, like RV(decision.kube_reserved).
@@ -485,6 +501,12 @@ decision:
         - The C(ephemeral-storage) decision on its own (C(action), C(now_bytes), C(recommended_bytes),
           C(threshold_bytes)) when O(reserve_ephemeral_storage) carries it into the maps; null otherwise (today's value
           is then written back as it is).
+      type: dict
+      version_added: 0.1.0
+    pids:
+      description:
+        - The C(pid) decision on its own (C(action), C(now), C(recommended), C(threshold), in tasks) when O(reserve_pids)
+          carries it into the maps; null otherwise (today's value is then written back as it is).
       type: dict
       version_added: 0.1.0
 pressure:
@@ -584,6 +606,18 @@ control_plane:
     path_from: the kubelet config's staticPodPath
     manifests: {etcd.yaml: [etcd], kube-apiserver.yaml: [kube-apiserver]}
     problems: []
+pids:
+  description:
+    - The node's tasks (processes and threads, each spends a PID) as the kubelet counts them
+      (C(pkg/kubelet/stats/pidlimit/pidlimit_linux.go)) - C(pid_max) and C(threads_max) (kernel.pid_max,
+      kernel.threads-max), C(capacity) the smaller (the kubelet's PID capacity), C(tasks_total) (the total of
+      C(/proc/loadavg)'s running/total), C(available) (capacity - tasks_total, what C(pid.available) is compared with).
+    - C(kubepods_tasks) the tasks in the kubepods cgroup (its C(pids.current), else the threads of its processes;
+      C(kubepods_source) says which), C(measuring_tool_tasks) this module's own threads, C(non_pod_tasks) = tasks_total -
+      kubepods_tasks - measuring_tool_tasks (null when not measured; recorded in the history as C(non_pod_pids)).
+      C(problems) - what was not read and why.
+  returned: always
+  type: dict
   version_added: 0.1.0
 pods:
   description:

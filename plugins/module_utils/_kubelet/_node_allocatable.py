@@ -150,6 +150,36 @@ def ephemeral_storage_for_config(config, capacity_bytes, imagefs_capacity_bytes=
                                      effective_eviction_hard(config, version), imagefs_capacity_bytes)
 
 
+def compute_pids(capacity, kube_reserved, system_reserved, eviction_hard, enforce_node_allocatable=ENFORCE_NODE_ALLOCATABLE):
+    """The kubelet's ``pid`` arithmetic, as integers (tasks).
+
+    ``pid`` is an internal resource: container_manager_linux.go puts ``pidlimit.Stats().MaxPID`` (``capacity``: the
+    smaller of kernel.pid_max and kernel.threads-max, _node/_task_count) in ``internalCapacity`` only, not in the
+    ``capacity`` the Node reports, so no ``status.allocatable`` pid exists and ``validateNodeAllocatable`` (a loop over
+    ``capacity``) never refuses a pid reservation. ``getNodeAllocatableInternalAbsolute`` (node_container_manager_linux.go
+    at 018b4651, ``getNodeAllocatableAbsoluteImpl``: capacity - systemReserved - kubeReserved, floored at zero) is the
+    kubepods group's ``pids.max`` (``getCgroupConfig``: ``PidsLimit = q.Value()``) where ``enforceNodeAllocatable``
+    holds ``pods``, else capacity. The hard ``pid.available`` threshold is not subtracted (``hardEvictionReservation``
+    knows only memory.available and nodefs.available): it evicts pods when capacity - every task on the node falls
+    below it (eviction/helpers.go ``makeSignalObservations``), a percentage taken of the capacity.
+    """
+    kube = reserved_amount(kube_reserved, 'pid', 0)
+    system = reserved_amount(system_reserved, 'pid', 0)
+    eviction = _eviction.hard_eviction_bytes(eviction_hard, 'pid.available', capacity)
+    enforce_pods = 'pods' in (enforce_node_allocatable or ())
+    absolute = max(0, capacity - kube - system)
+    return {
+        'capacity': capacity,
+        'kube_reserved': kube,
+        'system_reserved': system,
+        'eviction_hard_pid_available': eviction,
+        'absolute': absolute,
+        'kubepods_pids_max': absolute if enforce_pods else capacity,
+        'enforces_pods': enforce_pods,
+        'reservation_exceeds_capacity': kube + system > capacity,
+    }
+
+
 def as_quantities(result):
     """The allocatable part of ``compute`` as Kubernetes quantity strings."""
     return {

@@ -15,7 +15,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import N
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _quantity, _version_rules
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import (
     _cgroup, _containerd_config, _control_plane, _cpu_guarantee, _disk_use, _kubelet_ownership, _kubelet_process, _kubelet_settings, _kubelet_version,
-    _memory_protection, _numa, _overcommit, _pipeline, _probe, _procfs, _swap)
+    _memory_protection, _numa, _overcommit, _pipeline, _probe, _procfs, _swap, _task_count)
 
 
 def _numa_layout(not_found, sys_root):
@@ -117,5 +117,7 @@ def measure(options, proc_root='/proc', sleep=time.sleep, sys_root='/sys'):
         'ephemeral_storage': ephemeral_storage(kubelet, not_found),
         # Whether the static pods run the API server or etcd (_control_plane): its own class and floor.
         'control_plane': _control_plane.detect(kubelet['argv'], config if current is not None else None),
+        # The tasks outside the pods and the kernel's PID limits, this module's own threads left out (_task_count).
+        'pids': _task_count.measure(layout, kubepods, proc_root, own_pids=(os.getpid(),)),
         'not_found': not_found,
     }

@@ -133,6 +133,27 @@ def _ephemeral_storage_action(current, recommendation, options, basis):
             'reasons': reasons}
 
 
+# A pid change smaller than this many tasks restarts no kubelet (the recommendation moves in hundreds: _policy/_pids).
+CHANGE_THRESHOLD_MIN_PIDS = 100
+
+
+def _pids_action(current, recommendation, options, basis):
+    """pid's own action where the recommendation carries it (option ``reserve_pids``, _policy/_pids.carry_into), else
+    None: today's value is then written back as it is. Memory's rule in tasks: an increase beyond
+    CHANGE_THRESHOLD_MIN_PIDS acts, a decrease beyond the threshold waits for the stabilization window."""
+    maps = (recommendation['kube_reserved'], recommendation['system_reserved'])
+    if not any('pid' in (m or {}) for m in maps):
+        return None
+    now = _total((current.get('kube_reserved'), current.get('system_reserved')), 'pid', 0)
+    new = _total(maps, 'pid', 0)
+    threshold = max(now * options['change_threshold_percent'] / 100.0, CHANGE_THRESHOLD_MIN_PIDS)
+    action, _delta, reasons = _decide_resource('pid', now, new, threshold, CHANGE_THRESHOLD_MIN_PIDS, '', basis)
+    if action == 'decrease' and not options['allow_decrease']:
+        action = 'keep'
+        reasons.append('pid decrease not made: allow_decrease is false')
+    return {'action': action, 'now': now, 'recommended': new, 'threshold': int(threshold), 'reasons': reasons}
+
+
 def decide(current, recommendation, settings=None, basis=None):
     """Decide per resource and overall.
 
@@ -174,6 +195,10 @@ def decide(current, recommendation, settings=None, basis=None):
     if ephemeral is not None:
         actions['ephemeral-storage'] = ephemeral['action']
         cpu_reasons = cpu_reasons + ephemeral.pop('reasons')
+    pids = _pids_action(current, recommendation, options, basis)
+    if pids is not None:
+        actions['pid'] = pids['action']
+        cpu_reasons = cpu_reasons + pids.pop('reasons')
     if 'increase' in actions.values():
         action = 'increase'
     elif 'decrease' in actions.values():
@@ -185,7 +210,7 @@ def decide(current, recommendation, settings=None, basis=None):
     if action != 'keep' and kept:
         reasons.append('%s kept as reserved now; only %s changes'
                        % (' and '.join(kept), ' and '.join(n for n in sorted(actions) if n not in kept)))
-    return {'action': action, 'reasons': reasons, 'memory_delta_bytes': memory_delta, 'ephemeral_storage': ephemeral,
+    return {'action': action, 'reasons': reasons, 'memory_delta_bytes': memory_delta, 'ephemeral_storage': ephemeral, 'pids': pids,
             'cpu_delta_millicores': cpu_delta, 'settings': options,
             'memory': {'action': memory_action, 'now_bytes': now_memory, 'recommended_bytes': new_memory,
                        'threshold_bytes': int(memory_threshold)},

@@ -300,6 +300,13 @@ def _reserved_memory_text(entries):
                               for e in entries)
 
 
+def pids_refusal(facts, _options, decided):
+    """A pid reservation that with the hard pid.available threshold would take every PID (_policy/_pids): refused
+    where the maps to write carry it (``reserve_pids``), before any write."""
+    refusal = ((facts.get('recommendation') or {}).get('pids') or {}).get('refusal')
+    return [refusal] if _writing(decided) and refusal else []
+
+
 REFUSAL_SOURCES = (
     ownership_refusal,
     version_refusals,
@@ -309,6 +316,7 @@ REFUSAL_SOURCES = (
     requests_fit_refusal,
     invalid_fields_refusal,
     resource_manager_refusals,
+    pids_refusal,
 )
 
 

@@ -18,6 +18,9 @@
 * A line may carry ``pods``, the pod cgroups under kubepods at that reading (issue 45: the class model fits non-pod
   memory against it). Lines written before it have none and read as they did; where it is present it must be a whole
   number from 0 to MAX_PODS, else the line is refused like any other reading that cannot be true.
+* A line may carry ``non_pod_pids``, the node's tasks outside the pods at that reading (issue 47,
+  _node/_task_count): the pid reservation is sized on their peak (_policy/_pids). Older lines have none; where
+  present it must be a whole number from 0 to _task_count.MAX_TASKS.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import os
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _safe_open
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._overcommit import MAX_PODS
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._task_count import MAX_TASKS
 
 DEFAULT_MAX_SAMPLES = 20160  # two weeks of one sample a minute
 ROTATE_KEEP_FRACTION = 0.9
@@ -70,11 +74,13 @@ def _count_lines(fd):
         offset += len(chunk)
 
 
-def reading(memory, non_pod_millicores, source, now, pods=None):
+def reading(memory, non_pod_millicores, source, now, pods=None, non_pod_pids=None):
     """The one history line a measurement makes (_measure.memory's ``memory``), for the module and the sampler alike.
 
     ``pods``: the pod cgroups under kubepods at this reading (_overcommit.audit's count); None (no kubepods cgroup:
     nothing says how many pods run) leaves the key out, as in the lines written before it was recorded.
+    ``non_pod_pids``: the tasks outside the pods (_node/_task_count ``non_pod_tasks``); None (not measured) leaves it
+    out.
     """
     line = {
         't': round(now, 3),
@@ -87,6 +93,8 @@ def reading(memory, non_pod_millicores, source, now, pods=None):
     }
     if pods is not None:
         line['pods'] = pods
+    if non_pod_pids is not None:
+        line['non_pod_pids'] = non_pod_pids
     return line
 
 
@@ -137,7 +145,7 @@ def validate(sample, now, mem_total_bytes=None, capacity_millicores=None):
                 return '%s is %r' % (field, value)
             if value < 0:
                 return '%s is negative (%r)' % (field, value)
-    reason = pods_problem(sample)
+    reason = pods_problem(sample) or count_problem(sample, 'non_pod_pids', MAX_TASKS)
     if reason:
         return reason
     if sample['t'] > now + FUTURE_TOLERANCE_SECONDS:
@@ -164,6 +172,19 @@ def pods_problem(sample):
     if not 0 <= pods <= MAX_PODS:
         return 'pods %d is out of range (0 to %d)' % (pods, MAX_PODS) if abs(pods) < MAX_FIGURE else \
             'pods is out of range (%d bits)' % pods.bit_length()
+    return None
+
+
+def count_problem(sample, field, most):
+    """Why ``sample[field]`` cannot be a count from 0 to ``most``, or None (also when the line has none)."""
+    if field not in sample:
+        return None
+    value = sample[field]
+    if isinstance(value, bool) or not isinstance(value, int):
+        return '%s is not a whole number (%s)' % (field, 'null' if value is None else type(value).__name__)
+    if not 0 <= value <= most:
+        return '%s %d is out of range (0 to %d)' % (field, value, most) if abs(value) < MAX_FIGURE else \
+            '%s is out of range (%d bits)' % (field, value.bit_length())
     return None
 
 

@@ -31,7 +31,7 @@ import time
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _option_specs, _safe_open, _state_dir
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _duration
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import (
-    _cgroup, _cpu_guarantee, _kubelet_process, _measure, _overcommit, _pipeline, _probe, _procfs, _swap)
+    _cgroup, _cpu_guarantee, _kubelet_process, _measure, _overcommit, _pipeline, _probe, _procfs, _swap, _task_count)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _headroom
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store, _metrics
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
@@ -378,8 +378,10 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
 
     # The pod groups the audit lists are the reading's pods (issue 45): one listing for both, at this reading.
     audit = _overcommit.audit(layout, kubepods) if kubepods else None
+    # The tasks outside the pods (issue 47, _node/_task_count), the sampler's own threads left out.
+    pids = _task_count.measure(layout, kubepods, proc_root, own_pids=(os.getpid(),))
     reading = _history_store.reading(memory, cpu['non_pod_millicores'], 'sampler', now,
-                                     pods=audit['pods'] if audit else None)
+                                     pods=audit['pods'] if audit else None, non_pod_pids=pids['non_pod_tasks'])
     history_path = options['history_path']
     problems = ([state_problem_found] if state_problem_found else []) + update_history(
         history_path, state, reading, now, window_seconds, (meminfo['MemTotal'], capacity_millicores),
