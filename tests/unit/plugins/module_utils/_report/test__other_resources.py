@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _ephemeral_storage
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _ephemeral_storage, _pids
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report, _other_resources, _printed
 from ansible_collections.nodealloc.kubelet.tests.unit.plugins.module_utils._report.test__fleet_report import GI, MI, result
 
@@ -80,3 +80,14 @@ def test_values_from_the_node_are_escaped_in_the_page():
     page = _fleet_report.render_html(_fleet_report.build_report({'node1': _facts(pids=hostile)}))
     assert '<script>alert(1)' not in page and '<b>x</b>' not in page
     assert '&lt;script&gt;' in page
+
+
+def test_the_pid_policys_own_recommendation_gives_its_row():
+    measured = {'pid_max': 4194304, 'threads_max': 62000, 'capacity': 62000, 'tasks_total': 900, 'available': 61100,
+                'kubepods_tasks': 480, 'measuring_tool_tasks': 2, 'non_pod_tasks': 418, 'problems': []}
+    found = _pids.recommend(measured, None, {'kube_reserved': {}, 'system_reserved': {}}, {}, {'podPidsLimit': 1024},
+                            110, write=False)
+    assert _other_resources.rows(_node(pids=found)) == [
+        ('pid', '418', '0', '1,000', '62,000 \u2192 61,000', 'no: reserve_pids is false')]
+    assert _other_resources.warnings(_node(pids=found)) == ['pid: ' + text for text in found['warnings']]
+    assert found['warnings']  # 1,024 x 110 pods is beyond the 62,000 PIDs
