@@ -453,8 +453,13 @@ def _detail(index, node, rows, decision_line, explanation):
     other = _other_resources.rows(node)
     if other:
         # ephemeral-storage and pid beside memory and CPU (_other_resources).
-        out.append('<table class="other"><tr>%s' % ''.join('<th>%s' % _t(title) for title in _other_resources.HEADER))
-        out.extend('<tr>%s' % ''.join('<td>%s' % _t(cell) for cell in row) for row in other)
+        # The last column is a sentence: it wraps (class w) where the figures do not.
+        last = len(_other_resources.HEADER) - 1
+        out.append('<table class="other"><tr>%s' % ''.join(
+            '<th%s>%s' % (' class="w"' if index == last else '', _t(title))
+            for index, title in enumerate(_other_resources.HEADER)))
+        out.extend('<tr>%s' % ''.join('<td%s>%s' % (' class="w"' if index == last else '', _t(cell))
+                                      for index, cell in enumerate(row)) for row in other)
         out.append('</table>')
         out.extend('<p class="muted">%s</p>' % _t(line) for line in _other_resources.warnings(node))
     if _requests_fit.describe(node.get('requests_fit')):

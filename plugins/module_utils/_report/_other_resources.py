@@ -88,8 +88,8 @@ def rows(node):
         used = _figure(entry, entry['used'])
         if entry['lower_bound'] and entry['used'] is not None:
             used = 'at least ' + used
-        allocatable = '%s \u2192 %s' % (_figure(entry, entry['allocatable_now']),
-                                        _figure(entry, entry['allocatable_recommended']))
+        allocatable = '-' if entry['allocatable_now'] is None and entry['allocatable_recommended'] is None else (
+            '%s \u2192 %s' % (_figure(entry, entry['allocatable_now']), _figure(entry, entry['allocatable_recommended'])))
         out.append((entry['resource'], used, _figure(entry, entry['reserved_now']),
                     _figure(entry, entry['recommended']), allocatable, _written(entry)))
     return out

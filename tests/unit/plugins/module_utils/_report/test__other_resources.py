@@ -49,7 +49,7 @@ def test_each_resource_gives_its_use_reservation_allocatable_and_whether_apply_w
 def test_a_resource_not_measured_says_why_and_an_older_result_gives_no_row():
     unmeasured = _ephemeral_storage.recommend(None, {}, {})
     assert _other_resources.rows(_node(ephemeral_storage=unmeasured))[0][1:] == (
-        '-', '-', '-', '- \u2192 -', 'no: the kubelet\'s filesystem was not measured: no measurement')
+        '-', '-', '-', '-', 'no: the kubelet\'s filesystem was not measured: no measurement')
     assert _other_resources.rows(_node()) == []
 
 
@@ -67,7 +67,7 @@ def test_text_markdown_html_and_the_job_output_show_both_beside_memory_and_cpu()
     markdown = _fleet_report.render_markdown(report)
     assert '| ephemeral-storage |' in markdown and '| pid ' in markdown
     page = html.unescape(_fleet_report.render_html(report))
-    assert '<td>ephemeral-storage<td>64 MiB<td>0 MiB<td>1.00 GiB<td>50.00 GiB \u2192 49.00 GiB<td>yes' in page
+    assert '<td>ephemeral-storage<td>64 MiB<td>0 MiB<td>1.00 GiB<td>50.00 GiB \u2192 49.00 GiB<td class="w">yes' in page
     assert '<td>pid<td>612<td>0<td>1,000' in page
     screen = ' '.join(' '.join(_printed.node_screen(report['nodes'][0])).split())
     assert ('Disk (ephemeral-storage): 64 MiB used outside the pods, 0 MiB reserved now, 1.00 GiB recommended, '
