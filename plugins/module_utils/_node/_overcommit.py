@@ -35,10 +35,16 @@ MIN_SHARES = 2
 # pod a cgroup and a sandbox. More is not a count of one node's pods (a value another writer made up, a series of
 # something else).
 MAX_PODS = 1 << 16
+
 _POD = re.compile(r'^(?:pod[0-9a-fA-F_-]+|kubepods(?:-burstable|-besteffort)?-pod[0-9a-fA-F_]+\.slice)$')
 _QOS_DIRS = (('burstable', ('burstable', 'kubepods-burstable.slice')),
              ('besteffort', ('besteffort', 'kubepods-besteffort.slice')))
 _QOS_NAMES = frozenset(name for _qos, names in _QOS_DIRS for name in names)
+
+
+def is_pod_count(value):
+    """Whether ``value`` is a count of pods a history line may carry: a whole number (not a bool) from 0 to MAX_PODS."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_PODS
 
 
 def shares_to_millicores(shares):

@@ -27,7 +27,7 @@ import math
 from urllib.parse import urlencode
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _names
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._overcommit import MAX_PODS
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._overcommit import MAX_PODS, is_pod_count
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._option_forms import NODE_PLACEHOLDER
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _prometheus_answer, _prometheus_http
 
@@ -255,11 +255,6 @@ def not_above(history, mem_total_bytes):
                                             % (len(above), mem_total_bytes, above[0][1], _when(above[0][0])))
 
 
-def _pod_count(value):
-    """Whether ``value`` is a count of pods a history line may carry (_history_store's check, on this layer)."""
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_PODS
-
-
 def choose(node_samples, prometheus, cpu_millicores):
     """(samples, source) the recommendation rests on: the node's own history or Prometheus', whichever spans longer.
 
@@ -277,7 +272,7 @@ def choose(node_samples, prometheus, cpu_millicores):
     if usable and prometheus['span_seconds'] > own_span:
         pods = {}
         for pair in (prometheus.get('pods') or {}).get('samples') or ():
-            if isinstance(pair, (list, tuple)) and len(pair) == 2 and _pod_count(pair[1]):
+            if isinstance(pair, (list, tuple)) and len(pair) == 2 and is_pod_count(pair[1]):
                 pods[pair[0]] = pair[1]
         lines = []
         for t, value in prometheus['samples']:

@@ -30,7 +30,7 @@ import math
 import os
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _safe_open
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._overcommit import MAX_PODS
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._overcommit import MAX_PODS, is_pod_count
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node._task_count import MAX_TASKS
 
 DEFAULT_MAX_SAMPLES = 20160  # two weeks of one sample a minute
@@ -164,15 +164,13 @@ def validate(sample, now, mem_total_bytes=None, capacity_millicores=None):
 
 def pods_problem(sample):
     """Why ``sample['pods']`` cannot be a count of pods, or None (also when the line has none: an older line)."""
-    if 'pods' not in sample:
+    if 'pods' not in sample or is_pod_count(sample['pods']):
         return None
     pods = sample['pods']
     if isinstance(pods, bool) or not isinstance(pods, int):
         return 'pods is not a whole number (%s)' % ('null' if pods is None else type(pods).__name__)
-    if not 0 <= pods <= MAX_PODS:
-        return 'pods %d is out of range (0 to %d)' % (pods, MAX_PODS) if abs(pods) < MAX_FIGURE else \
-            'pods is out of range (%d bits)' % pods.bit_length()
-    return None
+    return 'pods %d is out of range (0 to %d)' % (pods, MAX_PODS) if abs(pods) < MAX_FIGURE else \
+        'pods is out of range (%d bits)' % pods.bit_length()
 
 
 def count_problem(sample, field, most):
