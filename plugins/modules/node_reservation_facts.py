@@ -447,6 +447,8 @@ recommendation:
           and C(millicores) 500 (OpenShift's fixed control-plane reservation), C(raised) (what it raised - V(memory),
           V(cpu)), C(why) (the static pods found). Null on another node and with a vendor O(policy). O(max_reserved_fraction)
           still caps it; the explanation says it applied.
+      type: dict
+      version_added: 0.1.0
     pids:
       description:
         - C(pid) to reserve, from RV(pids) - C(recommended) = max(C(floor) 1000, C(peak_non_pod_tasks) x
@@ -606,6 +608,7 @@ control_plane:
     path_from: the kubelet config's staticPodPath
     manifests: {etcd.yaml: [etcd], kube-apiserver.yaml: [kube-apiserver]}
     problems: []
+  version_added: 0.1.0
 pids:
   description:
     - The node's tasks (processes and threads, each spends a PID) as the kubelet counts them
