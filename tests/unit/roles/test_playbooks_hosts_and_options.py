@@ -179,3 +179,14 @@ def test_report_merge_runs_on_the_controller_under_a_limit(tmp_path):
     assert reached(output) == []
     merged = json.loads((reports / 'reservations-42.json').read_text())
     assert sorted(node['host'] for node in merged['nodes']) == ['node6', 'node7']
+
+
+@pytest.mark.parametrize('serial, named', [('1,5,abc', "'abc'"), ('[1, 0]', '0'), ('{"nodealloc_serial": [1, "150%"]}', "'150%'")])
+def test_a_bad_batch_size_stops_apply_before_any_node_is_touched(tmp_path, serial, named):
+    # Issue 48: Ansible reads serial only when the serial play starts, after the measuring play reached every node
+    # (and takes 0 for every node at once); the first play checks it, naming the item.
+    value = serial if serial.startswith('{') else ('{"nodealloc_serial": %s}' % serial if serial.startswith('[')
+                                                   else 'nodealloc_serial=%s' % serial)
+    result, output = run_playbook(tmp_path, 'apply', '-e', value)
+    assert result.returncode == 2 and reached(output) == [], output[-3000:]
+    assert 'nodealloc_serial: %s is not a batch size' % named in output, output[-3000:]
