@@ -93,25 +93,14 @@ print(json.dumps(out))
 
 
 def _script():
-    text = (DRIVER.replace('MADE_JSON', json.dumps(MADE)).replace('PATHS_JSON', json.dumps(PATHS))
+    return (DRIVER.replace('MADE_JSON', json.dumps(MADE)).replace('PATHS_JSON', json.dumps(PATHS))
             .replace('IMAGE_ROOT_TEXT', IMAGE_ROOT))
-    return "python3 - <<'EOF'\n%s\nEOF" % text
 
 
 @pytest.fixture(scope='module')
 def disk_run(vm_guests):
-    node = vm_guests['facts-v2']
-    state_dir = node['state_dir']
-    vmnodes.push_module_utils(node, state_dir)
-    done = vmnodes.ssh(node, state_dir, _script(), check=False, timeout=900)
-    assert done.returncode == 0, 'the driver failed on the guest:\n%s\n%s' % (done.stdout[-4000:], done.stderr[-4000:])
-    run = json.loads(done.stdout.strip().splitlines()[-1])
-    assert run['error'] is None, run['error']
-    return run
-
-
-def within_two_percent(measured, made):
-    return abs(measured - made) <= 0.02 * made
+    """The driver's answer on the cgroup v2 facts guest."""
+    return vmnodes.run_driver(vm_guests['facts-v2'], _script())
 
 
 def test_non_pod_use_of_the_kubelets_filesystem_grows_by_what_was_made_outside_the_pods(disk_run):
@@ -121,11 +110,11 @@ def test_non_pod_use_of_the_kubelets_filesystem_grows_by_what_was_made_outside_t
     grown = after['non_pod_bytes'] - before['non_pod_bytes'] - journal_growth
     made = MADE['kubelet_root_dir'] + MADE['log']
     # The pods' 48 MiB would take it to 112 MiB: far outside 2 %.
-    assert within_two_percent(grown, made), (grown / MIB, made / MIB, journal_growth / MIB)
+    assert vmnodes.within_two_percent(grown, made), (grown / MIB, made / MIB, journal_growth / MIB)
 
 
 def test_image_layers_on_a_separate_image_filesystem_are_measured_there(disk_run):
     before, after = disk_run['before'], disk_run['after']
     assert before['image_separate'] is True and after['image_separate'] is True
     grown = after['image_used_bytes'] - before['image_used_bytes']
-    assert within_two_percent(grown, MADE['image_layers']), (grown / MIB, MADE['image_layers'] / MIB)
+    assert vmnodes.within_two_percent(grown, MADE['image_layers']), (grown / MIB, MADE['image_layers'] / MIB)

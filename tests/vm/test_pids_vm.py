@@ -85,25 +85,14 @@ print(json.dumps(out))
 
 
 def _script():
-    text = (DRIVER.replace('UNITS_JSON', json.dumps(UNITS)).replace('POD_SLICE_TEXT', POD_SLICE)
+    return (DRIVER.replace('UNITS_JSON', json.dumps(UNITS)).replace('POD_SLICE_TEXT', POD_SLICE)
             .replace('SYSTEM_TASKS_VALUE', str(SYSTEM_TASKS)).replace('POD_TASKS_VALUE', str(POD_TASKS)))
-    return "python3 - <<'EOF'\n%s\nEOF" % text
 
 
 @pytest.fixture(scope='module')
 def pids_run(vm_guests):
-    node = vm_guests['facts-v2']
-    state_dir = node['state_dir']
-    vmnodes.push_module_utils(node, state_dir)
-    done = vmnodes.ssh(node, state_dir, _script(), check=False, timeout=900)
-    assert done.returncode == 0, 'the driver failed on the guest:\n%s\n%s' % (done.stdout[-4000:], done.stderr[-4000:])
-    run = json.loads(done.stdout.strip().splitlines()[-1])
-    assert run['error'] is None, run['error']
-    return run
-
-
-def within_two_percent(measured, made):
-    return abs(measured - made) <= 0.02 * made
+    """The driver's answer on the cgroup v2 facts guest."""
+    return vmnodes.run_driver(vm_guests['facts-v2'], _script())
 
 
 def test_the_tasks_outside_the_pods_grow_by_the_system_service_started_and_not_by_the_pods(pids_run):
@@ -114,10 +103,10 @@ def test_the_tasks_outside_the_pods_grow_by_the_system_service_started_and_not_b
     grown = [after['non_pod_tasks'] - before['non_pod_tasks'] for before in pids_run['before']
              for after in pids_run['after']]
     # Every pair within 2 %: the pod's 61 tasks counted outside would make it 262.
-    assert all(within_two_percent(value, SYSTEM_TASKS) for value in grown), grown
+    assert all(vmnodes.within_two_percent(value, SYSTEM_TASKS) for value in grown), grown
 
 
 def test_the_pods_tasks_are_counted_in_kubepods(pids_run):
     grown = [after['kubepods_tasks'] - before['kubepods_tasks'] for before in pids_run['before']
              for after in pids_run['after']]
-    assert all(within_two_percent(value, POD_TASKS) for value in grown), grown
+    assert all(vmnodes.within_two_percent(value, POD_TASKS) for value in grown), grown

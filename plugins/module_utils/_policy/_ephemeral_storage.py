@@ -25,6 +25,7 @@ the option off the recommendation is shown and today's maps are written back as 
 from __future__ import annotations
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _node_allocatable, _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _reserved_split
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -37,21 +38,10 @@ def _ceil_mib(value):
     return -(-int(value) // MIB) * MIB
 
 
-def _where(current):
-    """'kube_reserved' where only kubeReserved holds ephemeral-storage today, else 'system_reserved'."""
-    kube = RESOURCE in ((current or {}).get('kube_reserved') or {})
-    system = RESOURCE in ((current or {}).get('system_reserved') or {})
-    return 'kube_reserved' if kube and not system else 'system_reserved'
-
-
 def maps_with(current, recommended_bytes):
-    """(kubeReserved's, systemReserved's) ephemeral-storage quantity (None: not set) for ``recommended_bytes`` in all."""
-    current = current or {}
-    kube_now = (current.get('kube_reserved') or {}).get(RESOURCE)
-    if _where(current) == 'kube_reserved':
-        return _quantity.format_memory(recommended_bytes), None
-    kept = _node_allocatable.reserved_amount(current.get('kube_reserved'), RESOURCE, 0) if kube_now is not None else 0
-    return kube_now, _quantity.format_memory(max(0, recommended_bytes - kept))
+    """(kubeReserved's, systemReserved's) ephemeral-storage quantity (None: not set) for ``recommended_bytes`` in all
+    (_reserved_split)."""
+    return _reserved_split.maps_with(current, RESOURCE, recommended_bytes, _quantity.format_memory)
 
 
 def recommend(disk, current, eviction_hard, write=False):

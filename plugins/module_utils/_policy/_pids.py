@@ -28,6 +28,7 @@ evicted at once by the threshold.
 from __future__ import annotations
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _node_allocatable
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _reserved_split
 
 HEADROOM_FACTOR = 1.5
 FLOOR = 1000
@@ -39,22 +40,9 @@ def _ceil_hundreds(value):
     return -(-int(value) // ROUND_TO) * ROUND_TO
 
 
-def where(current):
-    """'kube_reserved' where only kubeReserved holds pid today, else 'system_reserved'."""
-    kube = RESOURCE in ((current or {}).get('kube_reserved') or {})
-    system = RESOURCE in ((current or {}).get('system_reserved') or {})
-    return 'kube_reserved' if kube and not system else 'system_reserved'
-
-
 def maps_with(current, recommended):
-    """(kubeReserved's, systemReserved's) pid (None: not set) for ``recommended`` tasks in all; where both maps hold it,
-    kubeReserved keeps its value and systemReserved takes the rest."""
-    current = current or {}
-    kube_now = (current.get('kube_reserved') or {}).get(RESOURCE)
-    if where(current) == 'kube_reserved':
-        return str(recommended), None
-    kept = _node_allocatable.reserved_amount(current.get('kube_reserved'), RESOURCE, 0) if kube_now is not None else 0
-    return kube_now, str(max(0, recommended - kept))
+    """(kubeReserved's, systemReserved's) pid (None: not set) for ``recommended`` tasks in all (_reserved_split)."""
+    return _reserved_split.maps_with(current, RESOURCE, recommended, str)
 
 
 def pods_may_hold(pod_pids_limit, max_pods):
