@@ -41,6 +41,10 @@ _WALK_FIELDS = ('entries', 'mounts_not_entered', 'vanished', 'complete', 'stoppe
 def _opened(path, what, problems):
     try:
         return _disk_walk.open_path(path)
+    except FileNotFoundError:
+        # The common case on a machine without a kubelet or runtime: said plainly, not as an errno.
+        problems.append('%s %s does not exist' % (what, path))
+        return None
     except (OSError, _disk_walk.UnsafeDirectoryError) as exc:
         problems.append('%s %s not measured: %s' % (what, path, exc))
         return None

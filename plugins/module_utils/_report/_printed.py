@@ -201,7 +201,11 @@ def node_screen(node):
     for sentence in node.get('resource_managers') or []:  # the static CPU/memory managers (_node_plan)
         managers += _wrapped(sentence[:1].upper() + sentence[1:] + '.', '  ')
     others = []
-    for resource, used, now, recommended, allocatable, written in _other_resources.rows(node):
+    entries = node.get('other_resources') or []
+    for entry, (resource, used, now, recommended, allocatable, written) in zip(entries, _other_resources.rows(node)):
+        if entry['recommended'] is None:  # not measured: the reason alone, not a row of dashes
+            others += _wrapped('%s: not measured: %s.' % (_other_resources.SPOKEN[resource], entry['reason']), '  ')
+            continue
         others += _wrapped('%s: %s used outside the pods, %s reserved now, %s recommended, allocatable %s; written: %s.'
                            % (_other_resources.SPOKEN[resource], used, now, recommended, allocatable, written), '  ')
     return out + _measured_lines(node) + _recommended_lines(node) + others + _change_lines(node) + managers

@@ -88,3 +88,10 @@ def test_a_walk_stopped_at_a_limit_says_its_figure_is_a_lower_bound(node):
     result = _disk_use.measure(str(kubelet), str(logs), limits=limits)
     assert not result['complete']
     assert any('lower bound' in problem for problem in result['problems'])
+
+
+def test_a_missing_kubelet_root_dir_is_said_plainly(tmp_path):
+    missing = str(tmp_path / 'var-lib-kubelet')
+    result = _disk_use.measure(missing, log_dir=str(tmp_path))
+    assert result['non_pod_bytes'] is None
+    assert result['problems'] == ["the kubelet's root dir %s does not exist" % missing]

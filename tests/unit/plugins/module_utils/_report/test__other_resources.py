@@ -91,3 +91,13 @@ def test_the_pid_policys_own_recommendation_gives_its_row():
         ('pid', '418', '0', '1,000', '62,000 \u2192 61,000', 'no: reserve_pids is false')]
     assert _other_resources.warnings(_node(pids=found)) == ['pid: ' + text for text in found['warnings']]
     assert found['warnings']  # 1,024 x 110 pods is beyond the 62,000 PIDs
+
+
+def test_the_job_output_gives_a_resource_not_measured_its_reason_alone():
+    unmeasured = _ephemeral_storage.recommend({'problems': ["the kubelet's root dir /var/lib/kubelet does not exist"]},
+                                              {}, {})
+    report = _fleet_report.build_report({'node1': _facts(ephemeral_storage=unmeasured, pids=PIDS)})
+    screen = ' '.join(' '.join(_printed.node_screen(report['nodes'][0])).split())
+    assert ("Disk (ephemeral-storage): not measured: the kubelet's filesystem was not measured: the kubelet's root dir "
+            "/var/lib/kubelet does not exist.") in screen
+    assert 'PIDs (pid): 612 used outside the pods' in screen
