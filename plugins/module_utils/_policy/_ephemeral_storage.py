@@ -100,6 +100,4 @@ def recommend(disk, current, eviction_hard, write=False):
 
 def carry_into(recommendation, ephemeral):
     """Put the written ephemeral-storage quantities into the recommendation's maps (``reserve_ephemeral_storage``)."""
-    for key in ('kube_reserved', 'system_reserved'):
-        if ephemeral.get(key) is not None:
-            recommendation[key] = dict(recommendation[key], **{RESOURCE: ephemeral[key]})
+    _reserved_split.carry_into(recommendation, ephemeral, RESOURCE)

@@ -145,6 +145,4 @@ def recommend(pids, history, current, eviction_hard, config, max_pods, write=Fal
 
 def carry_into(recommendation, pids):
     """Put the written pid quantities into the recommendation's maps (``reserve_pids``)."""
-    for key in ('kube_reserved', 'system_reserved'):
-        if pids.get(key) is not None:
-            recommendation[key] = dict(recommendation[key], **{RESOURCE: pids[key]})
+    _reserved_split.carry_into(recommendation, pids, RESOURCE)

@@ -27,3 +27,11 @@ def maps_with(current, resource, amount, shown):
         return shown(amount), None
     kept = _node_allocatable.reserved_amount(current.get('kube_reserved'), resource, 0) if kube_now is not None else 0
     return kube_now, shown(max(0, amount - kept))
+
+
+def carry_into(recommendation, found, resource):
+    """Put ``found``'s written quantities of ``resource`` (its kube_reserved and system_reserved, None: not set) into
+    the recommendation's maps."""
+    for key in ('kube_reserved', 'system_reserved'):
+        if found.get(key) is not None:
+            recommendation[key] = dict(recommendation[key], **{resource: found[key]})
