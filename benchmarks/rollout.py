@@ -1,6 +1,6 @@
 """Wall time of a rollout over N real test nodes against a careful operator's restart-only playbook.
 
-Usage: python benchmarks/rollout.py [--json] [--nodes N]
+Usage: python benchmarks/rollout.py [--json] [--nodes N | --batches 1,3,8]
 
 Boots N nodes (tests/nodes/testnodes.py: systemd-nspawn, sshd, the stand-in kubelet), then in the
 same run times (a) playbooks/apply.yml at the shipped defaults (5-s sample, 2-s health polling, 30-s soak;
@@ -10,6 +10,12 @@ each node in turn (every node changes: its initial reservations are far below wh
 answer and soaks the same 30 s with the same checks. The baseline runs before and after the rollout
 and its mean is used. Reports the ratio a/b and a per-node breakdown of both from the
 ansible.posix.json callback's task timings (the parts add up to the wall time). Needs root.
+
+With ``--batches 1,3,8`` it boots as many nodes as the batches hold and rolls them in those batches
+(``nodealloc_serial``, the growing batches of docs/rollout.md), the baseline in the same batches: the nodes of a
+batch are written, restarted and soaked together, so each batch's wall time (the serial play's time for that
+batch, from the callback's play timings) is set against the first batch's, a single node's rollout in the same
+run (issue 48: each at most 1.1 times it).
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, 'tests'))
 
 from nodes import testnodes  # noqa: E402
+
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout._batches import (  # noqa: E402
+    batch_sizes, serial_items)
 
 BIN = os.path.dirname(sys.executable)
 STEP_TASK = 'Write, restart and verify on the node (it restores the backup itself on failure)'
@@ -53,6 +62,52 @@ def playbook(inventory, path, *extra):
     if result.returncode != 0:
         raise RuntimeError('%s failed:\n%s\n%s' % (path, result.stdout[-3000:], result.stderr[-2000:]))
     return wall, json.loads(result.stdout[result.stdout.index('{'):])
+
+
+SERIAL_PLAY = 'Set kubelet reservations from the measurements, batch by batch'
+BASELINE_PLAY = 'Restart every kubelet, one node at a time, and watch it'
+
+
+def batch_seconds(report, play_name):
+    """Each batch's seconds: the json callback starts a play entry for every batch of a serial play."""
+    return [round(_seconds(play['play']['duration']), 1) for play in report['plays']
+            if play['play']['name'] == play_name]
+
+
+# docs/rollout.md's shape for large fleets, and the fleet the model is for.
+MODEL_SHAPE = [1, 5, '10%', '25%', '100%']
+MODEL_NODES = 1000
+
+
+def fleet_model(batches, measure_seconds, nodes):
+    """A model, not a measurement: the wall time of MODEL_NODES nodes in MODEL_SHAPE's batches, from this run.
+
+    A batch costs the single node's batch plus, for each further node, the least-squares slope of the measured
+    batches' seconds over their sizes (the controller's work per host on this machine's CPUs: starting and polling
+    each node's step); the measure play costs its seconds per node in this run, times MODEL_NODES (it runs on
+    every host at once, up to forks, so this overstates it).
+    """
+    sizes = [batch['size'] for batch in batches]
+    seconds = [batch['rollout_seconds'] for batch in batches]
+    mean_size, mean_seconds = sum(sizes) / len(sizes), sum(seconds) / len(seconds)
+    spread = sum((size - mean_size) ** 2 for size in sizes)
+    slope = max(0.0, sum((size - mean_size) * (second - mean_seconds) for size, second in zip(sizes, seconds))
+                / spread) if spread else 0.0
+    model_sizes = batch_sizes(serial_items(MODEL_SHAPE), MODEL_NODES)
+    single = seconds[sizes.index(1)] if 1 in sizes else seconds[0]
+    rolled = sum(single + (size - 1) * slope for size in model_sizes)
+    measure = measure_seconds / nodes * MODEL_NODES
+    return {'nodes': MODEL_NODES, 'shape': MODEL_SHAPE, 'batches': model_sizes,
+            'seconds_per_further_node_in_a_batch': round(slope, 3), 'single_node_batch_seconds': single,
+            'measure_seconds': round(measure, 1), 'seconds': round(measure + rolled, 1),
+            'hours': round((measure + rolled) / 3600.0, 2), 'target_hours': 1.0}
+
+
+def batches_argument(text):
+    sizes = [int(size) for size in text.split(',')]
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError('batch sizes are whole numbers of nodes, at least 1: %r' % text)
+    return sizes
 
 
 def breakdown(wall, report, nodes):
@@ -93,17 +148,24 @@ def breakdown(wall, report, nodes):
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--json', action='store_true')
-    parser.add_argument('--nodes', type=int, default=3)
+    parser.add_argument('--nodes', type=int, default=None, help='nodes, rolled one at a time (default 3)')
+    parser.add_argument('--batches', type=batches_argument, default=None,
+                        help='batch sizes, e.g. 1,3,8: as many nodes as they hold, rolled in those batches')
     args = parser.parse_args(argv)
+    if args.batches and args.nodes:
+        parser.error('--batches gives the number of nodes: not with --nodes')
+    args.nodes = sum(args.batches) if args.batches else (args.nodes or 3)
+    serial = ['-e', json.dumps({'nodealloc_serial': args.batches})] if args.batches else []
+    baseline_serial = ['-e', json.dumps({'restart_only_serial': args.batches})] if args.batches else []
     if os.geteuid() != 0:
         print(json.dumps({'name': 'rollout', 'skipped': 'needs root'}))
         return 0
     state_dir = tempfile.mkdtemp(prefix='nodealloc-bench-')
     inventory, _nodes = testnodes.up(args.nodes, state_dir)
     try:
-        baseline, baseline_report = playbook(inventory, 'benchmarks/restart_only.yml')
-        rollout, rollout_report = playbook(inventory, 'playbooks/apply.yml')
-        baseline_again, _fleet_report = playbook(inventory, 'benchmarks/restart_only.yml')
+        baseline, baseline_report = playbook(inventory, 'benchmarks/restart_only.yml', *baseline_serial)
+        rollout, rollout_report = playbook(inventory, 'playbooks/apply.yml', *serial)
+        baseline_again, baseline_again_report = playbook(inventory, 'benchmarks/restart_only.yml', *baseline_serial)
     finally:
         testnodes.down(state_dir)
     baseline_seconds = (baseline + baseline_again) / 2
@@ -116,11 +178,33 @@ def main(argv):
               'ratio': round(rollout / baseline_seconds, 2), 'target': 1.1,
               'rollout_per_node': breakdown(rollout, rollout_report, args.nodes),
               'restart_only_per_node': breakdown(baseline, baseline_report, args.nodes)}
+    if args.batches:
+        rolled = batch_seconds(rollout_report, SERIAL_PLAY)
+        restarted = [round((first + second) / 2, 1) for first, second in zip(
+            batch_seconds(baseline_report, BASELINE_PLAY), batch_seconds(baseline_again_report, BASELINE_PLAY))]
+        result['batches'] = [
+            {'size': size, 'rollout_seconds': seconds, 'restart_only_seconds': baseline_seconds_batch,
+             'ratio_to_single_node': round(seconds / rolled[0], 2),
+             'ratio_to_restart_only': round(seconds / baseline_seconds_batch, 2)}
+            for size, seconds, baseline_seconds_batch in zip(args.batches, rolled, restarted)]
+        result['batch_target'] = 1.1
+        measure_seconds = sum(_seconds(play['play']['duration']) for play in rollout_report['plays']
+                              if play['play']['name'].startswith('Measure'))
+        result['model'] = fleet_model(result['batches'], measure_seconds, args.nodes)
+        result['valid'] = result['valid'] and len(rolled) == len(args.batches)
     if args.json:
         print(json.dumps(result))
     else:
         print('%(nodes)d nodes (%(changed_nodes)d changed): rollout %(rollout_seconds).1f s, restart only '
               '%(restart_only_seconds).1f s, ratio %(ratio).2f (target %(target).1f)' % result)
+        for batch in result.get('batches', ()):
+            print('  batch of %(size)d: %(rollout_seconds).1f s, %(ratio_to_single_node).2f x the single node '
+                  '(target 1.1), %(ratio_to_restart_only).2f x the careful restart of the same batch '
+                  '(%(restart_only_seconds).1f s)' % batch)
+        if 'model' in result:
+            print('model: %(nodes)d nodes in batches %(batches)s: %(hours).2f h (target %(target_hours).1f h; measure '
+                  'play %(measure_seconds).0f s, %(seconds_per_further_node_in_a_batch).3f s a further node in a batch)'
+                  % result['model'])
         for side in ('rollout_per_node', 'restart_only_per_node'):
             print('%s (seconds per node, sum %.1f):' % (side, sum(result[side].values())))
             for name, seconds in result[side].items():
