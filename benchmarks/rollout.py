@@ -21,6 +21,7 @@ run (issue 48: each at most 1.1 times it).
 from __future__ import annotations
 
 import argparse
+import configparser
 import datetime
 import json
 import os
@@ -38,12 +39,21 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout._batche
     batch_sizes, serial_items)
 
 BIN = os.path.dirname(sys.executable)
-STEP_TASK = 'Write, restart and verify on the node (it restores the backup itself on failure)'
+# The on-node step's tasks: started on every node of a batch larger than the forks, then waited for; otherwise
+# polled in the first. The module's result, with its step_seconds and health, is in the one that ended it.
+STEP_TASKS = ('Write, restart and verify on the node (it restores the backup itself on failure)',
+              'Wait for the step on the node to end (the batch\'s nodes run theirs at once)')
 
 
 def _is_step(name):
     # The json callback names a role's task '<role FQCN> : <task name>'.
-    return name.split(' : ', 1)[-1] == STEP_TASK
+    return name.split(' : ', 1)[-1] in STEP_TASKS
+
+
+def _slowest_step(tasks):
+    """The result of the node whose step took longest, among these step tasks' results."""
+    results = [res for task in tasks for res in task['hosts'].values()]
+    return max(results, key=lambda res: res.get('step_seconds', 0.0)) if results else {}
 
 
 def _seconds(duration):
@@ -103,6 +113,32 @@ def fleet_model(batches, measure_seconds, nodes):
             'hours': round((measure + rolled) / 3600.0, 2), 'target_hours': 1.0}
 
 
+def _forks():
+    """The forks the playbooks ran with: ANSIBLE_FORKS, else the repository's ansible.cfg."""
+    if os.environ.get('ANSIBLE_FORKS'):
+        return int(os.environ['ANSIBLE_FORKS'])
+    parser = configparser.ConfigParser()
+    parser.read(os.path.join(ROOT, 'ansible.cfg'))
+    return parser.getint('defaults', 'forks', fallback=5)
+
+
+def batch_steps(report):
+    """For each batch of the serial play: the on-node step task's seconds and its slowest node's step seconds (the
+    difference is the controller's: starting each node's step and polling it, at most ``forks`` nodes at once)."""
+    found = []
+    for play in report['plays']:
+        if play['play']['name'] != SERIAL_PLAY:
+            continue
+        steps = [task for task in play['tasks'] if _is_step(task['task']['name'])]
+        tasks = sorted(((_seconds(task['task']['duration']), task['task']['name'].split(' : ', 1)[-1])
+                        for task in play['tasks']), reverse=True)
+        found.append({'step_task_seconds': round(sum(_seconds(task['task']['duration']) for task in steps), 1),
+                      'slowest_step_seconds': round(_slowest_step(steps).get('step_seconds', 0.0), 1),
+                      'play_seconds': round(_seconds(play['play']['duration']), 1),
+                      'longest_tasks': [[name, round(seconds, 1)] for seconds, name in tasks[:6]]})
+    return found
+
+
 def batches_argument(text):
     sizes = [int(size) for size in text.split(',')]
     if not sizes or min(sizes) < 1:
@@ -123,22 +159,25 @@ def breakdown(wall, report, nodes):
             tasks_total += seconds
             name = task['task']['name']
             if _is_step(name):
-                for host, res in task['hosts'].items():
-                    health = res.get('health') or {}
-                    healthy = health.get('healthy_after_seconds', 0.0)
-                    soak = health.get('soak_seconds', 0.0)
-                    parts['step: restart until healthy (on node)'] = parts.get(
-                        'step: restart until healthy (on node)', 0.0) + healthy
-                    parts['step: soak (on node)'] = parts.get('step: soak (on node)', 0.0) + soak
-                    parts['step: validate, backup, write, restart call (on node)'] = parts.get(
-                        'step: validate, backup, write, restart call (on node)', 0.0) + max(
-                            0.0, res.get('step_seconds', 0.0) - healthy - soak)
-                step_seconds = sum(r.get('step_seconds', 0.0) for r in task['hosts'].values())
-                parts['step: async start and polling latency (controller)'] = parts.get(
-                    'step: async start and polling latency (controller)', 0.0) + seconds - step_seconds
                 continue
             key = ('measure play: %s' % name) if play['play']['name'].startswith('Measure') else name
             parts[key] = parts.get(key, 0.0) + seconds
+        steps = [task for task in play['tasks'] if _is_step(task['task']['name'])]
+        if steps:
+            # The nodes of a batch run the step together: the tasks last as long as the slowest node's step and the
+            # controller's start and polling around it; that node's parts are the ones on the wall.
+            slowest = _slowest_step(steps)
+            health = slowest.get('health') or {}
+            healthy = health.get('healthy_after_seconds', 0.0)
+            soak = health.get('soak_seconds', 0.0)
+            step_seconds = slowest.get('step_seconds', 0.0)
+            for part, part_seconds in (('step: restart until healthy (on node)', healthy),
+                                       ('step: soak (on node)', soak),
+                                       ('step: validate, backup, write, restart call (on node)',
+                                        max(0.0, step_seconds - healthy - soak)),
+                                       ('step: async start and polling latency (controller)',
+                                        sum(_seconds(task['task']['duration']) for task in steps) - step_seconds)):
+                parts[part] = parts.get(part, 0.0) + part_seconds
         key = 'between tasks, plays and batches (controller)'
         parts[key] = parts.get(key, 0.0) + play_seconds - tasks_total
     parts['ansible-playbook start and exit'] = wall - plays_total
@@ -169,10 +208,12 @@ def main(argv):
     finally:
         testnodes.down(state_dir)
     baseline_seconds = (baseline + baseline_again) / 2
-    changed = sum(1 for play in rollout_report['plays'] for task in play['tasks']
-                  if _is_step(task['task']['name']) for res in task['hosts'].values() if res.get('changed'))
+    # The result that holds the module's step_seconds (the started task's, when it polled; else the waiting one's).
+    changed = sum(1 for play in rollout_report['plays'] for task in play['tasks'] if _is_step(task['task']['name'])
+                  for res in task['hosts'].values() if res.get('changed') and 'step_seconds' in res)
     # Every node starts far below what it uses: a rollout that changed fewer nodes measured something else.
-    result = {'name': 'rollout', 'nodes': args.nodes, 'changed_nodes': changed, 'valid': changed == args.nodes,
+    result = {'name': 'rollout', 'nodes': args.nodes, 'forks': _forks(), 'changed_nodes': changed,
+              'valid': changed == args.nodes,
               'rollout_seconds': round(rollout, 1), 'restart_only_seconds': round(baseline_seconds, 1),
               'restart_only_runs': [round(baseline, 1), round(baseline_again, 1)],
               'ratio': round(rollout / baseline_seconds, 2), 'target': 1.1,
@@ -185,8 +226,9 @@ def main(argv):
         result['batches'] = [
             {'size': size, 'rollout_seconds': seconds, 'restart_only_seconds': baseline_seconds_batch,
              'ratio_to_single_node': round(seconds / rolled[0], 2),
-             'ratio_to_restart_only': round(seconds / baseline_seconds_batch, 2)}
-            for size, seconds, baseline_seconds_batch in zip(args.batches, rolled, restarted)]
+             'ratio_to_restart_only': round(seconds / baseline_seconds_batch, 2), **steps}
+            for size, seconds, baseline_seconds_batch, steps in zip(args.batches, rolled, restarted,
+                                                                    batch_steps(rollout_report))]
         result['batch_target'] = 1.1
         measure_seconds = sum(_seconds(play['play']['duration']) for play in rollout_report['plays']
                               if play['play']['name'].startswith('Measure'))
@@ -200,7 +242,8 @@ def main(argv):
         for batch in result.get('batches', ()):
             print('  batch of %(size)d: %(rollout_seconds).1f s, %(ratio_to_single_node).2f x the single node '
                   '(target 1.1), %(ratio_to_restart_only).2f x the careful restart of the same batch '
-                  '(%(restart_only_seconds).1f s)' % batch)
+                  '(%(restart_only_seconds).1f s); the step task %(step_task_seconds).1f s, its slowest node\'s '
+                  'step %(slowest_step_seconds).1f s' % batch)
         if 'model' in result:
             print('model: %(nodes)d nodes in batches %(batches)s: %(hours).2f h (target %(target_hours).1f h; measure '
                   'play %(measure_seconds).0f s, %(seconds_per_further_node_in_a_batch).3f s a further node in a batch)'

@@ -10,8 +10,8 @@
   second run at the shipped memory thresholds), the refused config and the dying kubelet always, the killed
   controller only with ``NODEALLOC_VM_ROLLOUT=1`` (VM_ROLLOUT_ALWAYS; docs/testing.md, "How long it takes").
 
-All the session's guests boot together (one ``vmnodes.up``) when the first test that needs one
-starts. ``make test`` runs the tests on guests in pytest runs of their own beside the nspawn tests
+The session's guests boot by group when the first test that needs the group starts: the facts guests, then (once
+they are powered off, tests/conftest.py) the rollout guests. ``make test`` runs the tests on guests in pytest runs of their own beside the nspawn tests
 (``--nodes-lane vm-session`` and ``vm-own``, hack/run-tests.sh): the guests' memory (QEMU's, on the host) then moves the host's
 /proc/meminfo under the nspawn nodes, which is why their thresholds are NOISE_TOLERANT (booting guests
 beside them once made a second run at tighter thresholds see +3 GiB and change).
@@ -183,7 +183,7 @@ def vm_boot():
 @pytest.fixture(scope='session')
 def vm_guests(vm_boot):
     names = {guest['name'] for guest in GUESTS}
-    assert not names & vm_boot.off, 'the facts guests were powered off before a test that needs them (tests/conftest.py)'
+    assert not names & vm_boot.off, 'the facts guests were powered off before a test needing them (tests/conftest.py)'
     return {node['name']: node for node in vm_boot.boot('facts', GUESTS)[1]}
 
 
