@@ -25,6 +25,7 @@ import configparser
 import datetime
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -39,9 +40,10 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout._batche
     batch_sizes, serial_items)
 
 BIN = os.path.dirname(sys.executable)
-# The on-node step's tasks: started on every node of a batch larger than the forks, then waited for; otherwise
-# polled in the first. The module's result, with its step_seconds and health, is in the one that ended it.
+# The on-node step's tasks: started on every node of a batch, one pause for the soak, then waited for (with a restart
+# throttle, polled in the first). The module's result, with its step_seconds and health, is in the one that ended it.
 STEP_TASKS = ('Write, restart and verify on the node (it restores the backup itself on failure)',
+              'Let the batch\'s steps soak before asking after them',
               'Wait for the step on the node to end (the batch\'s nodes run theirs at once)')
 
 
@@ -65,13 +67,22 @@ def playbook(inventory, path, *extra):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'),
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build'), ANSIBLE_HOST_KEY_CHECKING='False',
                ANSIBLE_STDOUT_CALLBACK='ansible.posix.json', ANSIBLE_CALLBACK_RESULT_FORMAT='json')
-    start = time.monotonic()
+    start, cpu = time.monotonic(), _children_cpu()
     result = subprocess.run([os.path.join(BIN, 'ansible-playbook'), '-i', inventory, path] + list(extra),
                             cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     wall = time.monotonic() - start
     if result.returncode != 0:
         raise RuntimeError('%s failed:\n%s\n%s' % (path, result.stdout[-3000:], result.stderr[-2000:]))
-    return wall, json.loads(result.stdout[result.stdout.index('{'):])
+    report = json.loads(result.stdout[result.stdout.index('{'):])
+    # ansible-playbook and everything it ran here (its workers, the ssh clients): the controller's share, not the
+    # nodes', whose processes are this script's children too but still running.
+    report['controller_cpu_seconds'] = round(_children_cpu() - cpu, 1)
+    return wall, report
+
+
+def _children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 SERIAL_PLAY = 'Set kubelet reservations from the measurements, batch by batch'
@@ -84,18 +95,23 @@ def batch_seconds(report, play_name):
             if play['play']['name'] == play_name]
 
 
+# The measure play's CPU sample on every node, reservations_sample_seconds' default (roles/reservations/defaults).
+SAMPLE_SECONDS = 5
 # docs/rollout.md's shape for large fleets, and the fleet the model is for.
 MODEL_SHAPE = [1, 5, '10%', '25%', '100%']
 MODEL_NODES = 1000
 
 
-def fleet_model(batches, measure_seconds, nodes):
+def fleet_model(batches, measure_seconds, nodes, controller_cpu_seconds, forks):
     """A model, not a measurement: the wall time of MODEL_NODES nodes in MODEL_SHAPE's batches, from this run.
 
-    A batch costs the single node's batch plus, for each further node, the least-squares slope of the measured
-    batches' seconds over their sizes (the controller's work per host on this machine's CPUs: starting and polling
-    each node's step); the measure play costs its seconds per node in this run, times MODEL_NODES (it runs on
-    every host at once, up to forks, so this overstates it).
+    Two figures. ``this_machine``: a batch costs the single node's batch plus, for each further node, the
+    least-squares slope of the measured batches' seconds over their sizes, and the measure play its seconds per
+    node here, times MODEL_NODES: everything as this run had it, the nodes' own work (the measuring, the restarts,
+    the soak's checks) on the controller's CPUs too, so this overstates a real fleet. ``controller_bound``: the
+    controller's CPU seconds per node in this run (ansible-playbook and its workers and ssh clients, all plays)
+    times MODEL_NODES over this machine's CPUs, plus what no CPU shortens, taken as never overlapping that: the
+    measure play's sample once per round of ``forks`` nodes and each batch's single-node wall (its restart and soak).
     """
     sizes = [batch['size'] for batch in batches]
     seconds = [batch['rollout_seconds'] for batch in batches]
@@ -107,10 +123,18 @@ def fleet_model(batches, measure_seconds, nodes):
     single = seconds[sizes.index(1)] if 1 in sizes else seconds[0]
     rolled = sum(single + (size - 1) * slope for size in model_sizes)
     measure = measure_seconds / nodes * MODEL_NODES
-    return {'nodes': MODEL_NODES, 'shape': MODEL_SHAPE, 'batches': model_sizes,
-            'seconds_per_further_node_in_a_batch': round(slope, 3), 'single_node_batch_seconds': single,
-            'measure_seconds': round(measure, 1), 'seconds': round(measure + rolled, 1),
-            'hours': round((measure + rolled) / 3600.0, 2), 'target_hours': 1.0}
+    cpus = os.cpu_count() or 1
+    controller = controller_cpu_seconds / nodes * MODEL_NODES / cpus
+    waits = SAMPLE_SECONDS * -(-MODEL_NODES // forks) + single * len(model_sizes)
+    return {'nodes': MODEL_NODES, 'shape': MODEL_SHAPE, 'batches': model_sizes, 'forks': forks,
+            'this_machine': {'seconds_per_further_node_in_a_batch': round(slope, 3),
+                             'single_node_batch_seconds': single, 'measure_seconds': round(measure, 1),
+                             'seconds': round(measure + rolled, 1), 'hours': round((measure + rolled) / 3600.0, 2)},
+            'controller_bound': {'controller_cpu_seconds_per_node': round(controller_cpu_seconds / nodes, 2),
+                                 'cpus': cpus, 'controller_seconds': round(controller, 1),
+                                 'wait_seconds': round(waits, 1), 'seconds': round(controller + waits, 1),
+                                 'hours': round((controller + waits) / 3600.0, 2)},
+            'target_hours': 1.0}
 
 
 def _forks():
@@ -216,6 +240,7 @@ def main(argv):
               'valid': changed == args.nodes,
               'rollout_seconds': round(rollout, 1), 'restart_only_seconds': round(baseline_seconds, 1),
               'restart_only_runs': [round(baseline, 1), round(baseline_again, 1)],
+              'rollout_controller_cpu_seconds': rollout_report['controller_cpu_seconds'],
               'ratio': round(rollout / baseline_seconds, 2), 'target': 1.1,
               'rollout_per_node': breakdown(rollout, rollout_report, args.nodes),
               'restart_only_per_node': breakdown(baseline, baseline_report, args.nodes)}
@@ -232,7 +257,8 @@ def main(argv):
         result['batch_target'] = 1.1
         measure_seconds = sum(_seconds(play['play']['duration']) for play in rollout_report['plays']
                               if play['play']['name'].startswith('Measure'))
-        result['model'] = fleet_model(result['batches'], measure_seconds, args.nodes)
+        result['model'] = fleet_model(result['batches'], measure_seconds, args.nodes,
+                                      rollout_report['controller_cpu_seconds'], _forks())
         result['valid'] = result['valid'] and len(rolled) == len(args.batches)
     if args.json:
         print(json.dumps(result))
@@ -245,9 +271,12 @@ def main(argv):
                   '(%(restart_only_seconds).1f s); the step task %(step_task_seconds).1f s, its slowest node\'s '
                   'step %(slowest_step_seconds).1f s' % batch)
         if 'model' in result:
-            print('model: %(nodes)d nodes in batches %(batches)s: %(hours).2f h (target %(target_hours).1f h; measure '
-                  'play %(measure_seconds).0f s, %(seconds_per_further_node_in_a_batch).3f s a further node in a batch)'
-                  % result['model'])
+            model = result['model']
+            print('model: %d nodes in batches %s (target %.1f h): %.2f h bound by the controller (%.2f CPU s a node '
+                  'on %d CPUs, %.0f s of waits); %.2f h with every node\'s work on this machine too' % (
+                      model['nodes'], model['batches'], model['target_hours'], model['controller_bound']['hours'],
+                      model['controller_bound']['controller_cpu_seconds_per_node'], model['controller_bound']['cpus'],
+                      model['controller_bound']['wait_seconds'], model['this_machine']['hours']))
         for side in ('rollout_per_node', 'restart_only_per_node'):
             print('%s (seconds per node, sum %.1f):' % (side, sum(result[side].values())))
             for name, seconds in result[side].items():
