@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Where the suite's CPU goes: sums and ranks what NODEALLOC_TEST_COST logged (tests/helpers/cost_log.py).
 
 Usage: NODEALLOC_TEST_COST=/tmp/costs.jsonl make test; python3 hack/test-costs.py /tmp/costs.jsonl [--top 20]

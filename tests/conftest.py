@@ -15,8 +15,7 @@ if _TESTS not in sys.path:
 
 from nodes import fleets  # noqa: E402
 
-# NODEALLOC_TEST_COST=<file>: each test's wall and the machine's CPU seconds (docs/testing.md, "Where the CPU goes").
-from helpers.cost_log import pytest_runtest_protocol  # noqa: E402,F401 (a hook, by its name)
+from helpers import cost_log  # noqa: E402
 
 try:
     from hypothesis import settings as _hypothesis_settings
@@ -31,6 +30,8 @@ if _hypothesis_settings is not None:
 
 # The shared test nodes, as fixtures every test directory sees (tests/nodes/fleets.py).
 fleet, fresh_fleet, rollout_fleet = fleets.fleet, fleets.fresh_fleet, fleets.rollout_fleet
+# NODEALLOC_TEST_COST=<file>: each test's wall and CPU seconds (docs/testing.md, "Where the CPU goes").
+pytest_runtest_protocol = cost_log.pytest_runtest_protocol
 vm_boot, vm_guests, vm_fleet, fresh_vm_fleet = fleets.vm_boot, fleets.vm_guests, fleets.vm_fleet, fleets.fresh_vm_fleet
 vm_release_guests = fleets.vm_release_guests
 
