@@ -15,6 +15,8 @@ if _TESTS not in sys.path:
 
 from nodes import fleets  # noqa: E402
 
+from helpers import cost_log  # noqa: E402
+
 try:
     from hypothesis import settings as _hypothesis_settings
 except ImportError:  # the controller matrix's environments run a few tests without it
@@ -28,6 +30,8 @@ if _hypothesis_settings is not None:
 
 # The shared test nodes, as fixtures every test directory sees (tests/nodes/fleets.py).
 fleet, fresh_fleet, rollout_fleet = fleets.fleet, fleets.fresh_fleet, fleets.rollout_fleet
+# NODEALLOC_TEST_COST=<file>: each test's wall and CPU seconds (docs/testing.md, "Where the CPU goes").
+pytest_runtest_protocol = cost_log.pytest_runtest_protocol
 vm_boot, vm_guests, vm_fleet, fresh_vm_fleet = fleets.vm_boot, fleets.vm_guests, fleets.vm_fleet, fleets.fresh_vm_fleet
 vm_release_guests = fleets.vm_release_guests
 
@@ -71,14 +75,26 @@ def pytest_collection_modifyitems(config, items):
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
     # On the guests, first the tests that boot guests of their own (oom_outcomes, the Prometheus end to end): while
-    # they run, none of the session's guests is up yet, idle but costing CPU; the rollout scenarios' VM variants last.
-    # Among those, a module that watches a guest in real time (RUN_FIRST) before the others.
-    items.sort(key=lambda item: (_fleet_param(item) == 'vm', not _boots_its_own_guests(item),
+    # they run, none of the session's guests is up yet, idle but costing CPU; then the tests on the facts guests;
+    # then those on the rollout guests (each Debian release, and the rollout scenarios' VM variants last), which boot
+    # once the facts guests are off (pytest_runtest_setup). Among those, a module that watches a guest in real time
+    # (RUN_FIRST) before the others.
+    items.sort(key=lambda item: (_fleet_param(item) == 'vm', _on_rollout_guests(item), not _boots_its_own_guests(item),
                                  not getattr(getattr(item, 'module', None), 'RUN_FIRST', False)))
-    # The guests boot together when the first needs one: the rollout guests too if a collected test runs on them.
-    fleets.ROLLOUT_GUESTS_WANTED = any(
-        fleets.runs_on_rollout_guests(getattr(item, 'originalname', item.name), _fleet_param(item))
-        or 'vm_release_guests' in getattr(item, 'fixturenames', ()) for item in items)
+
+
+def _on_rollout_guests(item):
+    return 'vm_release_guests' in getattr(item, 'fixturenames', ()) or fleets.runs_on_rollout_guests(
+        getattr(item, 'originalname', item.name), _fleet_param(item))
+
+
+def pytest_runtest_setup(item):
+    """Before the first test on the rollout guests boots them: the facts guests off, once no test left needs them."""
+    if _on_rollout_guests(item):
+        items = item.session.items
+        later = items[items.index(item):] if item in items else items
+        if not any('vm_guests' in getattr(later_item, 'fixturenames', ()) for later_item in later):
+            fleets.power_off_facts_guests()
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -10,8 +10,8 @@
   second run at the shipped memory thresholds), the refused config and the dying kubelet always, the killed
   controller only with ``NODEALLOC_VM_ROLLOUT=1`` (VM_ROLLOUT_ALWAYS; docs/testing.md, "How long it takes").
 
-All the session's guests boot together (one ``vmnodes.up``) when the first test that needs one
-starts. ``make test`` runs the tests on guests in pytest runs of their own beside the nspawn tests
+The session's guests boot by group when the first test that needs the group starts: the facts guests, then (once
+they are powered off, tests/conftest.py) the rollout guests. ``make test`` runs the tests on guests in pytest runs of their own beside the nspawn tests
 (``--nodes-lane vm-session`` and ``vm-own``, hack/run-tests.sh): the guests' memory (QEMU's, on the host) then moves the host's
 /proc/meminfo under the nspawn nodes, which is why their thresholds are NOISE_TOLERANT (booting guests
 beside them once made a second run at tighter thresholds see +3 GiB and change).
@@ -103,39 +103,49 @@ def fresh_fleet(fleet):
 
 
 class _Boot:
-    """The session's guests and the stand-in API server the rollout guests report to."""
+    """The stand-in API server the rollout guests report to, and the session's guests, each group booted when a test
+    first needs it: the facts guests (GUESTS) for the facts tests, the rollout guests (ROLLOUT_GUESTS) for the tests
+    on each Debian release and the rollout scenarios' VM variants, which run after them (tests/conftest.py). An idle
+    guest under software emulation still costs the host about a sixth of a core (its timers, systemd, the stand-in
+    kubelet's status updates): booted together, the three rollout guests idled through every facts test."""
 
-    def __init__(self, guests):
+    def __init__(self):
         self.state_dir = tempfile.mkdtemp(prefix='nodealloc-vms-')
         self.off = set()
-        port = vmnodes.free_port()
-        self.apiserver, self.kubeconfig = testnodes.start_apiserver([], self.state_dir, port=port,
+        self.groups = {}  # group name -> (its state directory, its inventory)
+        self.nodes = []
+        self.port = vmnodes.free_port()
+        self.apiserver, self.kubeconfig = testnodes.start_apiserver([], self.state_dir, port=self.port,
                                                                     addresses=['127.0.0.1'])
-        self.api_url = 'http://127.0.0.1:%d' % port
-        try:
-            self.inventory, self.nodes = vmnodes.up(guests, self.state_dir, api_port=port)
-        except Exception:
-            self.apiserver.terminate()
-            raise
+        self.api_url = 'http://127.0.0.1:%d' % self.port
+
+    def boot(self, group, guests):
+        """Boot these guests (once per group), each group in a state directory (and SSH key) of its own."""
+        if group not in self.groups:
+            state_dir = os.path.join(self.state_dir, group)
+            inventory, nodes = vmnodes.up(guests, state_dir, api_port=self.port)
+            self.groups[group] = (state_dir, inventory)
+            self.nodes += nodes
+        state_dir = self.groups[group][0]
+        names = {guest['name'] for guest in guests}
+        return state_dir, [node for node in self.nodes if node['name'] in names]
 
     def power_off(self, names):
-        """Power off the session's guests of these names (vmnodes.stop): an idle guest under software emulation
-        still costs the host about a sixth of a core (its timers, systemd, the stand-in kubelet's status updates)."""
+        """Power off the session's guests of these names (vmnodes.stop)."""
         for node in self.nodes:
-            if node['name'] in names:
+            if node['name'] in names and node['name'] not in self.off:
                 vmnodes.stop(node)
                 self.off.add(node['name'])
 
     def stop(self):
-        vmnodes.down(self.state_dir)
+        for state_dir, _inventory in self.groups.values():
+            vmnodes.down(state_dir)
         self.apiserver.terminate()
         self.apiserver.wait(timeout=10)
         shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
 _BOOT = []
-# Set by tests/conftest.py once the session's tests are collected: whether one of them runs on the rollout guests.
-ROLLOUT_GUESTS_WANTED = False
 
 
 def runs_on_rollout_guests(name, fleet_param):
@@ -144,15 +154,22 @@ def runs_on_rollout_guests(name, fleet_param):
 
 
 def start_boot():
-    """Boot the session's guests (once); the rollout guests only when a collected test runs on them."""
+    """The session's API server (once); the guests boot by group (_Boot.boot)."""
     if not _BOOT:
-        _BOOT.append(_Boot(GUESTS + (ROLLOUT_GUESTS if ROLLOUT_GUESTS_WANTED else [])))
+        _BOOT.append(_Boot())
     return _BOOT[0]
 
 
 def stop_boot():
     if _BOOT:
         _BOOT.pop().stop()
+
+
+def power_off_facts_guests():
+    """Before the rollout guests boot (tests/conftest.py, once no test left needs the facts guests): the rollout
+    guests then have the host's CPU to themselves."""
+    if _BOOT:
+        _BOOT[0].power_off({guest['name'] for guest in GUESTS})
 
 
 @pytest.fixture(scope='session')
@@ -166,37 +183,28 @@ def vm_boot():
 @pytest.fixture(scope='session')
 def vm_guests(vm_boot):
     names = {guest['name'] for guest in GUESTS}
-    assert not names & vm_boot.off, 'the facts guests were powered off before a test that needs them (fresh_vm_fleet)'
-    return {node['name']: node for node in vm_boot.nodes if node['name'] in names}
+    assert not names & vm_boot.off, 'the facts guests were powered off before a test needing them (tests/conftest.py)'
+    return {node['name']: node for node in vm_boot.boot('facts', GUESTS)[1]}
 
 
 @pytest.fixture(scope='session')
 def vm_fleet(vm_boot):
     """Three v2 guests, one per Debian release, whose stand-in kubelets report to a stand-in API server on a loopback
     port of ours."""
-    names = [guest['name'] for guest in ROLLOUT_GUESTS]
-    nodes = [node for node in vm_boot.nodes if node['name'] in names]
-    inventory = vmnodes.write_inventory(vm_boot.state_dir, nodes, vm_boot.state_dir + '/id_ed25519',
-                                        name='rollout-inventory.ini')
-    return {'inventory': inventory, 'nodes': nodes, 'state_dir': vm_boot.state_dir, 'kubeconfig': vm_boot.kubeconfig,
+    state_dir, nodes = vm_boot.boot('rollout', ROLLOUT_GUESTS)
+    inventory = vmnodes.write_inventory(state_dir, nodes, state_dir + '/id_ed25519', name='rollout-inventory.ini')
+    return {'inventory': inventory, 'nodes': nodes, 'state_dir': state_dir, 'kubeconfig': vm_boot.kubeconfig,
             'api_url': vm_boot.api_url, 'extra_vars': SHORT_WAITS}
 
 
 @pytest.fixture(scope='session')
 def vm_release_guests(vm_boot):
     """The rollout guests by Debian release ('11', '12', '13')."""
-    names = {guest['name'] for guest in ROLLOUT_GUESTS}
-    return {node['release']: node for node in vm_boot.nodes if node['name'] in names}
+    return {node['release']: node for node in vm_boot.boot('rollout', ROLLOUT_GUESTS)[1]}
 
 
 @pytest.fixture
-def fresh_vm_fleet(vm_fleet, request):
-    # The rollout scenarios' VM variants run last (tests/conftest.py): once no test left needs the facts guests, they
-    # are powered off, and the rollout guests have the host's CPU to themselves.
-    items = request.session.items
-    later = items[items.index(request.node):] if request.node in items else items
-    if _BOOT and not any('vm_guests' in getattr(item, 'fixturenames', ()) for item in later):
-        _BOOT[0].power_off({guest['name'] for guest in GUESTS})
+def fresh_vm_fleet(vm_fleet):
     nodeio.reset(vm_fleet['nodes'])
     return vm_fleet
 

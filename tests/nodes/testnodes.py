@@ -25,6 +25,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -317,6 +318,31 @@ def _own_name(name):
     return name.startswith(SLOT_PREFIX) and name[len(SLOT_PREFIX):].isdigit()
 
 
+def _orphaned_inits():
+    """The pids of this slot's container inits whose systemd-nspawn is gone (their parent is pid 1): found by the
+    overlay mounted as their root, whose upper directory is a node's under NODES_DIR."""
+    found = []
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % pid, 'rb') as handle:
+                if handle.read().rsplit(b')', 1)[1].split()[1] != b'1':
+                    continue
+            with open('/proc/%s/mountinfo' % pid, 'rb') as handle:
+                mounts = handle.read().decode('utf-8', 'replace').splitlines()
+        except (OSError, IndexError):
+            continue
+        for line in mounts:
+            fields = line.split()
+            if len(fields) > 4 and fields[4] == '/':
+                upper = re.search(r'upperdir=%s/([^/,]+)/upper' % re.escape(NODES_DIR), line)
+                if upper and _own_name(upper.group(1)):
+                    found.append(int(pid))
+                break
+    return found
+
+
 def cleanup_stale():
     """Remove what a killed earlier run of this slot left: containers, overlays, network namespaces, cgroup
     subtrees. Another slot's fleet, up at the same time, is left alone."""
@@ -338,6 +364,15 @@ def cleanup_stale():
             deadline = time.monotonic() + 10
             while os.path.exists('/proc/' + pid) and time.monotonic() < deadline:
                 time.sleep(0.1)
+    # A container's init outlives a systemd-nspawn killed with SIGKILL (it is in its own session and PID namespace),
+    # and each such orphan keeps its systemd's inotify instances: a dozen left by a killed run made the next boot of
+    # twelve nodes fail ("Failed to create control group inotify object: Too many open files", the 128 a user may
+    # have). Killing the init ends its PID namespace.
+    for pid in _orphaned_inits():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     if os.path.isdir(NODES_DIR):
         for name in [n for n in os.listdir(NODES_DIR) if _own_name(n)]:
             run('umount', '-l', os.path.join(NODES_DIR, name, 'merged'), check=False)
