@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -60,6 +61,14 @@ def run_playbook(fleet, playbook, *extra):
     with open(os.path.join(fleet['state_dir'], name), 'w', encoding='utf-8') as handle:
         handle.write(' '.join(command) + '\n' + result.stdout + '\n--- stderr ---\n' + result.stderr)
     return result
+
+
+def hosts_by_task(output, header):
+    """For each time a task whose header line starts with ``header`` ran (once per batch in a serial play), the
+    sorted hosts it reported changed, ok or fatal on: from ansible-playbook's default output."""
+    sections = re.split(r'^(?=TASK \[|PLAY |NO MORE HOSTS)', output, flags=re.M)
+    return [sorted(re.findall(r'^(?:changed|ok|fatal): \[(\w+)\]', section, re.M)) for section in sections
+            if section.startswith(header)]
 
 
 def output_tail(result):

@@ -112,7 +112,7 @@ class _Boot:
     def __init__(self):
         self.state_dir = tempfile.mkdtemp(prefix='nodealloc-vms-')
         self.off = set()
-        self.groups = {}  # group name -> (its state directory, its inventory)
+        self.groups = {}  # group name -> its state directory
         self.nodes = []
         self.port = vmnodes.free_port()
         self.apiserver, self.kubeconfig = testnodes.start_apiserver([], self.state_dir, port=self.port,
@@ -123,10 +123,9 @@ class _Boot:
         """Boot these guests (once per group), each group in a state directory (and SSH key) of its own."""
         if group not in self.groups:
             state_dir = os.path.join(self.state_dir, group)
-            inventory, nodes = vmnodes.up(guests, state_dir, api_port=self.port)
-            self.groups[group] = (state_dir, inventory)
-            self.nodes += nodes
-        state_dir = self.groups[group][0]
+            self.nodes += vmnodes.up(guests, state_dir, api_port=self.port)[1]
+            self.groups[group] = state_dir
+        state_dir = self.groups[group]
         names = {guest['name'] for guest in guests}
         return state_dir, [node for node in self.nodes if node['name'] in names]
 
@@ -138,7 +137,7 @@ class _Boot:
                 self.off.add(node['name'])
 
     def stop(self):
-        for state_dir, _inventory in self.groups.values():
+        for state_dir in self.groups.values():
             vmnodes.down(state_dir)
         self.apiserver.terminate()
         self.apiserver.wait(timeout=10)

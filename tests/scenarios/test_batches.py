@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from helpers.rollout import apply, config_digest, output_tail, starts_since
+from helpers.rollout import apply, config_digest, hosts_by_task, output_tail, starts_since
 from nodes import nodeio, testnodes
 from test_rollout import INITIAL_SYSTEM_RESERVED
 from test_safety import snapshot
@@ -66,13 +66,6 @@ def twelve_nodes(fleet, tmp_path):
         shutil.rmtree(state_dir, ignore_errors=True)
 
 
-def stepped(output):
-    """The hosts the on-node step ran on, batch by batch."""
-    sections = re.split(r'^(?=TASK \[|PLAY |NO MORE HOSTS)', output, flags=re.M)
-    return [sorted(re.findall(r'^(?:changed|ok|fatal): \[(\w+)\]', section, re.M)) for section in sections
-            if section.startswith(STEP)]
-
-
 def test_a_kubelet_failing_in_the_3_node_batch_halts_the_run_before_the_8_node_batch(twelve_nodes):
     fleet = twelve_nodes
     nodes = fleet['nodes']
@@ -91,13 +84,11 @@ def test_a_kubelet_failing_in_the_3_node_batch_halts_the_run_before_the_8_node_b
     assert result.returncode != 0, output_tail(result)
     names = [node['name'] for node in nodes]
     # Two batches ran, the 3-node batch together; the third never started.
-    assert stepped(output) == [[canary['name']], sorted([second['name'], bad['name'], third['name']])], \
-        output_tail(result)
+    stepped = hosts_by_task(output, STEP)
+    assert stepped == [[canary['name']], sorted([second['name'], bad['name'], third['name']])], output_tail(result)
     assert output.count(SERIAL_PLAY) == 2, output_tail(result)
     # Each batch's steps were waited for after they all started, and the refusal was read there.
-    waited = [sorted(re.findall(r'^(?:changed|ok|fatal): \[(\w+)\]', section, re.M))
-              for section in re.split(r'^(?=TASK \[|PLAY )', output, flags=re.M) if section.startswith(WAIT)]
-    assert waited == stepped(output), output_tail(result)
+    assert hosts_by_task(output, WAIT) == stepped, output_tail(result)
     assert re.search(r'^fatal: \[%s\]: FAILED' % bad['name'], output.split(WAIT)[2], re.M), output_tail(result)
     # Said before the batch began (the YAML callback may fold the line).
     assert ('Batch 2 of 3: %s. If it fails, the rollout halts and leaves 8 node(s) untouched: %s.'

@@ -17,6 +17,8 @@ import sys
 
 from ansible_collections.nodealloc.kubelet.tests.unit.utils.collection_paths import COLLECTIONS_PATH
 
+from helpers.rollout import hosts_by_task
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 CONFIG = ('apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n'
           'kubeReserved:\n  memory: 1Mi\n')
@@ -58,10 +60,7 @@ def run_apply(tmp_path, hosts, *args, failing=()):
 
 def stepped(output):
     """The hosts the on-node step ran on, batch by batch (one sorted list per batch)."""
-    sections = re.split(r'^(?=TASK \[|PLAY |NO MORE HOSTS)', output, flags=re.M)
-    header = 'TASK [nodealloc.kubelet.reservations : %s]' % STEP
-    return [sorted(re.findall(r'^(?:changed|ok|fatal): \[(\w+)\]', section, re.M)) for section in sections
-            if section.startswith(header)]
+    return hosts_by_task(output, 'TASK [nodealloc.kubelet.reservations : %s]' % STEP)
 
 
 def custom_stats(output):
