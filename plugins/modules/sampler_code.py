@@ -16,8 +16,10 @@ description:
   - Each file that differs is replaced atomically; a C(*.py) file there that the sampler no longer imports (left by
     another version of the collection) is removed. Nothing else in O(path) is touched.
   - With O(script), O(units) and O(state_dir), the same call writes the sampler script and its systemd units and creates
-    its state directory, so that installing the sampler costs a node one module run (and one for systemd) instead of one per file.
-    It does not reload or start systemd units; RV(units_written) says when a daemon reload is due.
+    its state directory, so that installing the sampler costs a node one module run instead of one per file.
+  - With O(start_timer), the same call also reloads systemd when a unit changed and enables and starts
+    C(nodealloc-sampler.timer) where it is not, so that a node whose sampler is in place costs one module run that
+    changes nothing. Without it, no unit is reloaded or started; RV(units_written) says when a daemon reload is due.
 author:
   - nodealloc.kubelet developers (@nodealloc)
 extends_documentation_fragment:
@@ -115,6 +117,17 @@ options:
     description: Where O(units) are written.
     type: path
     default: /etc/systemd/system
+  start_timer:
+    description:
+      - With O(settings): run C(systemctl daemon-reload) when a unit was written, then C(systemctl enable) and
+        C(systemctl start) C(nodealloc-sampler.timer) where C(systemctl is-enabled) and C(systemctl is-active) say it
+        is not, as M(ansible.builtin.systemd_service) with O(ansible.builtin.systemd_service#module:enabled=true) and
+        O(ansible.builtin.systemd_service#module:state=started) would.
+      - In check mode only the two questions are asked; a timer systemd cannot answer for (not installed yet) would be
+        enabled and started.
+    type: bool
+    default: false
+    version_added: 0.1.0
   state_dir:
     description:
       - The directory the sampler keeps its history, state and last decision in; created (mode 0755) when missing.
@@ -147,14 +160,7 @@ EXAMPLES = r'''
       memory_max: 64M
       cpu_quota: 20%
       interval: 1min
-  register: sampler
-
-- name: Start the sampler's timer, reloading systemd when a unit changed
-  ansible.builtin.systemd_service:
-    name: nodealloc-sampler.timer
-    enabled: true
-    state: started
-    daemon_reload: "{{ sampler.units_written | length > 0 }}"
+    start_timer: true
 '''
 
 RETURN = r'''
@@ -197,12 +203,24 @@ state_dir_created:
   description: Whether O(state_dir) was created (or, in check mode, would be).
   returned: always
   type: bool
+daemon_reloaded:
+  description: Whether systemd was reloaded because a unit was written (or, in check mode, would be).
+  returned: when O(start_timer) is true
+  type: bool
+timer_enabled:
+  description: Whether C(nodealloc-sampler.timer) was enabled (or, in check mode, would be); false where it already was.
+  returned: when O(start_timer) is true
+  type: bool
+timer_started:
+  description: Whether C(nodealloc-sampler.timer) was started (or, in check mode, would be); false where it was active.
+  returned: when O(start_timer) is true
+  type: bool
 '''
 
 import os
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _installer, _systemd_units
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _installer, _systemd_units, _timer
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._module_glue import NodeallocModule
 # Imported so that Ansible packs the sampler's code into this module's payload; _installer reads it back.
@@ -229,7 +247,8 @@ def main():
                                                 units=dict(type='dict', default={}),
                                                 unit_dir=dict(type='path', default='/etc/systemd/system'),
                                                 state_dir=dict(type='path'),
-                                                settings=dict(type='dict', options=SETTINGS_SPEC)),
+                                                settings=dict(type='dict', options=SETTINGS_SPEC),
+                                                start_timer=dict(type='bool', default=False)),
                              supports_check_mode=True)
     params = module.params
     path = params['path']
@@ -239,6 +258,8 @@ def main():
     if params['script'] is not None:
         wanted[script_path] = (params['script'], 0o755)
     settings = params['settings']
+    if params['start_timer'] and not settings:
+        module.fail_json(msg='start_timer needs settings: the timer is the one rendered from them')
     options_path = os.path.join(path, _systemd_units.OPTIONS_NAME)
     textfile_dir_created = False
     try:
@@ -254,13 +275,20 @@ def main():
         before = {target: _text(target) for target in wanted} if module._diff else {}  # read before the write
         written_paths = _installer.install_files(wanted, check_mode=module.check_mode)
         written, removed = _installer.install(path, files, check_mode=module.check_mode)
+        units_written = sorted(os.path.basename(target) for target in written_paths if target in units)
+        timer = {}
+        if params['start_timer']:
+            timer = _timer.ensure_started(lambda argv: module.run_command(argv, check_rc=False),
+                                          module.get_bin_path('systemctl'), _systemd_units.TIMER_NAME,
+                                          reload=bool(units_written), check_mode=module.check_mode)
     except NodeallocError as exc:
         module.fail_json(msg=str(exc))
-    result = dict(changed=bool(written or removed or written_paths or state_dir_created or textfile_dir_created), files=sorted(files),
-                  written=written, removed=removed, directory=os.path.join(path, _installer.RELATIVE_DIR),
-                  script_written=script_path in written_paths,
-                  units_written=sorted(os.path.basename(target) for target in written_paths if target in units),
-                  options_written=options_path in written_paths and bool(settings), state_dir_created=state_dir_created)
+    result = dict(changed=bool(written or removed or written_paths or state_dir_created or textfile_dir_created
+                               or any(timer.values())),
+                  files=sorted(files), written=written, removed=removed, directory=os.path.join(path, _installer.RELATIVE_DIR),
+                  script_written=script_path in written_paths, units_written=units_written,
+                  options_written=options_path in written_paths and bool(settings), state_dir_created=state_dir_created,
+                  **timer)
     if module._diff:
         result['diff'] = [{'before_header': target, 'after_header': target, 'before': before[target],
                            'after': wanted[target][0]} for target in written_paths]

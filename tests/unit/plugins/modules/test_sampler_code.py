@@ -107,3 +107,19 @@ def test_a_setting_that_would_need_quoting_in_a_unit_fails_before_any_file(run, 
     result = run(args)
     assert result['failed'] is True and 'state_path' in result['msg']
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_start_timer_needs_the_settings_the_timer_is_rendered_from(run, tmp_path):
+    result = run({'path': str(tmp_path / 'lib'), 'start_timer': True})
+    assert result['failed'] is True and 'start_timer needs settings' in result['msg']
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_start_timer_in_check_mode_on_a_machine_without_the_timer_says_it_would_start_it(run, tmp_path):
+    # This machine's systemctl cannot answer for a timer it does not have (no unit, no systemd as PID 1): a change.
+    args = {'path': str(tmp_path / 'lib'), 'unit_dir': str(tmp_path / 'units'), 'settings': _settings(tmp_path),
+            'start_timer': True, '_ansible_check_mode': True}
+    predicted = run(args)
+    assert predicted['changed'] is True
+    assert (predicted['daemon_reloaded'], predicted['timer_enabled'], predicted['timer_started']) == (True, True, True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
