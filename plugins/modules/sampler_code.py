@@ -119,7 +119,7 @@ options:
     default: /etc/systemd/system
   start_timer:
     description:
-      - With O(settings): run C(systemctl daemon-reload) when a unit was written, then C(systemctl enable) and
+      - Given O(settings), run C(systemctl daemon-reload) when a unit was written, then C(systemctl enable) and
         C(systemctl start) C(nodealloc-sampler.timer) where C(systemctl is-enabled) and C(systemctl is-active) say it
         is not, as M(ansible.builtin.systemd_service) with O(ansible.builtin.systemd_service#module:enabled=true) and
         O(ansible.builtin.systemd_service#module:state=started) would.
