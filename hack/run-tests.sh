@@ -60,7 +60,7 @@ units() {
 ansible_doc_renders() {
   local plugin
   for plugin in nodealloc.kubelet.node_reservation_facts nodealloc.kubelet.kubelet_config nodealloc.kubelet.kubelet_reservations_apply \
-                nodealloc.kubelet.sampler_code nodealloc.kubelet.host_unreachable; do
+                nodealloc.kubelet.sampler_code nodealloc.kubelet.host_unreachable nodealloc.kubelet.report_files; do
     ansible-doc -t module "$plugin" >/dev/null || return 1
   done
   ansible-doc -t filter nodealloc.kubelet.reservation_report >/dev/null || return 1
