@@ -10,7 +10,7 @@ short_description: Write a report run's files on the controller in one call, eac
 version_added: 0.1.0
 description:
   - Writes each of O(files) where its content differs, creating missing directories (mode 0755) first. Used by
-    C(playbooks/recommend.yml) and C(playbooks/report_merge.yml) with C(delegate_to: localhost) for the report (JSON,
+    C(playbooks/recommend.yml) and C(playbooks/report_merge.yml) delegated to C(localhost) for the report (JSON,
     Markdown, HTML, CSV, the short summary, the changes) and each node class's templates.
   - Each file is written atomically and durably (a temporary file beside it, fsync, rename): a reader or a killed run
     sees the old file or the new one, never a part.
