@@ -12,7 +12,7 @@ description:
   - Writes each of O(files) where its content differs, creating missing directories (mode 0755) first. Used by
     C(playbooks/recommend.yml) and C(playbooks/report_merge.yml) delegated to C(localhost) for the report (JSON,
     Markdown, HTML, CSV, the short summary, the changes) and each node class's templates.
-  - Each file is written atomically and durably (a temporary file beside it, fsync, rename): a reader or a killed run
+  - Each file is written atomically and durably (a temporary file beside it, fsync, rename), so a reader or a killed run
     sees the old file or the new one, never a part.
   - A file's directory must be this user's alone (not writable by its group or others) and a symbolic link at a file's
     path is refused, not followed; the module then fails naming the path and why, and writes no later file.
