@@ -17,9 +17,10 @@ attributes:
     description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
 '''
 
-    # The action plugins that run on the controller alone and change nothing anywhere (host_unreachable,
-    # prometheus_history): check mode is the same run, and a second run answers as the first.
-    ON_CONTROLLER = r'''
+    # Check mode in full, no diff, a second run answers as the first: the action plugins that run on the controller
+    # alone and change nothing anywhere (host_unreachable, prometheus_history, with ON_CONTROLLER's note) and
+    # report_files, whose files are the run's output.
+    FULL_CHECK_NO_DIFF = r'''
 options: {}
 attributes:
   check_mode:
@@ -28,6 +29,10 @@ attributes:
     support: none
   idempotent:
     support: full
+'''
+
+    ON_CONTROLLER = r'''
+options: {}
 notes:
   - This is an action plugin; it runs on the controller and never connects to the host.
 '''

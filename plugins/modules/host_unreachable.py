@@ -18,6 +18,7 @@ author:
   - nodealloc.kubelet developers (@nodealloc)
 extends_documentation_fragment:
   - nodealloc.kubelet._attributes
+  - nodealloc.kubelet._attributes.full_check_no_diff
   - nodealloc.kubelet._attributes.on_controller
 options:
   msg:

@@ -21,13 +21,7 @@ author:
   - nodealloc.kubelet developers (@nodealloc)
 extends_documentation_fragment:
   - nodealloc.kubelet._attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
+  - nodealloc.kubelet._attributes.full_check_no_diff
 options:
   files:
     description:
