@@ -11,6 +11,7 @@ as it is.
 
 from __future__ import annotations
 
+import json
 import os
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io, _safe_open
@@ -24,6 +25,10 @@ def plan(files, directory=None):
     planned = []
     for entry in files:
         path, content = entry.get('path'), entry.get('content')
+        if isinstance(content, (dict, list)):
+            # ansible-core before 2.19 turns a template whose whole text is JSON (the report's .json) into data: the
+            # report's own serialisation (_fleet_report.render_json) gives its text back byte for byte.
+            content = json.dumps(content, indent=2, sort_keys=True) + '\n'
         if not isinstance(path, str) or not isinstance(content, str):
             raise NodeallocError('each file needs a path and a content, both text; got %s: nothing was written'
                                  % sorted(entry))

@@ -65,3 +65,13 @@ def test_a_directory_others_can_write_is_refused(tmp_path):
     with pytest.raises(NodeallocError, match='writable by'):
         _files_out.write_all([{'path': str(shared / 'r.json'), 'content': 'x'}], None, 0o644, False)
     assert list(shared.iterdir()) == []
+
+
+def test_a_report_ansible_core_before_2_19_turned_into_data_is_written_back_as_the_reports_own_text(tmp_path):
+    # ansible-core 2.16-2.18 hand a template whose whole text is JSON to the module as data (the matrix lanes, ci55).
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report
+    report = {'schema_version': 4, 'nodes': [{'host': 'n1', 'ratio': 0.5, 'ok': True, 'none': None}]}
+    text = _fleet_report.render_json(report)
+    path = tmp_path / 'r.json'
+    _files_out.write_all([{'path': str(path), 'content': report}], None, 0o644, False)
+    assert path.read_text() == text
