@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _files_out
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _files_out, _fleet_report
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
 
 
@@ -69,7 +69,6 @@ def test_a_directory_others_can_write_is_refused(tmp_path):
 
 def test_a_report_ansible_core_before_2_19_turned_into_data_is_written_back_as_the_reports_own_text(tmp_path):
     # ansible-core 2.16-2.18 hand a template whose whole text is JSON to the module as data (the matrix lanes, ci55).
-    from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _fleet_report
     report = {'schema_version': 4, 'nodes': [{'host': 'n1', 'ratio': 0.5, 'ok': True, 'none': None}]}
     text = _fleet_report.render_json(report)
     path = tmp_path / 'r.json'
