@@ -28,6 +28,8 @@ options:
       - The files to write, each a dict of C(path) (absolute, or relative to O(dir)) and C(content) (text, written as
         UTF-8). Other keys, such as the C(class) of the entries the P(nodealloc.kubelet.node_templates#filter) filter
         returns, are ignored.
+      - A C(content) that is a dict or a list (ansible-core before 2.19 turns a template whose whole text is JSON, such
+        as the report's, into data) is written as JSON indented by 2 with sorted keys and a newline, the report's own form.
     type: list
     elements: dict
     required: true
