@@ -84,7 +84,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _on_rollout_guests(item):
-    return 'vm_release_guests' in getattr(item, 'fixturenames', ()) or fleets.runs_on_rollout_guests(
+    fixtures = getattr(item, 'fixturenames', ())
+    return 'vm_release_guests' in fixtures or 'vm_fleet' in fixtures or fleets.runs_on_rollout_guests(
         getattr(item, 'originalname', item.name), _fleet_param(item))
 
 
