@@ -5,8 +5,9 @@ happened from the stand-in kubelets' own logs, the files on the nodes, their kub
 stand-in API server, never from what the playbook says about itself. The scenarios that take
 ``rollout_fleet`` run on the nspawn nodes (tests/nodes/fleets.py), which read the host's /proc/meminfo
 and so use noise-tolerant thresholds, and on three cgroup v2 VM guests with their own kernel (one each of
-Debian 11, 12 and 13, their own python3 and systemd), memory at the shipped thresholds: the happy path, the
-refused config and the dying kubelet in every run, the killed controller with NODEALLOC_VM_ROLLOUT=1. The stand-in's log times come from each node's clock (a
+Debian 11, 12 and 13, their own python3 and systemd), memory at the shipped thresholds: the happy path in every run (the
+refused config and the dying kubelet there as one batch, test_rollout_onnode.py), each of them with
+NODEALLOC_VM_ROLLOUT=1. The stand-in's log times come from each node's clock (a
 guest's is set from the host's at boot).
 """
 
@@ -227,17 +228,6 @@ def test_a_node_whose_api_status_never_updates_is_put_back_and_the_rollout_halts
         assert not starts_since(node, mark)
 
 
-def test_check_mode_touches_nothing(fresh_fleet):
-    digests = [config_digest(n) for n in fresh_fleet['nodes']]
-    mark = time.time()
-    result = apply(fresh_fleet, check=True)
-    assert result.returncode == 0, output_tail(result)
-    assert [config_digest(n) for n in fresh_fleet['nodes']] == digests
-    assert all(not starts_since(n, mark) for n in fresh_fleet['nodes'])
-    for node in fresh_fleet['nodes']:
-        assert not [f for f in os.listdir(testnodes.node_path(node, '/var/lib/kubelet')) if f.endswith('.bak')]
-
-
 def test_node_unreachable_mid_rollout_halts_before_the_rest(fresh_fleet):
     first, lost, *rest = fresh_fleet['nodes']
     mark = time.time()
@@ -261,19 +251,6 @@ def test_node_unreachable_mid_rollout_halts_before_the_rest(fresh_fleet):
     assert starts_since(first, mark)
     for node in rest:
         assert config_digest(node) == before[node['name']] and not starts_since(node, mark)
-
-
-def test_slow_but_within_timeout_passes(fresh_fleet):
-    slow = fresh_fleet['nodes'][1]
-    nodeio.set_faults(slow, {'healthy_after_seconds': 6})
-    mark = time.time()
-    result = apply(fresh_fleet, '-e', 'reservations_health_timeout_seconds=30')
-    assert result.returncode == 0, output_tail(result)
-    log = [e for e in nodeio.events(slow) if e['time'] >= mark]
-    start = [e['time'] for e in log if e['event'] == 'start'][-1]
-    healthy = [e['time'] for e in log if e['event'] == 'healthy' and e['time'] >= start][0]
-    assert healthy - start >= 6
-    assert all(len(starts_since(n, mark)) == 1 for n in fresh_fleet['nodes'])
 
 
 def test_rollback_playbook_restores_the_last_backup(fresh_fleet):
@@ -310,6 +287,21 @@ def test_rollback_playbook_restores_the_last_backup(fresh_fleet):
 
 
 def test_runs_through_ansible_runner_like_awx(fresh_fleet, tmp_path, monkeypatch):
+    """Three things on one fresh fleet, each of which took a fleet reset and a rollout of its own (the nspawn line's
+    wall is the suite's: issue 48): check mode with the main-file target touches nothing (the drop-in target's is
+    test_safety.py's, every file hashed); then the rollout through ansible-runner as AWX runs it, where the middle
+    node's kubelet is slow to become healthy (6 s) but within the health timeout, and passes."""
+    digests = [config_digest(n) for n in fresh_fleet['nodes']]
+    mark = time.time()
+    result = apply(fresh_fleet, check=True)
+    assert result.returncode == 0, output_tail(result)
+    assert [config_digest(n) for n in fresh_fleet['nodes']] == digests
+    assert all(not starts_since(n, mark) for n in fresh_fleet['nodes'])
+    for node in fresh_fleet['nodes']:
+        assert not [f for f in os.listdir(testnodes.node_path(node, '/var/lib/kubelet')) if f.endswith('.bak')]
+
+    slow = fresh_fleet['nodes'][1]
+    nodeio.set_faults(slow, {'healthy_after_seconds': 6})
     import ansible_runner
     private = tmp_path / 'runner'
     (private / 'project').mkdir(parents=True)
@@ -319,7 +311,9 @@ def test_runs_through_ansible_runner_like_awx(fresh_fleet, tmp_path, monkeypatch
     (private / 'env').mkdir()
     (private / 'env' / 'envvars').write_text(yaml.safe_dump({
         'ANSIBLE_COLLECTIONS_PATH': os.path.join(ROOT, '.build'), 'ANSIBLE_HOST_KEY_CHECKING': 'False'}))
-    (private / 'env' / 'extravars').write_text(json.dumps(fresh_fleet['extra_vars']))
+    (private / 'env' / 'extravars').write_text(json.dumps(dict(fresh_fleet['extra_vars'],
+                                                               reservations_health_timeout_seconds=30)))
+    mark = time.time()
     monkeypatch.setenv('PATH', BIN + os.pathsep + os.environ.get('PATH', ''))
     runner = ansible_runner.run(private_data_dir=str(private), project_dir=ROOT, playbook='playbooks/apply.yml',
                                 quiet=True)
@@ -331,3 +325,9 @@ def test_runs_through_ansible_runner_like_awx(fresh_fleet, tmp_path, monkeypatch
     assert (private / 'artifacts' / runner.config.ident / 'job_events').is_dir()
     # Every node changed (the write, and the sampler the role installs by default); none failed.
     assert set(runner.stats['changed']) == {n['name'] for n in fresh_fleet['nodes']} and not runner.stats['failures']
+    # The slow node: healthy no sooner than 6 s after its start, restarted once like the others.
+    log = [e for e in nodeio.events(slow) if e['time'] >= mark]
+    start = [e['time'] for e in log if e['event'] == 'start'][-1]
+    healthy = [e['time'] for e in log if e['event'] == 'healthy' and e['time'] >= start][0]
+    assert healthy - start >= 6
+    assert all(len(starts_since(n, mark)) == 1 for n in fresh_fleet['nodes'])
