@@ -7,7 +7,8 @@
 #   rollout: nox builds and installs the tarball in the chroot; the nspawn nodes belong to the host (systemd-nspawn,
 #            network namespaces), so the host's pytest runs the rollout scenario and its playbooks run through an
 #            ansible-playbook that enters the chroot (NODEALLOC_ANSIBLE_BIN, tests/helpers/rollout.py).
-# Usage: hack/matrix-chroot.sh [static] [rollout]   (default: both)
+# Usage: hack/matrix-chroot.sh [static] [rollout] [2.NN ...]   (default: both parts, every lane here; a minor named
+#        runs only that lane, as make test's rollout of the newest minor does)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -16,8 +17,14 @@ tree=$cache/trixie
 # python3-yaml is the debootstrap tree's own; openssh-client: the rollout's playbooks reach the nodes over SSH.
 packages=python3,python3-venv,python3-yaml,openssh-client
 ROLLOUT_TEST=tests/scenarios/test_rollout.py::test_happy_path_changes_every_node_once_in_order_and_a_second_run_changes_nothing
-parts=("$@")
+parts=() lanes=()
+for arg in "$@"; do
+  if [[ $arg =~ ^2\.[0-9]+$ ]]; then lanes+=("$arg"); else parts+=("$arg"); fi
+done
 ((${#parts[@]})) || parts=(static rollout)
+# nox's session names for the lanes asked for (none: every lane).
+sessions=()
+for lane in "${lanes[@]}"; do sessions+=(-s "controller(ansible_core='$lane')"); done
 mkdir -p "$cache"
 # One run at a time: make test runs the static part beside the main line and the rollout on it.
 exec 8>"$cache/.trixie-run.lock"
@@ -81,13 +88,14 @@ in_chroot_nox() {
 
 rc=0
 if [[ " ${parts[*]} " == *" static "* ]]; then
-  in_chroot_nox -- static || rc=1
+  in_chroot_nox "${sessions[@]}" -- static || rc=1
 fi
 if [[ " ${parts[*]} " == *" rollout "* ]]; then
-  in_chroot_nox -- install || rc=1
+  in_chroot_nox "${sessions[@]}" -- install || rc=1
   for lane_venv in "$cache"/trixie-nox/controller-ansible_core-*; do
     [[ -x $lane_venv/bin/ansible-playbook ]] || continue
     lane=${lane_venv##*controller-ansible_core-}
+    if ((${#lanes[@]})) && [[ " ${lanes[*]} " != *" ${lane//-/.} "* ]]; then continue; fi
     # An ansible-playbook on the host's PATH that runs the lane's inside the chroot, in the same directory.
     wrappers=$cache/trixie-bin/$lane
     mkdir -p "$wrappers"

@@ -155,8 +155,13 @@ alongside matrix_static
 step "pytest: multi-node rollout scenarios on nspawn nodes" \
   python -m pytest -p no:cacheprovider -q -rs --durations=15 --nodes-lane host tests/scenarios
 step "molecule test (rollout scenario on three nodes)" molecule test -s rollout
-step "controller matrix: the rollout happy path with ansible-core 2.16-2.19" bash hack/matrix.sh -- rollout
-step "controller matrix: the rollout happy path with ansible-core 2.20-2.21 (chroot)" bash hack/matrix-chroot.sh rollout
+# The lanes' rollouts on nodes: the oldest minor claimed and the newest (the main line runs the pinned 2.19). Every
+# lane's static part runs beside this line; the middle minors' rollouts cost this line about 120 s each under load,
+# and the line's wall is the suite's (issue 48): `hack/matrix.sh -- rollout` and `hack/matrix-chroot.sh rollout` run
+# them all.
+step "controller matrix: the rollout happy path with ansible-core 2.16 (the oldest claimed)" \
+  bash hack/matrix.sh -s "controller(ansible_core='2.16')" -- rollout
+step "controller matrix: the rollout happy path with ansible-core 2.21 (the newest, chroot)" bash hack/matrix-chroot.sh rollout 2.21
 # The benchmarks are run, not timed: small sizes (shipped defaults otherwise), each prints its --json line; the
 # figures in docs/benchmarks.md come from full runs. rollout.py boots a node: here. facts_cost makes host cgroups: in
 # localhost_tests, after the integration tests that make them too.
