@@ -138,7 +138,9 @@ print(json.dumps(facts["recommendation"], default=str))
 
 
 def sh(node, command, timeout=900):
-    return vmnodes.ssh(node, node['state_dir'], command, check=True, timeout=timeout).stdout
+    # A connection per command: the guest is driven into a global OOM, whose killer may take a shared SSH session
+    # (tests/nodes/vmnodes.py's multiplexing) and every command on it.
+    return vmnodes.ssh(node, node['state_dir'], command, check=True, timeout=timeout, multiplex=False).stdout
 
 
 def quantity_bytes(text):
@@ -310,7 +312,7 @@ def main(argv):
                 threads[-1].start()
             for thread in threads:
                 thread.join()
-            kernel = kernel or vmnodes.ssh(nodes[0], args.state_dir, 'uname -r', check=False).stdout.strip()
+            kernel = kernel or vmnodes.ssh(nodes[0], args.state_dir, 'uname -r', check=False, multiplex=False).stdout.strip()
         finally:
             vmnodes.down(args.state_dir)
     for policy in policies:

@@ -301,19 +301,22 @@ def _multiplexing(state_dir):
     connection to a guest under software emulation costs about 1.5 CPU seconds of key exchange (10 fresh ``ssh``
     runs of ``cat /proc/loadavg``: 15.0 CPU s and 15.2 s; over one master: 2.0 CPU s and 1.9 s), and the tests read
     the guests' files and logs over hundreds of them. The socket is in the guests' own state directory, which only
-    root can write; the master exits 30 s after its last use, or when its guest goes away."""
+    root can write; the master exits 30 s after its last use, or when its guest goes away (QEMU's forwarded port
+    closes). No keep-alive: a guest busy for minutes (a page-cache thrash before a global OOM) must not have its
+    master give up on it, as a plain connection would not."""
     control_path = os.path.join(state_dir, 'cm-%C')
     if len(control_path) - len('%C') + 40 > _CONTROL_PATH_MAX:
         return []
-    return ['-o', 'ControlMaster=auto', '-o', 'ControlPath=' + control_path, '-o', 'ControlPersist=30',
-            '-o', 'ServerAliveInterval=5', '-o', 'ServerAliveCountMax=6']
+    return ['-o', 'ControlMaster=auto', '-o', 'ControlPath=' + control_path, '-o', 'ControlPersist=30']
 
 
-def ssh_command(node, state_dir):
-    """The ssh argv (before the remote command) that reaches a guest over its forwarded loopback port."""
+def ssh_command(node, state_dir, multiplex=True):
+    """The ssh argv (before the remote command) that reaches a guest over its forwarded loopback port; ``multiplex``
+    False makes a connection of its own (a guest driven into a global OOM, whose killer may take the shared session
+    and every command on it: benchmarks/oom_outcomes.py)."""
     return ['ssh', '-i', os.path.join(state_dir, 'id_ed25519'), '-p', str(node['port']), '-o', 'StrictHostKeyChecking=no',
             '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-o', 'ConnectTimeout=10', '-o', 'BatchMode=yes',
-            *_multiplexing(state_dir), 'root@127.0.0.1']
+            *(_multiplexing(state_dir) if multiplex else []), 'root@127.0.0.1']
 
 
 # What ssh says when it never reached the guest's shell: the command did not start, so running it again is safe.
@@ -321,13 +324,13 @@ _NOT_CONNECTED = ('Connection timed out', 'banner exchange', 'Connection refused
                   'Connection closed by', 'kex_exchange_identification')
 
 
-def ssh(node, state_dir, command, check=True, timeout=120):
+def ssh(node, state_dir, command, check=True, timeout=120, multiplex=True):
     """Run a shell command on a guest over its forwarded loopback port. A connection that was never made (exit 255
     with one of ssh's connection messages) is tried again, twice: under software emulation on two busy CPUs a guest's
     sshd once missed the 10-s connect timeout mid-run (ci53, test_facts_on_guest[facts-v1]) and answered again at
     once."""
     for attempt in range(3):
-        result = subprocess.run(ssh_command(node, state_dir) + [command], check=False, capture_output=True,
+        result = subprocess.run(ssh_command(node, state_dir, multiplex) + [command], check=False, capture_output=True,
                                 text=True, timeout=timeout)
         if result.returncode != 255 or not any(text in result.stderr for text in _NOT_CONNECTED) or attempt == 2:
             break
