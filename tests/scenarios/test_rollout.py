@@ -169,28 +169,39 @@ def check_the_sampler_runs_and_writes_metrics_promtool_accepts(node):
     return text
 
 
+def refuse_every_change(node):
+    """The stand-in on ``node`` refuses any config without the systemReserved it runs with now: every change."""
+    nodeio.set_faults(node, {'refuse_config_lacking': '"systemReserved": ' + json.dumps(INITIAL_SYSTEM_RESERVED)})
+    nodeio.ssh(node, 'systemctl restart kubelet.service')
+    nodeio.wait_healthy(node)
+
+
+def assert_put_back(node, before, mark, event):
+    """Since ``mark`` the node's kubelet logged ``event`` ('refused', 'died'), and its step put the old config back
+    byte for byte, the kubelet healthy on it, the change still pending; returns that pending decision."""
+    assert config_digest(node) == before[node['name']], node['name']  # rolled back byte for byte
+    log = [e for e in nodeio.events(node) if e['time'] >= mark]
+    assert any(e['event'] == event for e in log), (node['name'], log)
+    last_start = [e for e in log if e['event'] == 'start'][-1]
+    assert last_start['system_reserved'] == INITIAL_SYSTEM_RESERVED, node['name']  # running the old config again
+    assert any(e['event'] == 'healthy' and e['time'] >= last_start['time'] for e in log), node['name']
+    # The step wrote its failure status after the restore: the change it could not apply is still pending.
+    pending = json.loads(nodeio.read_bytes(node, '/var/lib/nodealloc/decision.json'))
+    assert pending['action'] in ('increase', 'decrease'), (node['name'], pending)
+    return pending
+
+
 def test_refused_config_is_rolled_back_byte_for_byte_and_the_rollout_halts(rollout_fleet):
     fleet = rollout_fleet
     first, bad, *rest = fleet['nodes']
     before = {n['name']: config_digest(n) for n in fleet['nodes']}
-    # The stand-in on `bad` refuses any config without the systemReserved it runs with now: every change.
-    nodeio.set_faults(bad, {'refuse_config_lacking': '"systemReserved": ' + json.dumps(INITIAL_SYSTEM_RESERVED)})
-    nodeio.ssh(bad, 'systemctl restart kubelet.service')
-    nodeio.wait_healthy(bad)
+    refuse_every_change(bad)
     mark = time.time()
     result = apply(fleet, '-e', 'reservations_health_timeout_seconds=20')
     assert result.returncode != 0
     assert 'Restored /var/lib/kubelet/config.yaml from' in result.stdout, output_tail(result)
     assert config_digest(first) != before[first['name']]  # the node before it was changed
-    assert config_digest(bad) == before[bad['name']]  # rolled back byte for byte
-    bad_log = [e for e in nodeio.events(bad) if e['time'] >= mark]
-    assert any(e['event'] == 'refused' for e in bad_log)
-    last_start = [e for e in bad_log if e['event'] == 'start'][-1]
-    assert last_start['system_reserved'] == INITIAL_SYSTEM_RESERVED  # running the old config again
-    assert any(e['event'] == 'healthy' and e['time'] >= last_start['time'] for e in bad_log)
-    # The step wrote its failure status after the restore: the change it could not apply is still pending.
-    pending = json.loads(nodeio.read_bytes(bad, '/var/lib/nodealloc/decision.json'))
-    assert pending['action'] in ('increase', 'decrease') and pending['recommended_kubepods_memory_limit_bytes'] > 0
+    assert assert_put_back(bad, before, mark, 'refused')['recommended_kubepods_memory_limit_bytes'] > 0
     for node in rest:  # untouched
         assert config_digest(node) == before[node['name']]
         assert not starts_since(node, mark)

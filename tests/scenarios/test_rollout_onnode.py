@@ -5,7 +5,6 @@ kubelets' own logs and the files on the nodes.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -14,7 +13,7 @@ import time
 from helpers.rollout import (ROOT, STEP_DIR, apply, changed_tasks, command_for, config_digest, healthy_on_last_start,
                              leftovers, log_output, output_tail, running_config, starts_since, wait_for)
 from nodes import nodeio
-from test_rollout import INITIAL_SYSTEM_RESERVED
+from test_rollout import INITIAL_SYSTEM_RESERVED, assert_put_back, refuse_every_change
 
 
 def test_kubelet_dying_after_looking_healthy_is_caught_by_the_soak_and_halts(rollout_fleet):
@@ -50,10 +49,7 @@ def test_a_refused_config_and_a_kubelet_dying_in_the_soak_in_one_batch_are_both_
     fleet = fresh_vm_fleet
     refusing, dying, untouched = fleet['nodes']
     before = {n['name']: config_digest(n) for n in fleet['nodes']}
-    # The stand-in on `refusing` refuses any config without the systemReserved it runs with now: every change.
-    nodeio.set_faults(refusing, {'refuse_config_lacking': '"systemReserved": ' + json.dumps(INITIAL_SYSTEM_RESERVED)})
-    nodeio.ssh(refusing, 'systemctl restart kubelet.service')
-    nodeio.wait_healthy(refusing)
+    refuse_every_change(refusing)
     nodeio.set_faults(dying, {'die_after_seconds': 20})
     mark = time.time()
     result = apply(fleet, '-e', 'nodealloc_serial=2,1', '-e', 'reservations_health_soak_seconds=30',
@@ -64,15 +60,7 @@ def test_a_refused_config_and_a_kubelet_dying_in_the_soak_in_one_batch_are_both_
     # Both failed in the batch (and nothing after it ran: the untouched node below).
     assert all('fatal: [%s]' % node['name'] in result.stdout for node in (refusing, dying)), output_tail(result)
     for node, event in ((refusing, 'refused'), (dying, 'died')):
-        assert config_digest(node) == before[node['name']], node['name']  # put back byte for byte
-        log = [e for e in nodeio.events(node) if e['time'] >= mark]
-        assert any(e['event'] == event for e in log), (node['name'], log)
-        last_start = [e for e in log if e['event'] == 'start'][-1]
-        assert last_start['system_reserved'] == INITIAL_SYSTEM_RESERVED, node['name']  # the old config again
-        assert any(e['event'] == 'healthy' and e['time'] >= last_start['time'] for e in log), node['name']
-        # The step wrote its failure status after the restore: the change it could not apply is still pending.
-        pending = json.loads(nodeio.read_bytes(node, '/var/lib/nodealloc/decision.json'))
-        assert pending['action'] in ('increase', 'decrease'), (node['name'], pending)
+        assert_put_back(node, before, mark, event)
     assert config_digest(untouched) == before[untouched['name']] and not starts_since(untouched, mark)
 
 
