@@ -85,8 +85,7 @@ def pytest_collection_modifyitems(config, items):
 
 def _on_rollout_guests(item):
     fixtures = getattr(item, 'fixturenames', ())
-    return 'vm_release_guests' in fixtures or 'vm_fleet' in fixtures or fleets.runs_on_rollout_guests(
-        getattr(item, 'originalname', item.name), _fleet_param(item))
+    return 'vm_release_guests' in fixtures or 'vm_fleet' in fixtures or fleets.runs_on_rollout_guests(_fleet_param(item))
 
 
 def pytest_runtest_setup(item):

@@ -6,10 +6,10 @@
 * ``vm_fleet`` / ``fresh_vm_fleet``: three cgroup v2 guests, one of each Debian release (vmnodes.RELEASES: 11, 12,
   13, each with its own python3 and systemd), reporting to a stand-in API server on a loopback port of ours.
 * ``vm_release_guests``: those guests by release, for the facts test on the releases the facts guests do not run.
-* ``rollout_fleet``: the rollout scenarios run on the nspawn fleet and on the VM fleet: the happy path (with its
-  second run at the shipped memory thresholds) always, the others only with ``NODEALLOC_VM_ROLLOUT=1``
-  (VM_ROLLOUT_ALWAYS; docs/testing.md, "How long it takes"). On the VM fleet the refused config and the dying kubelet
-  run in every run as one batch of two (test_rollout_onnode.py, on ``fresh_vm_fleet``).
+* ``rollout_fleet``: the rollout scenarios run on the nspawn fleet, and on the VM fleet with
+  ``NODEALLOC_VM_ROLLOUT=1`` (docs/testing.md, "How long it takes"). Every run rolls out over the VM fleet once, on
+  ``fresh_vm_fleet``: a good canary (with a second run at the shipped memory thresholds), then the refused config and
+  the dying kubelet as one batch of two (test_rollout_onnode.py).
 
 The session's guests boot by group when the first test that needs the group starts: the facts guests, then (once
 they are powered off, tests/conftest.py) the rollout guests. ``make test`` runs the tests on guests in pytest runs of their own beside the nspawn tests
@@ -49,11 +49,9 @@ NOISE_TOLERANT = {'reservations_sample_seconds': 1, 'reservations_health_poll_se
                   'reservations_cpu_headroom_min_millicores': 1000,
                   'reservations_change_threshold_min_millicores': 1500}
 VM_ROLLOUT = os.environ.get('NODEALLOC_VM_ROLLOUT') == '1'
-# The rollout scenarios that run on the VM guests in every run: the happy path. Issue 11's other two, the refused
-# config and the dying kubelet, run there together in one batch (test_rollout_onnode.py): one rollout over the guests
-# where each scenario took one, about 430 CPU seconds each under the suite's load. Every one of them runs on the
-# guests with NODEALLOC_VM_ROLLOUT=1.
-VM_ROLLOUT_ALWAYS = ('test_happy_path_changes_every_node_once_in_order_and_a_second_run_changes_nothing',)
+# The rollout scenarios on the VM guests, each a rollout of its own over them, run only with NODEALLOC_VM_ROLLOUT=1.
+# Every run has one rollout there, a good canary and then a failing batch (test_rollout_onnode.py), where it had
+# three (the happy path, the refused config, the dying kubelet), each some 300-450 CPU seconds under the suite's load.
 # One cgroup v2 guest (the default of every current distribution) and one cgroup v1 guest.
 GUESTS = [{'name': 'facts-v2', 'cgroup': 'v2', 'memory_mib': 1280},
           {'name': 'facts-v1', 'cgroup': 'v1', 'memory_mib': 1280}]
@@ -148,9 +146,9 @@ class _Boot:
 _BOOT = []
 
 
-def runs_on_rollout_guests(name, fleet_param):
-    """Whether a test (its function's name, its rollout_fleet parameter) runs on the rollout guests."""
-    return fleet_param == 'vm' and (VM_ROLLOUT or name in VM_ROLLOUT_ALWAYS)
+def runs_on_rollout_guests(fleet_param):
+    """Whether a test with this rollout_fleet parameter runs on the rollout guests."""
+    return fleet_param == 'vm' and VM_ROLLOUT
 
 
 def start_boot():
@@ -211,9 +209,9 @@ def fresh_vm_fleet(vm_fleet):
 
 @pytest.fixture(params=['nspawn', 'vm'])
 def rollout_fleet(request):
-    """A fresh fleet for a rollout scenario: the nspawn nodes, or the cgroup v2 guests (see VM_ROLLOUT_ALWAYS)."""
+    """A fresh fleet for a rollout scenario: the nspawn nodes, or the cgroup v2 guests (see VM_ROLLOUT)."""
     if request.param == 'vm':
-        if not runs_on_rollout_guests(request.node.originalname, 'vm'):
+        if not runs_on_rollout_guests('vm'):
             pytest.skip('the rollout scenarios on VM guests run with NODEALLOC_VM_ROLLOUT=1 (docs/testing.md)')
         return request.getfixturevalue('fresh_vm_fleet')
     return request.getfixturevalue('fresh_fleet')

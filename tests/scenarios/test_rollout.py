@@ -5,10 +5,10 @@ happened from the stand-in kubelets' own logs, the files on the nodes, their kub
 stand-in API server, never from what the playbook says about itself. The scenarios that take
 ``rollout_fleet`` run on the nspawn nodes (tests/nodes/fleets.py), which read the host's /proc/meminfo
 and so use noise-tolerant thresholds, and on three cgroup v2 VM guests with their own kernel (one each of
-Debian 11, 12 and 13, their own python3 and systemd), memory at the shipped thresholds: the happy path in every run (the
-refused config and the dying kubelet there as one batch, test_rollout_onnode.py), each of them with
-NODEALLOC_VM_ROLLOUT=1. The stand-in's log times come from each node's clock (a
-guest's is set from the host's at boot).
+Debian 11, 12 and 13, their own python3 and systemd), memory at the shipped thresholds, with
+NODEALLOC_VM_ROLLOUT=1; every run has one rollout there, a good canary and then the refused config and the dying
+kubelet as one batch (test_rollout_onnode.py). The stand-in's log times come from each node's clock (a guest's is
+set from the host's at boot).
 """
 
 from __future__ import annotations
@@ -41,6 +41,28 @@ def reserved_memory(config):
     return sum(parse_quantity(config[field]['memory']) for field in ('kubeReserved', 'systemReserved'))
 
 
+def assert_rolled(fleet, node, mark):
+    """Since ``mark`` the node's kubelet restarted once, on the new reservations, and its kernel and its Node status
+    show them: kubepods capped at capacity minus them, allocatable the same less the hard eviction threshold."""
+    starts = starts_since(node, mark)
+    assert len(starts) == 1, (node['name'], starts)  # one restart each
+    config = running_config(node)
+    assert (starts[0]['kube_reserved'], starts[0]['system_reserved']) == (
+        config['kubeReserved'], config['systemReserved']) != (INITIAL_KUBE_RESERVED, INITIAL_SYSTEM_RESERVED)
+    reserved = reserved_memory(config)
+    # The node's kernel: MemTotal is the kubelet's memory capacity (cadvisor's MemoryCapacity), and the
+    # kubepods cgroup is capped at capacity minus the reservations (enforceNodeAllocatable: pods).
+    meminfo = nodeio.read_bytes(node, '/proc/meminfo').decode()
+    capacity = int(re.search(r'^MemTotal:\s+(\d+) kB', meminfo, re.M).group(1)) * 1024
+    limit = int(nodeio.read_bytes(node, '/sys/fs/cgroup/kubepods.slice/memory.max')
+                or nodeio.read_bytes(node, '/sys/fs/cgroup/memory/kubepods.slice/memory.limit_in_bytes'))
+    assert limit == capacity - reserved, (node['name'], limit, capacity, reserved)
+    status = api_node_status(fleet, node)  # what the node's stand-in kubelet reported
+    assert [c['status'] for c in status['conditions'] if c['type'] == 'Ready'] == ['True']
+    assert parse_quantity(status['capacity']['memory']) == capacity
+    assert parse_quantity(status['allocatable']['memory']) == capacity - reserved - DEFAULT_EVICTION_HARD_BYTES
+
+
 def test_happy_path_changes_every_node_once_in_order_and_a_second_run_changes_nothing(rollout_fleet):
     fleet = rollout_fleet
     nodes = fleet['nodes']
@@ -48,28 +70,18 @@ def test_happy_path_changes_every_node_once_in_order_and_a_second_run_changes_no
     result = apply(fleet)
     assert result.returncode == 0, output_tail(result)
     for node in nodes:
-        starts = starts_since(node, mark)
-        assert len(starts) == 1, (node['name'], starts)  # one restart each
-        config = running_config(node)
-        assert (starts[0]['kube_reserved'], starts[0]['system_reserved']) == (
-            config['kubeReserved'], config['systemReserved']) != (INITIAL_KUBE_RESERVED, INITIAL_SYSTEM_RESERVED)
-        reserved = reserved_memory(config)
-        # The node's kernel: MemTotal is the kubelet's memory capacity (cadvisor's MemoryCapacity), and the
-        # kubepods cgroup is capped at capacity minus the reservations (enforceNodeAllocatable: pods).
-        meminfo = nodeio.read_bytes(node, '/proc/meminfo').decode()
-        capacity = int(re.search(r'^MemTotal:\s+(\d+) kB', meminfo, re.M).group(1)) * 1024
-        limit = int(nodeio.read_bytes(node, '/sys/fs/cgroup/kubepods.slice/memory.max')
-                    or nodeio.read_bytes(node, '/sys/fs/cgroup/memory/kubepods.slice/memory.limit_in_bytes'))
-        assert limit == capacity - reserved, (node['name'], limit, capacity, reserved)
-        status = api_node_status(fleet, node)  # what the node's stand-in kubelet reported
-        assert [c['status'] for c in status['conditions'] if c['type'] == 'Ready'] == ['True']
-        assert parse_quantity(status['capacity']['memory']) == capacity
-        assert parse_quantity(status['allocatable']['memory']) == capacity - reserved - DEFAULT_EVICTION_HARD_BYTES
+        assert_rolled(fleet, node, mark)
     windows = restart_windows(nodes, mark)
     assert [w[0] for w in windows] == [n['name'] for n in nodes]  # in inventory order
     for (_name, _stop, healthy), (_next, next_stop, _h) in zip(windows, windows[1:]):
         assert healthy is not None and healthy <= next_stop  # the next node stops only once this one is healthy
     print('rollout of %d nodes: %.1f s' % (len(nodes), result.wall_seconds))
+    assert_kept_and_sampled(nodes)
+    assert_a_second_run_changes_nothing(fleet, nodes)
+
+
+def assert_kept_and_sampled(nodes):
+    """Each rolled node's step recorded its change as done, and the first node's sampler runs and reads it."""
     text = check_the_sampler_runs_and_writes_metrics_promtool_accepts(nodes[0])
     # The reservation applied, as the sampler's near-reservation flag reads it: what the config now holds.
     applied = json.loads(nodeio.read_bytes(nodes[0], '/var/lib/nodealloc/reservation.json'))
@@ -80,10 +92,14 @@ def test_happy_path_changes_every_node_once_in_order_and_a_second_run_changes_no
     assert int(metrics['nodealloc_memory_planned_headroom_bytes']) == applied['memory_headroom_bytes'] > 0
     assert metrics['nodealloc_memory_near_reservation'] in ('0', '1')
 
+
+def assert_a_second_run_changes_nothing(fleet, nodes, *extra):
+    """A second apply.yml over ``nodes`` (``extra``: its other arguments, e.g. the limit to them) changes and restarts
+    nothing and runs no task in the serial play."""
     digests = [config_digest(n) for n in nodes]
     second_mark = time.time()
     # With a pause between batches: a batch whose nodes all keep their reservations has nothing to wait for.
-    again = apply(fleet, '-e', 'reservations_pause_seconds=20')
+    again = apply(fleet, '-e', 'reservations_pause_seconds=20', *extra)
     assert again.returncode == 0, output_tail(again)
     # Both resources' lines and what follows each (a wrapped line ends the figure): which one moved, and by which rule.
     lines = again.stdout.splitlines()
