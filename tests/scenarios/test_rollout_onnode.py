@@ -70,7 +70,9 @@ def test_on_the_guests_a_good_canary_then_a_refused_config_and_a_dying_kubelet_i
     windows = restart_windows(nodes, mark)
     canary_healthy = [healthy for name, _stop, healthy in windows if name == canary['name']]
     assert len(canary_healthy) == 1 and canary_healthy[0] is not None, windows
-    assert all(stop >= canary_healthy[0] for name, stop, _healthy in windows if name != canary['name']), windows
+    batch_stops = [(name, stop) for name, stop, _healthy in windows if name != canary['name']]
+    assert {name for name, _stop in batch_stops} == {refusing['name'], dying['name']}, windows
+    assert all(stop >= canary_healthy[0] for _name, stop in batch_stops), windows
     for node, event in ((refusing, 'refused'), (dying, 'died')):
         assert_put_back(node, before, mark, event)
     assert_kept_and_sampled([canary])

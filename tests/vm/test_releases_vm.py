@@ -1,10 +1,10 @@
 """The node side on every Debian release the collection claims (tests/nodes/vmnodes.py RELEASES).
 
 The rollout guests are one cgroup v2 guest each of Debian 11 (bullseye: Python 3.9, systemd 247), 12 (bookworm:
-3.11, 252) and 13 (trixie: 3.13, 257), oldest first (tests/nodes/fleets.py ROLLOUT_GUESTS). So every rollout
-scenario on guests (tests/scenarios/test_rollout.py, its ``vm`` variants: the happy path and its second run, the
-refused config, the dying kubelet) runs the role's modules and the sampler with each release's python3 under each
-release's systemd. Here, before those scenarios:
+3.11, 252) and 13 (trixie: 3.13, 257), oldest first (tests/nodes/fleets.py ROLLOUT_GUESTS). So the rollout on
+guests (tests/scenarios/test_rollout_onnode.py: Debian 11 the good canary, Debian 12 the refused config, Debian 13
+the dying kubelet; each rollout scenario of test_rollout.py on its own with NODEALLOC_VM_ROLLOUT=1) runs the role's
+modules with each release's python3 under each release's systemd. Here, before it:
 
 * each guest is checked to run what its release ships, so a tree built from the wrong suite cannot pass for it;
 * the facts test of tests/vm/test_facts_vm.py, unchanged, runs on the Debian 11 and 13 guests (the facts guests
