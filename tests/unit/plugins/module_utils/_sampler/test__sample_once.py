@@ -8,10 +8,12 @@ import os
 import shutil
 import subprocess
 import time
+import types
 
 import pytest
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _gather
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _measure
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _history_stats
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store, _metrics, _sample_once
 from ansible_collections.nodealloc.kubelet.tests.unit.fixtures import cgroup_v2
@@ -246,15 +248,21 @@ def cpu_clock(*seconds):
     return lambda: next(readings)
 
 
-def run_a_minute_apart(node, tmp_path, first, second, busy_fraction=0.2):
+def run_a_minute_apart(node, tmp_path, monkeypatch, first, second, busy_fraction=0.2):
     """Two runs, the second a minute after the first with the node ``busy_fraction`` busy in between; each run's
     own CPU time at its snapshot and at its end is given as (snapshot, end) in seconds."""
     opts = dict(options(node, tmp_path), textfile_path=str(tmp_path / 'nodealloc.prom'))
+    # The snapshots' monotonic clock is this one: the runs are exactly the timer period apart however long the test
+    # took between them (with the real clock, 0.6 s of a busy machine made 3 s in 60.6 s round to 49 millicores).
+    clock = [1000.0]
+
+    def sleep(seconds):
+        clock[0] += seconds
+
+    monkeypatch.setattr(_measure, 'time', types.SimpleNamespace(monotonic=lambda: clock[0]))
     # The first run samples (no saved snapshot yet): it reads its clock at both ends of the sample.
-    run(opts, sleep=lambda _s: None, process_cpu_ns=cpu_clock(first[0], first[0], first[1]))
-    state = json.loads((tmp_path / 'state.json').read_text())
-    state['cpu']['time'] -= 60  # the timer period, without waiting for it
-    (tmp_path / 'state.json').write_text(json.dumps(state))
+    run(opts, sleep=sleep, process_cpu_ns=cpu_clock(first[0], first[0], first[1]))
+    sleep(60)  # the timer period, without waiting for it
     stat = tmp_path / 'proc' / 'stat'
     user, nice, system, idle = (int(v) for v in stat.read_text().split()[1:5])
     total = 60 * os.sysconf('SC_CLK_TCK') * (os.cpu_count() or 1)
@@ -265,9 +273,9 @@ def run_a_minute_apart(node, tmp_path, first, second, busy_fraction=0.2):
     return figures
 
 
-def test_the_samplers_own_cpu_between_two_runs_is_left_out_of_non_pod_cpu(node, tmp_path):
+def test_the_samplers_own_cpu_between_two_runs_is_left_out_of_non_pod_cpu(node, tmp_path, monkeypatch):
     # The first run went on for 1 s of CPU after its snapshot; the second took 2 s to reach its own: 3 s in 60 s.
-    figures = run_a_minute_apart(node, tmp_path, (0.5, 1.5), (2.0, 2.5))
+    figures = run_a_minute_apart(node, tmp_path, monkeypatch, (0.5, 1.5), (2.0, 2.5))
     capacity = (os.cpu_count() or 1) * 1000
     cpu = figures['cpu']
     assert cpu['node_busy_millicores'] == capacity // 5
@@ -278,18 +286,18 @@ def test_the_samplers_own_cpu_between_two_runs_is_left_out_of_non_pod_cpu(node, 
     assert metrics_of(tmp_path)['nodealloc_sampler_cpu_cores'] == '0.05'
 
 
-def test_the_samplers_own_cpu_never_takes_non_pod_cpu_below_zero(node, tmp_path):
-    figures = run_a_minute_apart(node, tmp_path, (0.0, 60.0), (60.0, 61.0), busy_fraction=0.01)
+def test_the_samplers_own_cpu_never_takes_non_pod_cpu_below_zero(node, tmp_path, monkeypatch):
+    figures = run_a_minute_apart(node, tmp_path, monkeypatch, (0.0, 60.0), (60.0, 61.0), busy_fraction=0.01)
     cpu = figures['cpu']
     assert cpu['non_pod_millicores'] == 0 and cpu['sampler_millicores'] == cpu['node_busy_millicores'] > 0
 
 
-def test_a_sampler_run_inside_an_ssh_session_is_left_out_with_the_session_not_twice(node, tmp_path):
+def test_a_sampler_run_inside_an_ssh_session_is_left_out_with_the_session_not_twice(node, tmp_path, monkeypatch):
     # Started by hand from a login: its CPU is in user.slice, which is left out as a session already.
     os.makedirs(os.path.join(node, 'user.slice', 'user-0.slice', 'session-1.scope'))
     cgroup_v2.write(os.path.join(node, 'user.slice', 'cpu.stat'), 'usage_usec 1000\n')
     cgroup_v2.write(str(tmp_path / 'proc' / str(os.getpid()) / 'cgroup'), '0::/user.slice/user-0.slice/session-1.scope\n')
-    figures = run_a_minute_apart(node, tmp_path, (0.5, 1.5), (2.0, 2.5))
+    figures = run_a_minute_apart(node, tmp_path, monkeypatch, (0.5, 1.5), (2.0, 2.5))
     cpu = figures['cpu']
     assert cpu['sampler_millicores'] == 0 and cpu['non_pod_millicores'] == cpu['node_busy_millicores'] > 0
 
