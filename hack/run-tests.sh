@@ -132,41 +132,55 @@ localhost_tests() {
 # timers: the guests' two pytest runs (the tests that boot guests of their own, mostly waiting on what a guest
 # does over minutes; the tests on the session's guests) and the tests on this machine itself run beside the nspawn
 # line (docs/testing.md, "How long it takes").
+# The nspawn line's last steps that can run on a fleet of their own (slot 1, tests/nodes/testnodes.py), once the
+# guests of their own are off: the lanes' rollouts on nodes, the oldest minor claimed and the newest (the main line
+# runs the pinned 2.19; the middle minors' rollouts cost about 120 s each under load: `hack/matrix.sh -- rollout` and
+# `hack/matrix-chroot.sh rollout` run them all), and the rollout benchmark. Beside the scenarios from the start, they
+# made the run slower (ci7: 2,540 s against 2,314 s; the CPUs were the limit); in ci58 the guests of their own ended
+# 1,701 s in and the nspawn line ran alone for its last 500 s, on a machine then partly idle.
+nodes_tail() {
+  export NODEALLOC_NSPAWN_SLOT=1
+  step "controller matrix: the rollout happy path with ansible-core 2.16 (the oldest claimed)" \
+    bash hack/matrix.sh -s "controller(ansible_core='2.16')" -- rollout
+  step "controller matrix: the rollout happy path with ansible-core 2.21 (the newest, chroot)" bash hack/matrix-chroot.sh rollout 2.21
+  # The benchmarks are run, not timed: small sizes (shipped defaults otherwise), each prints its --json line; the
+  # figures in docs/benchmarks.md come from full runs. One rollout node: at the 30-s soak it costs about 100 s here.
+  step "benchmark on an nspawn node (small size): rollout" python benchmarks/rollout.py --json --nodes 1
+}
+
+# The lanes' rollouts use the nox sessions the matrix's static parts build (matrix_static, below): not before those are
+# done, which in ci58 was some 600 s before the guests of their own were.
+matrix_static_done=$(mktemp -u)
+vm_own_then_nodes_tail() {
+  vm_tests vm-own "guests of their own: oom_outcomes, the Prometheus end to end"
+  while [[ ! -e $matrix_static_done ]]; do sleep 5; done
+  nodes_tail
+}
+
 alongside static_checks
 alongside vm_tests vm-session "real-kernel facts (cgroup v2 and v1; Debian 11, 12, 13), page cache, swap, untrusted processes, the rollout scenarios' VM variants"
-alongside vm_tests vm-own "guests of their own: oom_outcomes, the Prometheus end to end"
+alongside vm_own_then_nodes_tail
 alongside localhost_tests
 
 # The controller support matrix (noxfile.py, docs/testing.md "Support matrix"): every ansible-core minor claimed, the
 # tarball built and installed, recommend/apply --check from it, the role's invalid-input tests. It boots nothing: it
-# runs beside the main line, niced; each lane's rollout on nspawn nodes runs on the main line (one fleet at a time).
+# runs beside the main line, niced; the lanes' rollouts on nspawn nodes run after it, on slot 1 (nodes_tail).
 matrix_static() {
   renice -n 10 -p "$BASHPID" >/dev/null
   step "controller matrix: ansible-core 2.16-2.19 (Python 3.11)" bash hack/matrix.sh -- static
   step "controller matrix: ansible-core 2.20-2.21 (Debian 13 chroot, Python 3.13)" bash hack/matrix-chroot.sh static
+  touch "$matrix_static_done"
 }
 alongside matrix_static
 
 # The unit tests run once, through ansible-test beside this line (units above); the role's playbook tests and the
-# integration tests on this machine beside it too (localhost_tests). This line has the nspawn fleets, one at a time:
-# the scenarios, Molecule, the matrix lanes' rollouts, the rollout benchmark. (A second fleet beside the first, on
-# slot 1 of tests/nodes/testnodes.py, made the whole run slower: 2,540 s against 2,314 s, 2026-11-27. The CPUs are the
-# limit, and the guests' rollouts, which wait on emulated Python, lost most: docs/testing.md.)
+# integration tests on this machine beside it too (localhost_tests). This line has the nspawn fleet of slot 0: the
+# scenarios, then Molecule (its platforms are named node1-3, slot 0's); the lanes' rollouts and the rollout benchmark
+# run on slot 1 after the guests of their own (vm_own_then_nodes_tail). facts_cost makes host cgroups: in
+# localhost_tests, after the integration tests that make them too.
 step "pytest: multi-node rollout scenarios on nspawn nodes" \
   python -m pytest -p no:cacheprovider -q -rs --durations=15 --nodes-lane host tests/scenarios
 step "molecule test (rollout scenario on three nodes)" molecule test -s rollout
-# The lanes' rollouts on nodes: the oldest minor claimed and the newest (the main line runs the pinned 2.19). Every
-# lane's static part runs beside this line; the middle minors' rollouts cost this line about 120 s each under load,
-# and the line's wall is the suite's (issue 48): `hack/matrix.sh -- rollout` and `hack/matrix-chroot.sh rollout` run
-# them all.
-step "controller matrix: the rollout happy path with ansible-core 2.16 (the oldest claimed)" \
-  bash hack/matrix.sh -s "controller(ansible_core='2.16')" -- rollout
-step "controller matrix: the rollout happy path with ansible-core 2.21 (the newest, chroot)" bash hack/matrix-chroot.sh rollout 2.21
-# The benchmarks are run, not timed: small sizes (shipped defaults otherwise), each prints its --json line; the
-# figures in docs/benchmarks.md come from full runs. rollout.py boots a node: here. facts_cost makes host cgroups: in
-# localhost_tests, after the integration tests that make them too.
-# One rollout node: at the 30-s soak each node costs about 100 s here.
-step "benchmark on an nspawn node (small size): rollout" python benchmarks/rollout.py --json --nodes 1
 
 for index in "${!alongside_pids[@]}"; do
   wait "${alongside_pids[$index]}"
@@ -177,6 +191,8 @@ for index in "${!alongside_pids[@]}"; do
   done < "${alongside_failed[$index]}"
   rm -f "${alongside_logs[$index]}" "${alongside_failed[$index]}"
 done
+
+rm -f "$matrix_static_done"
 
 lint_targets=(playbooks)
 [[ -d roles ]] && lint_targets+=(roles)
