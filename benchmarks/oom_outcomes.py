@@ -56,7 +56,12 @@ REACTION_SECONDS = 45
 WARMUP_SAMPLE_SECONDS = 4
 HOLD = r'''#!/usr/bin/python3
 # hold MIB [STEP_SECONDS [MARKER]]: allocate MIB of anonymous memory in 16 MiB steps, touch it, keep it.
-import mmap, sys, time
+import ctypes, mmap, sys, time
+# The interpreter's own pages stay resident: near the edge the kernel otherwise evicts them over and over, the
+# holds crawl, and a loaded host's guest spent its whole 900-s command timeout thrashing before the global OOM.
+# Locking changes what the kernel may reclaim, not whom its OOM killer picks (oom_badness counts rss alike).
+if ctypes.CDLL(None, use_errno=True).mlockall(1) != 0:  # MCL_CURRENT
+    sys.exit("hold: mlockall: errno %d" % ctypes.get_errno())
 want, step = int(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 0
 marker = sys.argv[3] if len(sys.argv) > 3 else "hold"
 held = []

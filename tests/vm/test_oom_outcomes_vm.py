@@ -1,7 +1,7 @@
 """benchmarks/oom_outcomes.py at a small size: two small guests, ``none`` and ``measured``, a short warm-up.
 
-Run, not timed (docs/benchmarks.md has the full table), in every ``make test``: about 330 s (two guests, the
-``none`` guest thrashing its page cache until the global OOM), in the VM guests' pytest that runs beside the
+Run, not timed (docs/benchmarks.md has the full table), in every ``make test``: about 330 s (two guests in parallel,
+the ``measured`` one's warm-up the longer), in the VM guests' pytest that runs beside the
 nspawn tests (hack/run-tests.sh). The benchmark boots its own guests (it does
 not use the session's ``vm_guests``) and runs in this process, not as a subprocess, so that
 vmnodes' stale-guest cleanup knows the session's guests as live and leaves them alone. What it checks is what the guest's kernel showed
