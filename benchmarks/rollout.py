@@ -40,11 +40,10 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout._batche
     batch_sizes, serial_items)
 
 BIN = os.path.dirname(sys.executable)
-# The on-node step's tasks: started on every node of a batch, one pause for the soak, then waited for (with a restart
+# The on-node step's tasks: started on every node of a batch, then waited for on each node (with a restart
 # throttle, polled in the first). The module's result, with its step_seconds and health, is in the one that ended it.
 STEP_TASKS = ('Write, restart and verify on the node (it restores the backup itself on failure)',
-              'Let the batch\'s steps soak before asking after them',
-              'Wait for the step on the node to end (the batch\'s nodes run theirs at once)')
+              'Wait on the node for the step to end and take its result (the batch\'s nodes run theirs at once)')
 
 
 def _is_step(name):

@@ -28,7 +28,7 @@ from test_safety import snapshot
 BATCHES = [1, 3, 8]
 SERIAL_PLAY = 'PLAY [Set kubelet reservations from the measurements, batch by batch]'
 STEP = 'TASK [nodealloc.kubelet.reservations : Write, restart and verify on the node'
-WAIT = 'TASK [nodealloc.kubelet.reservations : Wait for the step on the node to end'
+WAIT = 'TASK [nodealloc.kubelet.reservations : Wait on the node for the step to end'
 
 
 @pytest.fixture
@@ -77,7 +77,7 @@ def test_a_kubelet_failing_in_the_3_node_batch_halts_the_run_before_the_8_node_b
     nodeio.wait_healthy(bad)
     mark = time.time()
     # Two forks, fewer than the 3-node batch's nodes: its steps are still started on every node and then waited for
-    # together (roles/reservations/tasks/apply.yml), the failing one's end read by async_status.
+    # together (roles/reservations/tasks/apply.yml), the failing one's end read by kubelet_reservations_wait.
     result = apply(fleet, '--forks', '2', '-e', json.dumps({'nodealloc_serial': BATCHES}), '-e',
                    'reservations_health_timeout_seconds=20')
     output = result.stdout

@@ -43,7 +43,8 @@ def reserved_memory(config):
 
 def assert_rolled(fleet, node, mark):
     """Since ``mark`` the node's kubelet restarted once, on the new reservations, and its kernel and its Node status
-    show them: kubepods capped at capacity minus them, allocatable the same less the hard eviction threshold."""
+    show them: kubepods capped at capacity minus them, allocatable the same less the hard eviction threshold; no async
+    job file is left on it."""
     starts = starts_since(node, mark)
     assert len(starts) == 1, (node['name'], starts)  # one restart each
     config = running_config(node)
@@ -61,6 +62,8 @@ def assert_rolled(fleet, node, mark):
     assert [c['status'] for c in status['conditions'] if c['type'] == 'Ready'] == ['True']
     assert parse_quantity(status['capacity']['memory']) == capacity
     assert parse_quantity(status['allocatable']['memory']) == capacity - reserved - DEFAULT_EVICTION_HARD_BYTES
+    # The step's async job file was read and removed on the node (kubelet_reservations_wait): nothing left behind.
+    assert nodeio.listdir(node, '/root/.ansible_async') == [], (node['name'], nodeio.listdir(node, '/root/.ansible_async'))
 
 
 def test_happy_path_changes_every_node_once_in_order_and_a_second_run_changes_nothing(rollout_fleet):

@@ -1,0 +1,44 @@
+"""The detached step's job file (_step_job): any bytes are a job still running or an ended step's result, never an
+exception; what is returned holds none of async_wrapper's keys; a job id or path of any shape is taken or refused with
+the collection's error."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import example, given, strategies as st
+
+from ansible_collections.nodealloc.kubelet.tests.fuzz.cpu_deadline import cpu_deadline
+from ansible_collections.nodealloc.kubelet.tests.fuzz.strategies import json_values
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _step_job
+
+KEYS = st.sampled_from(['started', 'finished', 'failed', 'msg', 'changed', 'ansible_job_id', 'invocation',
+                        '_ansible_no_log', 'results_file', 'path'])
+jobs = st.dictionaries(st.one_of(KEYS, st.text(max_size=8)), json_values, max_size=8)
+
+
+@given(st.one_of(st.binary(max_size=200), jobs.map(lambda job: json.dumps(job).encode())))
+@example(b'{"started": 1, "finished": 0}')
+@example(b'{"started": true, "finished": true, "changed": true}')
+@example(b'\xef\xbb\xbf{}')
+@cpu_deadline
+def test_any_bytes_are_running_or_an_ended_steps_result(data):
+    job = _step_job.ended(data)
+    assert job is None or isinstance(job, dict)
+    if job is not None:
+        assert 'started' not in job or job['finished']
+        result = _step_job.step_result(job)
+        assert not set(result) & _step_job.WRAPPER_KEYS and not any(key.startswith('_ansible') for key in result)
+
+
+@given(st.text(max_size=80), st.text(max_size=20))
+@example('/root/.ansible_async/1.2', '1.2')
+@example('/root/.ansible_async/1.2/', '1.2')
+@example('/root/.ansible_async/..', '..')
+@cpu_deadline
+def test_a_job_path_is_its_directory_and_the_job_id_or_refused(results_file, jid):
+    try:
+        directory, name = _step_job.job_path(results_file, jid)
+    except _step_job.JobFileError:
+        return
+    assert name == jid and directory.startswith('/') and '/' not in name
