@@ -60,7 +60,7 @@ import ctypes, mmap, sys, time
 # The interpreter's own pages stay resident: near the edge the kernel otherwise evicts them over and over, the
 # holds crawl, and a loaded host's guest spent its whole 900-s command timeout thrashing before the global OOM.
 # Locking changes what the kernel may reclaim, not whom its OOM killer picks (oom_badness counts rss alike).
-if ctypes.CDLL(None, use_errno=True).mlockall(1) != 0:  # MCL_CURRENT
+if ctypes.CDLL(None, use_errno=True).mlockall(1) != 0:  # MCL_CURRENT on x86_64 (the guests) and aarch64
     sys.exit("hold: mlockall: errno %d" % ctypes.get_errno())
 want, step = int(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 0
 marker = sys.argv[3] if len(sys.argv) > 3 else "hold"

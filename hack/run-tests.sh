@@ -150,10 +150,12 @@ nodes_tail() {
 
 # The lanes' rollouts use the nox sessions the matrix's static parts build (matrix_static, below): not before those are
 # done, which in ci58 was some 600 s before the guests of their own were.
-# matrix_static touches the flag however it ends (a trap); the wait is bounded all the same (a SIGKILL runs no trap):
-# past it, the run is red and says why rather than hang until CI's 90 minutes.
+# matrix_static touches the flag however it ends (a trap); each of its two steps is killed past
+# matrix_static_step_seconds (2.5 times the slowest seen, ci57-ci60: 761 s) and the wait is bounded just past the two
+# (a SIGKILL runs no trap): a hang makes the run red with its reason, within CI's 90 minutes, instead of outlasting them.
 matrix_static_done=$(mktemp -u)
-matrix_static_wait_seconds=2700
+matrix_static_step_seconds=1800
+matrix_static_wait_seconds=3700
 vm_own_then_nodes_tail() {
   vm_tests vm-own "guests of their own: oom_outcomes, the Prometheus end to end"
   local waited=0
@@ -177,8 +179,10 @@ alongside localhost_tests
 matrix_static() {
   renice -n 10 -p "$BASHPID" >/dev/null
   trap 'touch "$matrix_static_done"' EXIT
-  step "controller matrix: ansible-core 2.16-2.19 (Python 3.11)" bash hack/matrix.sh -- static
-  step "controller matrix: ansible-core 2.20-2.21 (Debian 13 chroot, Python 3.13)" bash hack/matrix-chroot.sh static
+  step "controller matrix: ansible-core 2.16-2.19 (Python 3.11)" \
+    timeout --kill-after=30 "$matrix_static_step_seconds" bash hack/matrix.sh -- static
+  step "controller matrix: ansible-core 2.20-2.21 (Debian 13 chroot, Python 3.13)" \
+    timeout --kill-after=30 "$matrix_static_step_seconds" bash hack/matrix-chroot.sh static
 }
 alongside matrix_static
 

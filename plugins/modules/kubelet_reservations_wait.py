@@ -10,15 +10,19 @@ short_description: Wait on the node for a detached kubelet_reservations_apply st
 version_added: 0.1.0
 description:
   - The C(reservations) role starts M(nodealloc.kubelet.kubelet_reservations_apply) with C(async) on every node of a
-    batch, pauses for the soak once, then runs this module on each node. It reads the step's job file (the
-    C(results_file) the C(async) start returned) every O(poll) seconds, on the node, until C(async_wrapper) has
-    written the step's end there, then removes the file and returns the step's result as its own.
-  - One module run per node in place of C(ansible.builtin.async_status) asked again every second and once more with
+    batch, then runs this module on each node. It reads the step's job file (the C(results_file) the C(async) start
+    returned) every O(poll) seconds, on the node, until C(async_wrapper) has written the step's end there, then
+    removes the file and returns the step's result as its own, with C(finished=true).
+  - When the step has not ended after O(timeout) seconds it returns C(finished=false) and leaves the file, as
+    C(ansible.builtin.async_status) does for a job still running; the role runs it again C(until) it is finished, so
+    that no SSH session stays silent for longer than O(timeout) (a load balancer's idle timeout can cut one).
+  - One module run per node, for most steps, in place of C(async_status) asked every second and once more with
     C(mode=cleanup); the nodes' steps are unchanged and still end or restore by themselves when the controller dies.
-  - Fails, with the step's own message and result, when the step failed; fails without removing the file when the
-    step has not ended after O(timeout) seconds.
+  - Fails, with the step's own message and result, when the step failed (or C(async_wrapper) failed it, for example
+    past its C(async) budget).
   - The file and its directory must be this user's alone (not writable by group or others) and are never reached
-    through a symbolic link; the file's name must be O(jid).
+    through a symbolic link; the file's name must be O(jid), of C(async_wrapper)'s form. A job file still missing 30
+    seconds into the wait (C(async_wrapper) may answer before its daemon has written it) is an error.
 author:
   - nodealloc.kubelet developers (@nodealloc)
 extends_documentation_fragment:
@@ -33,10 +37,10 @@ attributes:
   idempotent:
     support: none
     details:
-      - A second run finds no job file and fails.
+      - Once the step has ended, a second run finds no job file and fails.
 options:
   jid:
-    description: The job id the C(async) start returned (C(ansible_job_id)).
+    description: The job id the C(async) start returned (C(ansible_job_id)), C(j<digits>.<pid>).
     type: str
     required: true
   results_file:
@@ -44,9 +48,9 @@ options:
     type: path
     required: true
   timeout:
-    description: How long to wait for the step to end, in seconds.
+    description: How long this run waits for the step to end before it returns C(finished=false), in seconds.
     type: float
-    default: 600
+    default: 60
   poll:
     description: How often the job file is read while the step runs, in seconds.
     type: float
@@ -62,12 +66,14 @@ EXAMPLES = r'''
   poll: 0
   register: step
 
-- name: Wait for it on the node, take its result and remove its job file
+- name: Wait for it on the node, a minute per run, take its result and remove its job file
   nodealloc.kubelet.kubelet_reservations_wait:
     jid: "{{ step.ansible_job_id }}"
     results_file: "{{ step.results_file }}"
-    timeout: 600
   register: step_ended
+  until: step_ended is finished
+  retries: 11  # past the async budget, so that async_wrapper's own timeout is what the last run reads
+  delay: 0
 '''
 
 RETURN = r'''
@@ -75,24 +81,45 @@ ansible_job_id:
   description: The job waited for.
   returned: always
   type: str
+finished:
+  description:
+    - Whether the step has ended (its result is then returned, or the module failed with it).
+    - Also true when the module fails for its own reason (bad options, no job file, a file it refuses), so that an
+      C(until) loop stops there.
+  returned: always
+  type: bool
 erased:
   description: The job file removed once the step had ended.
   returned: when the step ended, not in check mode
   type: str
-finished:
-  description: Always V(true) on success, as C(ansible.builtin.async_status) returns it for an ended job.
-  returned: when the step ended
-  type: bool
 waited_seconds:
-  description: How long this module waited on the node for the step's end.
-  returned: always
+  description: How long this run waited on the node.
+  returned: when the options were valid
   type: float
+changed:
+  description: The step's own C(changed) (false while it runs).
+  returned: always
+  type: bool
 path:
-  description:
-    - The rest is the step's own result, as M(nodealloc.kubelet.kubelet_reservations_apply) returns it (C(path),
-      C(backup_file), C(allocatable_after), C(health) and the others).
-  returned: when the step returned it
+  description: The file the step changed, as M(nodealloc.kubelet.kubelet_reservations_apply) returns it.
+  returned: when the step ended and returned it
   type: str
+backup_file:
+  description: The step's backup (its C(backup_file)).
+  returned: when the step ended and returned it
+  type: str
+created:
+  description: The step's C(created).
+  returned: when the step ended and returned it
+  type: bool
+written_sha256:
+  description: The step's C(written_sha256).
+  returned: when the step ended and returned it
+  type: str
+allocatable_after:
+  description: The step's C(allocatable_after); the step's other keys (C(health), C(step_seconds), ...) come back too.
+  returned: when the step ended and returned it
+  type: dict
 '''
 
 import time
@@ -105,20 +132,27 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import 
 def main():
     module = NodeallocModule(argument_spec=dict(jid=dict(type='str', required=True),
                                                 results_file=dict(type='path', required=True),
-                                                timeout=dict(type='float', default=600),
+                                                timeout=dict(type='float', default=60),
                                                 poll=dict(type='float', default=0.25)),
                              supports_check_mode=True)
     jid, timeout, poll = module.params['jid'], module.params['timeout'], module.params['poll']
     # nan or inf would wait for ever; a poll of 0 would spin a CPU of the node.
     if not 0 <= timeout < float('inf') or not 0 < poll <= 60:
+        # finished, as async_status says of a job it cannot find: an until loop stops at the failure.
         module.fail_json(msg='timeout must be a finite number of seconds >= 0 and poll in (0, 60]: got %r and %r'
-                         % (timeout, poll), ansible_job_id=jid)
+                         % (timeout, poll), ansible_job_id=jid, finished=True)
     start = time.monotonic()
     try:
-        result = _step_job.wait(module.params['results_file'], jid, timeout, poll, remove=not module.check_mode)
+        job, finished = _step_job.wait(module.params['results_file'], jid, timeout, poll, remove=not module.check_mode)
     except NodeallocError as exc:
-        module.fail_json(msg=str(exc), ansible_job_id=jid, waited_seconds=round(time.monotonic() - start, 1))
-    result.update(ansible_job_id=jid, finished=True, waited_seconds=round(time.monotonic() - start, 1))
+        module.fail_json(msg=str(exc), ansible_job_id=jid, finished=True, waited_seconds=round(time.monotonic() - start, 1))
+    waited = round(time.monotonic() - start, 1)
+    if not finished:
+        module.exit_json(changed=False, finished=False, ansible_job_id=jid, waited_seconds=waited)
+    for text in _step_job.messages(job, 'warnings') + _step_job.messages(job, 'deprecations'):
+        module.warn('the step: %s' % text)
+    result = _step_job.step_result(job)
+    result.update(ansible_job_id=jid, finished=True, waited_seconds=waited)
     if not module.check_mode:
         result['erased'] = module.params['results_file']
     if result.get('failed'):

@@ -28,12 +28,15 @@ def test_any_bytes_are_running_or_an_ended_steps_result(data):
     if job is not None:
         assert 'started' not in job or job['finished']
         result = _step_job.step_result(job)
-        assert not set(result) & _step_job.WRAPPER_KEYS and not any(key.startswith('_ansible') for key in result)
+        # Listed here, not taken from the module: what async_wrapper and AnsibleModule add.
+        assert not set(result) & {'started', 'finished', 'ansible_job_id', 'results_file', 'invocation', 'warnings'}
+        assert not any(key.startswith('_ansible') for key in result)
+        assert all(isinstance(text, str) for text in _step_job.messages(job, 'warnings'))
 
 
 @given(st.text(max_size=80), st.text(max_size=20))
-@example('/root/.ansible_async/1.2', '1.2')
-@example('/root/.ansible_async/1.2/', '1.2')
+@example('/root/.ansible_async/j1.2', 'j1.2')
+@example('/root/.ansible_async/j1.2/', 'j1.2')
 @example('/root/.ansible_async/..', '..')
 @cpu_deadline
 def test_a_job_path_is_its_directory_and_the_job_id_or_refused(results_file, jid):
@@ -41,4 +44,4 @@ def test_a_job_path_is_its_directory_and_the_job_id_or_refused(results_file, jid
         directory, name = _step_job.job_path(results_file, jid)
     except _step_job.JobFileError:
         return
-    assert name == jid and directory.startswith('/') and '/' not in name
+    assert name == jid and directory.startswith('/') and '/' not in name and name.split('.')[-1].isdigit()

@@ -11,7 +11,7 @@ import pytest
 from ansible_collections.nodealloc.kubelet.plugins.modules import kubelet_reservations_wait
 from ansible_collections.nodealloc.kubelet.tests.unit.utils.module_harness import run_module
 
-JID = '777.42'
+JID = 'j777.42'
 
 
 @pytest.fixture
@@ -53,9 +53,25 @@ def test_check_mode_keeps_the_file(run, job):
 def test_a_wait_for_ever_or_a_spinning_poll_is_refused(run, job, numbers):
     job.write_text(json.dumps({'changed': True}))
     result = run(dict({'jid': JID, 'results_file': str(job)}, **numbers))
-    assert result['failed'] is True and 'timeout must be' in result['msg'] and job.exists()
+    assert result['failed'] is True and result['finished'] is True and 'timeout must be' in result['msg'] and job.exists()
 
 
-def test_a_missing_job_fails_naming_it(run, job):
+def test_a_step_still_running_is_unfinished_not_failed(run, job):
+    job.write_text(json.dumps({'started': True, 'finished': False, 'ansible_job_id': JID}))
     result = run({'jid': JID, 'results_file': str(job), 'timeout': 0})
-    assert result['failed'] is True and 'no job file' in result['msg'] and result['ansible_job_id'] == JID
+    assert result['finished'] is False and result['changed'] is False and 'failed' not in result and job.exists()
+
+
+def test_the_steps_warnings_are_shown_as_warnings(run, job, monkeypatch):
+    shown = []
+    monkeypatch.setattr(kubelet_reservations_wait.NodeallocModule, 'warn', lambda self, text: shown.append(text))
+    job.write_text(json.dumps({'changed': True, 'warnings': ['the drop-in directory is new']}))
+    result = run({'jid': JID, 'results_file': str(job)})
+    assert shown == ['the step: the drop-in directory is new'] and 'warnings' not in result
+
+
+def test_a_refused_file_fails_as_finished_so_an_until_loop_stops(run, job):
+    job.write_text(json.dumps({'changed': True}))
+    job.parent.chmod(0o777)
+    result = run({'jid': JID, 'results_file': str(job)})
+    assert result['failed'] is True and result['finished'] is True and 'writable by' in result['msg'] and job.exists()
