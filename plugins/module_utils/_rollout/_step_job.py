@@ -61,20 +61,12 @@ def job_path(results_file, jid):
     return directory, name
 
 
-def _read(directory, name, path):
+def _read(path):
     """The file's bytes (at most MAX_JOB_BYTES + 1), or None when it or its directory is absent."""
     try:
-        dir_fd = _safe_open.open_directory(directory)
+        fd = _safe_open.open_file(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
-    try:
-        fd = _safe_open.open_in(dir_fd, name, os.O_RDONLY, path=path)
-    except FileNotFoundError:
-        os.close(dir_fd)
-        return None
-    except BaseException:
-        os.close(dir_fd)
-        raise
     try:
         chunks, size = [], 0
         while size <= MAX_JOB_BYTES:
@@ -86,7 +78,6 @@ def _read(directory, name, path):
         return b''.join(chunks)
     finally:
         os.close(fd)
-        os.close(dir_fd)
 
 
 def ended(data):
@@ -130,7 +121,7 @@ def wait(results_file, jid, timeout, poll, remove=True, clock=time.monotonic, sl
     start = clock()
     try:
         while True:
-            data = _read(directory, name, results_file)
+            data = _read(os.path.join(directory, name))
             if data is None:
                 if clock() - start >= MISSING_GRACE_SECONDS:
                     raise JobFileError('%s: no job file after %g s: job %s was not started on this node or its file '
