@@ -5,7 +5,7 @@ not the node's systemd. On the guest (Debian's kernel, cgroup v2, systemd as PID
 kubelet.service) the unit rule of _node/_kubelet_process (where systemd runs the node, a kubelet lives in a kubelet
 unit's cgroup) is exercised for real, and groups named with bytes that are not UTF-8 are made for real. One script on
 the guest (DRIVER) starts the processes, runs the facts module's own code (``_gather.gather``, as
-tests/vm/test_facts_vm.py does) at four moments and prints what the tests below check:
+tests/vm/test_facts_vm.py does) at five moments and prints what the tests below check:
 
 * ``alone``: kubelet.service stopped. A uid-65534 process started with ``exec -a /home/u/bin/kubelet`` (a script of
   the user's that leaves a marker when anyone runs it) and two root processes running a root-owned ``kubelet``
@@ -13,6 +13,7 @@ tests/vm/test_facts_vm.py does) at four moments and prints what the tests below 
   unit of its own (systemd-run), one in a group ``kubelet.service`` under a user's ``user@65534.service`` subtree.
 * ``beside``: kubelet.service started again, so the real kubelet has a higher pid than all three.
 * ``hog``: a uid-65534 ``python3 /home/u/ansible-tmp-1/hog.py`` holding 64 MiB added.
+* ``hog_gone``: the hog killed again, so that the non-pod figure with it is compared with the readings on both sides.
 * ``odd_groups``: a root process named containerd in ``system.slice/bad\\xff.scope`` and a uid-65534 one in
   ``user@65534.service/app-\\xff\\xfe.scope`` added.
 
@@ -231,6 +232,14 @@ wait_for(lambda: os.path.exists(P["hog_ready"]), "the hog's 64 MiB")
 out["stages"]["hog"] = facts()
 with open("/proc/%d/status" % pids["hog"]) as handle:
     out["hog_rss_anon_bytes"] = next(int(line.split()[1]) * 1024 for line in handle if line.startswith("RssAnon:"))
+# The same reading with the hog gone (its memory is freed when it exits, before it is reaped): the readings on either
+# side of the hog's bracket whatever the guest itself did meanwhile (the kubelet started seconds before).
+os.kill(pids["hog"], 9)
+try:
+    os.waitpid(pids["hog"], 0)
+except ChildProcessError:  # reaped already by subprocess's own clean-up
+    pass
+out["stages"]["hog_gone"] = facts()
 
 pids["roots_odd_runtime"] = start(["/usr/bin/python3", "-c", SLEEPER], ROOTS_ODD_GROUP, None, "/usr/bin/containerd")
 pids["users_odd_runtime"] = start(["/usr/bin/python3", "-c", SLEEPER], USERS_ODD_GROUP, NOBODY, "containerd")
@@ -384,19 +393,22 @@ def test_with_lower_pids_than_the_real_kubelet_they_are_ignored_and_the_real_one
 
 
 def test_a_users_program_under_an_ansible_tmp_path_stays_counted(guest_run):
-    without, with_hog = _stage(guest_run, 'beside'), _stage(guest_run, 'hog')
+    before, with_hog, after = (_stage(guest_run, name) for name in ('beside', 'hog', 'hog_gone'))
     hog = guest_run['pids']['hog']
     assert guest_run['hog_rss_anon_bytes'] >= 64 * MIB  # it holds what it says (the kernel's figure)
     assert hog not in with_hog['tool_pids']
-    # Its 64 MiB (and its interpreter) in the non-pod figure; the guest's own movement between two readings a few
-    # seconds apart is far below the 16 MiB given away.
-    grew = with_hog['non_pod_bytes'] - without['non_pod_bytes']
-    assert grew >= 48 * MIB, 'non-pod memory grew by %.1f MiB with a 64 MiB program of a user\'s (RssAnon %.1f MiB)' % (
-        grew / MIB, guest_run['hog_rss_anon_bytes'] / MIB)
+    # Its 64 MiB (and its interpreter) in the non-pod figure, against the mean of the readings just before and just
+    # after it: the guest's own drift (ci of stop 55: -19 MiB in the seconds after the kubelet's restart, against the
+    # reading before alone) is taken out as far as it is steady, the 16 MiB given away are for the rest.
+    grew = with_hog['non_pod_bytes'] - (before['non_pod_bytes'] + after['non_pod_bytes']) / 2
+    assert grew >= 48 * MIB, (
+        'non-pod memory grew by %.1f MiB with a 64 MiB program of a user\'s (RssAnon %.1f MiB; readings before, with '
+        'and after it: %s MiB)' % (grew / MIB, guest_run['hog_rss_anon_bytes'] / MIB, ', '.join(
+            '%.1f' % (stage['non_pod_bytes'] / MIB) for stage in (before, with_hog, after))))
 
 
 def test_runtimes_in_groups_named_with_any_bytes_change_nothing_but_the_reading(guest_run):
-    before, stage = _stage(guest_run, 'hog'), _stage(guest_run, 'odd_groups')
+    before, stage = _stage(guest_run, 'hog_gone'), _stage(guest_run, 'odd_groups')
     pids = guest_run['pids']
     # The kernel shows the groups with those very bytes.
     files = guest_run['odd_cgroup_files']
