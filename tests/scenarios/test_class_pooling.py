@@ -5,7 +5,7 @@ CPU count). Their histories differ: one climbs, one is flat, one has none. What 
 checks comes from the module's own figures in the report, never from a number it wrote: the climbing node's
 headroom is its own daily jump, the flat node keeps its own (since issue 38 a peer's peak or jumps no longer raise
 a node with jumps of its own), and the node without history starts from the largest reservation its class
-recommended instead of the GKE formula. The histories lie at 45-70 % of the host's
+recommended instead of the GKE formula. The histories lie at 50-68 % of the host's
 memory (the cap raised to 90 % for the test), above anything the host shows, so the reading each run adds
 (the host's use, a busy machine's included) climbs past none of their peaks: with the VM guests' pytest
 running beside this one (hack/run-tests.sh), their QEMU processes hold up to about 9 GiB of the host's
@@ -52,12 +52,15 @@ def history(start_gib, climb_gib_per_day, days=3):
 
 def test_a_class_gives_a_new_node_its_largest_reservation_and_leaves_a_flat_node_its_own(fresh_fleet, tmp_path):
     climbing, flat, new = fresh_fleet['nodes'][:3]
-    # In shares of the host's memory M: the climbing node from 0.4 M to 0.58 M in 3 days, the flat one at 0.5 M
-    # (above what a busy test machine uses). The class's peak, 0.58 M, plus at most the 2 GiB cap of the jumps rule
-    # (its daily climb, 0.06 M, is its jump) stays under the test's 0.9 cap.
+    # In shares of the host's memory M: the climbing node from 0.5 M to 0.68 M in 3 days, the flat one at 0.6 M
+    # (above what a busy test machine uses). The class's peak, 0.68 M, plus its headroom (its daily climb, 0.06 M, is
+    # its jump; at least the shipped 768 MiB) stays under the test's 0.9 cap. The new node has no history: its own
+    # rule is the host's live reading plus a cold node's headroom, which must stay under the class's largest
+    # reservation for the class to be what decides it. At 0.4-0.58 M that left under a GiB above what the host can
+    # read with the suite's guests and the 2 GiB loop beside this test (a review's finding, no failure seen).
     memory = host_memory_gib()
-    nodeio.write_text(climbing, HISTORY, history(0.4 * memory, 0.06 * memory))
-    nodeio.write_text(flat, HISTORY, history(0.5 * memory, 0.0))
+    nodeio.write_text(climbing, HISTORY, history(0.5 * memory, 0.06 * memory))
+    nodeio.write_text(flat, HISTORY, history(0.6 * memory, 0.0))
 
     # The shipped least headroom (the fleet's own reaches the memory cap on every node, which would hide the class).
     result = run_playbook(fresh_fleet, 'playbooks/recommend.yml', '--check', '-enodealloc_report_dir=%s' % tmp_path,
