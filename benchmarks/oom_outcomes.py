@@ -148,6 +148,29 @@ def sh(node, command, timeout=900):
     return vmnodes.ssh(node, node['state_dir'], command, check=True, timeout=timeout, multiplex=False).stdout
 
 
+def sh_detached(node, script, name, timeout=900):
+    """Run ``script`` on the guest in a transient unit of its own (OOMScoreAdjust -1000), then wait over fresh
+    connections for it to end. The pods' global OOM may take whatever SSH session is open on the guest: in ci64 the
+    connection running PODS on the ``none`` guest ended mid-command (exit 255), and with it the run. A unit is not
+    tied to a session, so the pods run to their end whatever happens to the connections; a poll that is lost or
+    times out is made again."""
+    marker = '/run/%s.done' % name
+    sh(node, "rm -f %s\ncat > /run/%s.sh <<'EOF'\n%s\ntouch %s\nEOF\n"
+             "systemd-run --quiet --unit=nodealloc-%s -p OOMScoreAdjust=-1000 /bin/sh /run/%s.sh"
+       % (marker, name, script, marker, name, name))
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if vmnodes.ssh(node, node['state_dir'], 'test -e %s' % marker, check=False, timeout=120,
+                           multiplex=False).returncode == 0:
+                return
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError('%s: %s did not end within %d s' % (node['name'], name, timeout))
+        time.sleep(3)
+
+
 def quantity_bytes(text):
     return _quantity.quantity_value(_quantity.parse_quantity(str(text)))
 
@@ -226,8 +249,8 @@ def run_policy(node, policy, results, reaction_seconds=REACTION_SECONDS):
         # pkg/kubelet/qos/policy.go GetContainerOOMScoreAdjust, Burstable: 1000 - 1000 * request / capacity in [2, 999].
         adj = min(999, max(2, 1000 - (1000 * POD_REQUEST_MIB * MIB) // capacity))
         sh(node, GROWTH.replace('PODS', str(pods)))
-        sh(node, PODS.replace('PODS', str(pods)).replace('ADJ', str(adj)).replace('LIMIT', str(POD_LIMIT_MIB))
-           .replace('ALLOCATES', str(POD_ALLOCATES_MIB)))
+        sh_detached(node, PODS.replace('PODS', str(pods)).replace('ADJ', str(adj)).replace('LIMIT', str(POD_LIMIT_MIB))
+                    .replace('ALLOCATES', str(POD_ALLOCATES_MIB)), 'pods')
         after = int(sh(node, "awk '/^oom_kill / {print $2}' /proc/vmstat"))
         events = sh(node, 'cat /sys/fs/cgroup/kubepods.slice/memory.events 2>/dev/null || true')
         cgroup_kills = int(dict(line.split() for line in events.splitlines()).get('oom_kill', 0)) if events else None
