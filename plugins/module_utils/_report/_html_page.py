@@ -587,8 +587,10 @@ def _fleet_chart(nodes):
 
 def _fleet_view(report):
     """The fleet chart (risk per node class), then what to do per class."""
-    return ('<h2>Fleet: memory risk per node class</h2>' + _fleet_chart(report['nodes']) +
-            _classes_table(report.get('classes') or []))
+    # With no node to place (no kubelet found, none measured) the heading says so instead of standing over nothing.
+    chart = _fleet_chart(report['nodes']) or (
+        '<p class="muted">No measured node has a kubelet: no node to place on the chart.</p>')
+    return '<h2>Fleet: memory risk per node class</h2>' + chart + _classes_table(report.get('classes') or [])
 
 
 def _reservation_text(recommended):

@@ -138,6 +138,17 @@ def test_no_kubelet_means_nothing_to_apply_not_a_zero_reservation():
         assert "memory: '0'" not in section
 
 
+def test_the_fleet_chart_says_why_it_is_empty_where_no_node_has_a_kubelet():
+    # make report on a machine with no kubelet: the heading stood over nothing.
+    page = _fleet_report.render_html(_fleet_report.build_report({'bare': result(GI)}))
+    fleet = page[page.index('<h2>Fleet: memory risk per node class</h2>'):]
+    assert fleet[len('<h2>Fleet: memory risk per node class</h2>'):].startswith(
+        '<p class="muted">No measured node has a kubelet: no node to place on the chart.</p>')
+    with_kubelet = _fleet_report.render_html(_fleet_report.build_report({'kube': result(GI, current_memory='1Gi',
+                                                                                        kubelet_pid=1)}))
+    assert 'No measured node has a kubelet' not in with_kubelet and 'aria-label="fleet"' in with_kubelet
+
+
 def _reports():
     """One report with a node of each kind a reader meets: tight, roomy, no kubelet, failed."""
     return _fleet_report.build_report({
