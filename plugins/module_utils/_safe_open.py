@@ -127,16 +127,19 @@ def open_file(path, flags, mode=0o600):
         os.close(dir_fd)
 
 
-def read_bytes(path):
-    """The bytes of ``path`` once it and its directory are root's alone (``FileNotFoundError`` when absent)."""
+def read_bytes(path, max_bytes=None):
+    """The bytes of ``path`` once it and its directory are root's alone (``FileNotFoundError`` when absent); with
+    ``max_bytes``, at most ``max_bytes + 1`` of them, so that a caller can tell a file larger than its limit."""
     fd = open_file(path, os.O_RDONLY)
     try:
-        chunks = []
-        while True:
+        chunks, size = [], 0
+        while max_bytes is None or size <= max_bytes:
             chunk = os.read(fd, 1 << 20)
             if not chunk:
-                return b''.join(chunks)
+                break
             chunks.append(chunk)
+            size += len(chunk)
+        return b''.join(chunks)
     finally:
         os.close(fd)
 

@@ -64,20 +64,9 @@ def job_path(results_file, jid):
 def _read(path):
     """The file's bytes (at most MAX_JOB_BYTES + 1), or None when it or its directory is absent."""
     try:
-        fd = _safe_open.open_file(path, os.O_RDONLY)
+        return _safe_open.read_bytes(path, MAX_JOB_BYTES)
     except FileNotFoundError:
         return None
-    try:
-        chunks, size = [], 0
-        while size <= MAX_JOB_BYTES:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b''.join(chunks)
-    finally:
-        os.close(fd)
 
 
 def ended(data):
