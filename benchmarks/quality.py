@@ -61,12 +61,14 @@ node-hours, after warm-up and over the whole trace), dangerous points after and 
 from __future__ import annotations
 
 import argparse
+import bisect
 import collections
 import glob
 import json
 import math
 import os
 import random
+import re
 import sys
 import time
 
@@ -78,7 +80,8 @@ sys.path.insert(0, os.path.join(ROOT, '.build'))
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import (
     _defaults, _duration, _node_allocatable, _quantity, _vendor_formulas)
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _decision, _headroom, _recommend
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import (
+    _class_model, _decision, _headroom, _model_template, _recommend)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -177,6 +180,10 @@ def generated_traces(days, seeds):
     return traces
 
 
+# A class name in a trace's node line: what a Kubernetes label value may be (it names a node class there).
+CLASS_NAME = re.compile(r'^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$')
+
+
 class TraceError(ValueError):
     """A trace file that cannot be replayed (its first line is not the node's description)."""
 
@@ -187,6 +194,7 @@ def _node_line(path, line):
         described = {'mem_total_bytes': int(node['mem_total_bytes']), 'cpus': int(node['cpus']),
                      'max_pods': int(node.get('max_pods') or _defaults.MAX_PODS)}
         margin = node.get('eviction_hard_bytes')
+        class_name = node.get('class')
     except (ValueError, TypeError, KeyError) as exc:
         raise TraceError('%s: the first line must be {"node": {"mem_total_bytes": N, "cpus": N, "max_pods": N}} (%s)'
                          % (path, exc)) from exc
@@ -196,6 +204,10 @@ def _node_line(path, line):
         if isinstance(margin, bool) or not isinstance(margin, int) or margin < 0:
             raise TraceError('%s: eviction_hard_bytes must be a whole number of bytes, 0 or more: %r' % (path, margin))
         described['eviction_hard_bytes'] = margin
+    if class_name is not None:
+        if not isinstance(class_name, str) or not CLASS_NAME.match(class_name):
+            raise TraceError('%s: class must be a name of 1-63 letters, digits, ".", "_" or "-": %r' % (path, class_name))
+        described['node_class'] = class_name
     return described
 
 
@@ -239,6 +251,7 @@ def read_traces(directory):
                            t=[s['t'] for s in samples], non_pod_bytes=[int(s['non_pod_bytes']) for s in samples],
                            non_pod_millicores=[int(s['non_pod_millicores']) for s in samples],
                            kubepods_bytes=[int(s.get('kubepods_bytes') or 0) for s in samples],
+                           pods=[s.get('pods') for s in samples],
                            skipped={'lines': len(reasons), 'first': reasons[:5]}))
     return traces
 
@@ -250,9 +263,15 @@ def write_traces(traces, directory):
         with open(path, 'w', encoding='utf-8') as handle:
             node = {key: trace[key] for key in ('mem_total_bytes', 'cpus', 'max_pods', 'eviction_hard_bytes')
                     if key in trace}
+            if trace.get('node_class'):
+                node['class'] = trace['node_class']
             handle.write(json.dumps({'node': node}) + '\n')
-            for t, memory, cpu in zip(trace['t'], trace['non_pod_bytes'], trace['non_pod_millicores']):
-                handle.write(json.dumps({'t': t, 'non_pod_bytes': memory, 'non_pod_millicores': cpu}) + '\n')
+            pods = trace.get('pods') or [None] * len(trace['t'])
+            for t, memory, cpu, count in zip(trace['t'], trace['non_pod_bytes'], trace['non_pod_millicores'], pods):
+                line = {'t': t, 'non_pod_bytes': memory, 'non_pod_millicores': cpu}
+                if count is not None:
+                    line['pods'] = count
+                handle.write(json.dumps(line) + '\n')
 
 
 def module_defaults():
@@ -323,18 +342,114 @@ def _memory_total(reserved):
                for part in (reserved['kube_reserved'], reserved['system_reserved']) if part.get('memory') is not None)
 
 
-def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=None, jumps_by_run=None,
-                    near_after=None, extra_runs=None, decisions=None):
+def trace_class(trace):
+    """The class a trace pools in: its node line's ``class``, else its size class (_headroom.node_class)."""
+    if trace.get('node_class'):
+        return ('name', trace['node_class'])
+    return ('size',) + _headroom.node_class(trace['mem_total_bytes'], trace['cpus'])
+
+
+def class_label(key):
+    return key[1] if key[0] == 'name' else '%dgib-%dcpu' % key[1:]
+
+
+class Fleet:
+    """The traces replayed together (issue 45 item 6): one fleet whose daily runs fall at the same times for every
+    node (every ``apply_every`` from the fleet's first reading), and what a node's class knows at any time: its live
+    peers' jumps (pooled as the role pools them) and the class model over every node of the class that read pods in
+    the window, gone ones included (as Prometheus's class history holds them). A node that joins later has its first
+    run at its first reading, from what its class knows then, and the fleet's runs after it."""
+
+    def __init__(self, traces, sampler_every, apply_every, settings):
+        self.traces = traces
+        self.start = min(trace['t'][0] for trace in traces)
+        self.apply_every = apply_every
+        self.settings = settings
+        self.window = _duration.parse_window(settings['history_window'])
+        self.reaction = _duration.parse_window(settings['reaction_time'])
+        self.stabilization = _duration.parse_window(settings['stabilization_window'])
+        self.classes = [trace_class(trace) for trace in traces]
+        self.readings = [[_reading(trace, index) for index in sampler_readings(trace, sampler_every)] for trace in traces]
+        self.times = [[reading['t'] for reading in readings] for readings in self.readings]
+        self._memo = {}
+
+    def next_run(self, now):
+        """The fleet's first daily run after ``now``."""
+        return self.start + (math.floor((now - self.start) / self.apply_every) + 1) * self.apply_every
+
+    def run_times(self):
+        end = max(trace['t'][-1] for trace in self.traces)
+        return [self.start + k * self.apply_every for k in range(int((end - self.start) // self.apply_every) + 1)]
+
+    def members(self, key):
+        return [index for index, other in enumerate(self.classes) if other == key]
+
+    def window_readings(self, index, now):
+        times = self.times[index]
+        return self.readings[index][bisect.bisect_left(times, now - self.window):bisect.bisect_right(times, now)]
+
+    def _basis(self, index, now):
+        key = ('basis', index, now)
+        if key not in self._memo:
+            samples = self.window_readings(index, now)
+            self._memo[key] = _headroom.basis(samples, now, float(self.settings['percentile']), self.stabilization,
+                                              self.reaction) if samples else None
+        return self._memo[key]
+
+    def peer_jumps(self, index, now):
+        """The jumps the class's other live nodes measured at ``now`` (each one's own, as its class record holds)."""
+        return [self._basis(other, now)['jumps'] for other in self.members(self.classes[index])
+                if other != index and self.traces[other]['t'][0] <= now <= self.traces[other]['t'][-1]
+                and self._basis(other, now)]
+
+    def model(self, key, now, own=None, index=None):
+        """The class model at ``now`` over the class's pods profiles in the window (``own`` for node ``index``)."""
+        profiles = [] if own is None else [own]
+        for other in self.members(key):
+            if other != index and self._basis(other, now):
+                profiles.append(self._basis(other, now)['pods_profile'])
+        max_pods = max(self.traces[other]['max_pods'] for other in self.members(key)) if index is None \
+            else self.traces[index]['max_pods']
+        return _class_model.fit(profiles, max_pods)
+
+    def classes_json(self):
+        """{class: [{t, model, template}]} at every daily run of the fleet (``--write-decisions`` OUT/classes.json)."""
+        result = collections.OrderedDict()
+        for key in sorted(set(self.classes), key=str):
+            max_pods = max(self.traces[other]['max_pods'] for other in self.members(key))
+            runs = []
+            for now in self.run_times():
+                model = self.model(key, now)
+                template = _model_template.reservation(model, max_pods, self.settings) if model else None
+                kept = template and {k: template[k] for k in ('memory_bytes', 'millicores', 'max_pods')}
+                runs.append({'t': now, 'model': _model_template.summary(model) if model else None, 'template': kept})
+            result[class_label(key)] = runs
+        return result
+
+
+def _reading(trace, index):
+    reading = {'t': trace['t'][index], 'non_pod_bytes': trace['non_pod_bytes'][index],
+               'non_pod_millicores': trace['non_pod_millicores'][index]}
+    pods = (trace.get('pods') or {}) and trace['pods'][index]
+    if pods is not None and pods != {}:
+        reading['pods'] = pods
+    return reading
+
+
+def replay_measured(trace, sampler_every, apply_every, settings, near_after=None, extra_runs=None, decisions=None,
+                    fleet=None, trace_index=None):
     """Reserved memory at every point, and the times of kubelet restarts, as the role and sampler run it.
 
-    ``peers_by_run``: for the n-th run, the jumps its class's other nodes measured at their n-th run, pooled
-    with the node's own (``--pool-class``). ``jumps_by_run``: a list the node's own jumps at each run are added to.
     ``near_after`` (seconds, ``--apply-on-near``): an extra run when every sampler reading for that long set the
     sampler's near-reservation flag (the ``NodeallocNearReservation`` alert's ``for``), as a job the alert
     starts would: on that node alone (``nodealloc_hosts=<node>``, docs/monitoring.md), so without its class's
     climbs, and with ``allow_decrease`` false, as that job runs; the daily runs keep their times. ``extra_runs``: a
     list the times of those runs are added to. ``decisions``: a list every run that changes what is in force adds
     {t, reserved_memory_bytes, reserved_millicores} to (kube + system reserved, as ``--write-decisions`` writes).
+    ``fleet`` (a Fleet, this trace its ``trace_index``-th; ``--pool-class``): the daily runs fall at the fleet's
+    times, and each pools with the class as the fleet knows it then (its live peers' jumps, the class model).
+    Without a fleet, or on a run the alert starts, the node is alone: its runs every ``apply_every`` from its first
+    reading, its class model its own.
     """
     times, memory, cpu = trace['t'], trace['non_pod_bytes'], trace['non_pod_millicores']
     pods = trace.get('kubepods_bytes') or [0] * len(times)
@@ -346,11 +461,11 @@ def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=No
                                              settings['openshift_sizing_version'])
     history = collections.deque()
     current = {'kube_reserved': {}, 'system_reserved': {}}
-    reserved, series, restarts, run_times = 0, [], [], []
+    reserved, series, restarts = 0, [], []
     next_sample, next_apply = start, start
     planned_headroom, near_since = 0, None  # reservation.json: the headroom of the last applied change
     for index, now in enumerate(times):
-        reading = {'t': now, 'non_pod_bytes': memory[index], 'non_pod_millicores': cpu[index]}
+        reading = _reading(trace, index)
         scheduled = now >= next_apply
         applying = scheduled
         if near_after is not None and now >= next_sample:
@@ -370,15 +485,16 @@ def replay_measured(trace, sampler_every, apply_every, settings, peers_by_run=No
             basis = _headroom.basis(samples, now, float(settings['percentile']), stabilization, reaction,
                                     window)
             if scheduled:
-                next_apply += apply_every
-                run_times.append(now)
-                if jumps_by_run is not None:
-                    jumps_by_run.append(basis['jumps'])
+                next_apply = fleet.next_run(now) if fleet is not None else next_apply + apply_every
             elif extra_runs is not None:
                 extra_runs.append(now)
-            if peers_by_run is not None and scheduled:
+            if fleet is not None and scheduled:
                 # A run the alert starts is on the node alone: no class to pool with.
-                basis['jumps'] = _headroom.pool_jumps(basis['jumps'], peers_by_run[len(run_times) - 1])
+                basis['jumps'] = _headroom.pool_jumps(basis['jumps'], fleet.peer_jumps(trace_index, now))
+            if basis.get('pods_profile'):
+                model = fleet.model(fleet.classes[trace_index], now, basis['pods_profile'], trace_index) \
+                    if fleet is not None and scheduled else _class_model.fit([basis['pods_profile']], trace['max_pods'])
+                basis['class_model'] = {'model': model, 'max_pods': trace['max_pods']}
             measured = {'mem_total_bytes': trace['mem_total_bytes'],
                         'mem_available_bytes': trace['mem_total_bytes'] - memory[index] - pods[index],
                         'kubepods_working_set_bytes': pods[index], 'kube_components_working_set_bytes': 0,
@@ -646,21 +762,6 @@ def replay_candidates(traces, spec, sampler_every, apply_every, priors):
     return out
 
 
-def class_peers(traces, sampler_every, apply_every, settings):
-    """For every trace, per run: the jumps the other traces of its node class measured at the same run."""
-    own = []
-    for trace in traces:
-        jumps_by_run = []
-        replay_measured(trace, sampler_every, apply_every, settings, jumps_by_run=jumps_by_run)
-        own.append(jumps_by_run)
-    classes = [_headroom.node_class(trace['mem_total_bytes'], trace['cpus']) for trace in traces]
-    result = []
-    for index, trace in enumerate(traces):
-        peers = [other for other in range(len(traces)) if other != index and classes[other] == classes[index]]
-        result.append([[own[other][run] for other in peers if run < len(own[other])] for run in range(len(own[index]))])
-    return result
-
-
 BOUNDS = ('clairvoyant-daily', 'best-constant')
 
 
@@ -740,8 +841,9 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, op
         priors.append(floor[0] if floor else 0)
     candidate_series = {name: replay_candidates(traces, spec, sampler_every, apply_every, priors)
                         for name, spec in by_candidate.items()}
-    peers = class_peers(traces, sampler_every, apply_every, settings) if pool_class else [None] * len(traces)
-    for trace_index, (trace, trace_peers) in enumerate(zip(traces, peers)):
+    fleet = Fleet(traces, sampler_every, apply_every, settings) if pool_class else None
+    measured_series = {}
+    for trace_index, trace in enumerate(traces):
         row = {'trace': trace['name']}
         if trace.get('skipped', {}).get('lines'):
             row['skipped'] = trace['skipped']
@@ -754,8 +856,10 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, op
         for name in names:
             extra, changes = [], []
             if name == 'measured':
-                series, restarts = replay_measured(trace, sampler_every, apply_every, settings, trace_peers,
-                                                   near_after=near_after, extra_runs=extra, decisions=changes)
+                series, restarts = replay_measured(trace, sampler_every, apply_every, settings,
+                                                   near_after=near_after, extra_runs=extra, decisions=changes,
+                                                   fleet=fleet, trace_index=trace_index)
+                measured_series[trace_index] = series
                 if decisions is not None:
                     decisions[trace['name']] = changes
             elif name == 'poc':
@@ -794,6 +898,11 @@ def run(traces, sampler_every, apply_every, pool_class=True, near_after=None, op
               'policies': policies, 'per_trace': per_trace}
     result['node_days'] = round(node_days, 2)
     result['operator'] = operator(policies, node_days)
+    if fleet is not None:
+        classes = fleet.classes_json()
+        result['fleet'] = fleet_scores(fleet, measured_series, classes)
+        if decisions is not None:
+            decisions[CLASSES] = classes
     if sweep:
         result['versus'] = versus(policies, node_days)
         result['versus_candidates'] = {name: versus(policies, node_days, name) for name in by_candidate}
@@ -829,6 +938,80 @@ def changed_lines(trace, series, restarts):
     return [{'t': now, 'reserved_memory_bytes': int(series[at[now]])} for now in restarts]
 
 
+# Where run() keeps the fleet's classes in ``decisions``: written as DIR/classes.json.
+CLASSES = 'classes.json'
+# A joining node's first day is judged where its class had at least this many node-days of readings before it joined.
+JOIN_CLASS_DAYS = 3.0
+
+
+def fleet_scores(fleet, series_by_trace, classes):
+    """Per class (issue 45's targets): the joining nodes' first 24 h (dangerous points, mean excess over the
+    clairvoyant daily bound, MiB) where the class had ``JOIN_CLASS_DAYS`` node-days before they joined, the class's
+    warm excess (after each node's first 24 h), the slope at the last run against the truth where the traces know it
+    (``true_slope_bytes``), and each template's exceedances: points of its class's nodes above it while it was the
+    newest (``classes``: Fleet.classes_json)."""
+    result = collections.OrderedDict()
+    for key in sorted(set(fleet.classes), key=str):
+        label, members = class_label(key), fleet.members(key)
+        joined, warm_excess, warm_hours = [], 0.0, 0.0
+        for index in members:
+            trace, series = fleet.traces[index], series_by_trace.get(index)
+            if series is None:
+                continue
+            peaks, start = _daily_peaks(trace), trace['t'][0]
+            margin = trace.get('eviction_hard_bytes', DEFAULT_EVICTION_HARD_BYTES)
+            first = {'dangerous': 0, 'excess_mib_hours': 0.0, 'hours': 0.0}
+            for position, now in enumerate(trace['t']):
+                seconds = (trace['t'][position + 1] - now) if position + 1 < len(trace['t']) else 0
+                excess = max(0, series[position] - peaks[int((now - start) // DAY)]) / MIB * seconds / 3600.0
+                if now - start < DAY:
+                    first['dangerous'] += trace['non_pod_bytes'][position] - series[position] > margin
+                    first['excess_mib_hours'] += excess
+                    first['hours'] += seconds / 3600.0
+                else:
+                    warm_excess += excess
+                    warm_hours += seconds / 3600.0
+            before = sum(max(0.0, min(fleet.traces[o]['t'][-1], start) - fleet.traces[o]['t'][0])
+                         for o in members if o != index) / DAY
+            if start > fleet.start and before >= JOIN_CLASS_DAYS:
+                joined.append({'trace': trace['name'], 'class_node_days_before': round(before, 2),
+                               'dangerous_first_day': first['dangerous'],
+                               'first_day_excess_mib': round(first['excess_mib_hours'] / first['hours'], 1)
+                               if first['hours'] else None})
+        warm = warm_excess / warm_hours if warm_hours else None
+        runs = classes.get(label) or []
+        last = next((run['model'] for run in reversed(runs) if run['model']), None)
+        truth = fleet.traces[members[0]].get('true_slope_bytes')
+        entry = {'nodes': len(members), 'warm_excess_mib': None if warm is None else round(warm, 1),
+                 'joined': joined,
+                 'worst_first_day_vs_warm': round(max(j['first_day_excess_mib'] or 0 for j in joined) / warm, 3)
+                 if joined and warm else None,
+                 'slope_mib_per_pod': last and round(last['slope_bytes_per_pod'] / MIB, 2),
+                 'slope_source': last and last['slope_source'],
+                 'pods_span_share': last and round((last['pods_high'] - last['pods_low'])
+                                                   / float(max(fleet.traces[o]['max_pods'] for o in members)), 3),
+                 'true_slope_mib_per_pod': None if truth is None else round(truth / MIB, 2),
+                 'slope_error_share': round(last['slope_bytes_per_pod'] / float(truth) - 1, 3) if last and truth else None,
+                 'template_exceeded': _template_exceedances(fleet, members, runs)}
+        result[label] = entry
+    return result
+
+
+def _template_exceedances(fleet, members, runs):
+    """{points, worst_mib}: readings of the class's nodes above the newest template written before them."""
+    points, worst = 0, 0.0
+    written = [(run['t'], run['template']['memory_bytes']) for run in runs if run['template']]
+    starts = [t for t, _memory in written]
+    for index in members:
+        trace = fleet.traces[index]
+        for now, value in zip(trace['t'], trace['non_pod_bytes']):
+            position = bisect.bisect_right(starts, now) - 1
+            if position >= 0 and value > written[position][1]:
+                points += 1
+                worst = max(worst, (value - written[position][1]) / MIB)
+    return {'points': points, 'worst_mib': round(worst, 1)}
+
+
 def write_decisions(decisions, directory):
     """DIR/<trace name>.jsonl: one line per run that changed what is in force, from then to the next line.
 
@@ -838,8 +1021,12 @@ def write_decisions(decisions, directory):
     for rule, traces in (decisions.get(BASELINES) or {}).items():
         slug = rule.replace(' ', '_').replace('=', '_').replace('.', 'p')
         write_decisions(traces, os.path.join(directory, BASELINES, slug))
+    if decisions.get(CLASSES) is not None:
+        with open(os.path.join(directory, CLASSES), 'w', encoding='utf-8') as handle:
+            json.dump(decisions[CLASSES], handle, indent=1, sort_keys=True)
+            handle.write('\n')
     for name, lines in decisions.items():
-        if name == BASELINES:
+        if name in (BASELINES, CLASSES):
             continue
         stem = name[:-len('.jsonl')] if name.endswith('.jsonl') else name.replace(' ', '-')
         with open(os.path.join(directory, stem + '.jsonl'), 'w', encoding='utf-8') as handle:

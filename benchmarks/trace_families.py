@@ -23,6 +23,11 @@ Saturday and Sunday (the trace starts on a random weekday, so every trace has a 
 unannounced persistent step (an agent upgrade, a DaemonSet adding a sidecar) once or twice; and two nodes of one
 size class side by side, one that never climbs and one that climbs every day (its daily cycle rising by 300-900 MiB
 from the night's low to the afternoon's high).
+
+``fleet`` (issue 45's, written before the class model was replayed on it): three classes (8, 32, 128 GiB), each with
+a true intercept and per-pod slope the scorer knows (``fleet_truth``), pods with every reading, churn, an autoscaler
+packing one long-lived node of each class towards maxPods, and nodes joining after 1-6 days and leaving 1-7 days
+later: its traces start and end at different times, and carry ``node_class``, ``max_pods`` and ``pods``.
 """
 
 from __future__ import annotations
@@ -226,8 +231,88 @@ def weekly_node(seed, index, size_gib, cpus, pods_mean, kind, days=DAYS, step=ST
     return _trace('weekly', seed, index, size_gib, cpus, pods_mean, times, memory, cpu)
 
 
+# Issue 45's family: (class, memory GiB, CPUs, maxPods, kind). Per class two nodes for the whole trace (one of them
+# packed by the autoscaler towards maxPods for a day or two, from day 3 on) and three that join after 1-6 days and
+# leave 1-7 days later (or stay to the end).
+FLEET_CLASSES = (('small', 8, 2, 58), ('general', 32, 8, 110), ('large', 128, 32, 110))
+FLEET_NODES = tuple((name, size, cpus, max_pods, kind) for name, size, cpus, max_pods in FLEET_CLASSES
+                    for kind in ('steady', 'packed', 'joiner', 'joiner', 'joiner'))
+
+
+def fleet_truth(seed, class_name):
+    """A class's true line, which the scorer knows and no node does: (intercept bytes, slope bytes per pod)."""
+    rng = random.Random('fleet-class-%d-%s' % (seed, class_name))
+    return rng.uniform(250, 700) * MIB, rng.uniform(9, 24) * MIB
+
+
+def fleet_node(seed, index, class_name, size_gib, cpus, max_pods, kind, days=DAYS, step=STEP_SECONDS):
+    """One node of a fleet class: pods that start and stop (about one a minute, each pod's runtime memory released
+    5-30 min after it goes), a density the class shares with a daily cycle, packing by the autoscaler, nodes joining
+    and leaving, and what no pod count explains: a runtime leak reset at its restarts, page cache grown and reclaimed,
+    Pareto log bursts, noise. Non-pod memory = the node's intercept (its class's, +-10 %) + slope x pods + the rest.
+    """
+    rng = random.Random('fleet-%d-%d' % (seed, index))
+    capacity = size_gib * GIB
+    class_intercept, slope = fleet_truth(seed, class_name)
+    intercept = class_intercept * rng.uniform(0.9, 1.1)
+    if kind == 'joiner':
+        join = rng.uniform(1, 6) * DAY
+        leave = min(days * DAY, join + rng.uniform(1, 7) * DAY)
+    else:
+        join, leave = 0.0, days * DAY
+    times = [t for t in _times(days, step) if join <= t < leave]
+    density = random.Random('fleet-density-%d-%s' % (seed, class_name)).uniform(0.3, 0.5) * max_pods
+    packing = []
+    if kind == 'packed':
+        start = rng.uniform(3, days - 3) * DAY
+        packing.append((start, start + rng.uniform(1, 2) * DAY, rng.uniform(0.85, 1.0) * max_pods))
+    leak_per_second = rng.uniform(0.5, 3) * MIB / HOUR
+    restarts = _events(rng, days, rng.uniform(1.5, 4) * DAY)
+    cache_cap = min(400 * MIB, rng.uniform(0.003, 0.008) * capacity)
+    burst_cap = min(1 * GIB, 0.05 * capacity)
+    bursts = [(start, rng.expovariate(1 / 45.0) + step, _pareto(rng, 16 * MIB, 1.6, burst_cap))
+              for start in _events(rng, days, rng.uniform(2, 5) * HOUR)]
+    pods = 0 if kind == 'joiner' else int(density)
+    releasing, memory, cpu, counts = [], [], [], []
+    restart_index, last_restart, burst_index, cache = 0, 0.0, 0, 0.0
+    for now in times:
+        target = density * (0.85 + 0.3 * (1 if 8 <= (now % DAY) / HOUR <= 20 else 0))
+        for begin, end, level in packing:
+            if begin <= now < end:
+                target = level
+        target = min(max_pods, target)
+        # A joining node is filled in its first half hour; afterwards about one start or stop a minute.
+        rate = 1.0 if kind == 'joiner' and now - join < 1800 and pods < target else step / 60.0
+        if rng.random() < rate:
+            if pods < target and (rng.random() < 0.8 or pods == 0):
+                pods += 1
+            elif pods > 0:
+                pods -= 1
+                releasing.append((now + rng.uniform(5, 30) * 60, slope))
+        releasing = [(until, amount) for until, amount in releasing if until > now]
+        while restart_index < len(restarts) and restarts[restart_index] <= now:
+            last_restart = restarts[restart_index]
+            restart_index += 1
+        leak = leak_per_second * (now - max(last_restart, join))
+        cache = min(cache_cap, cache + cache_cap / DAY * step)
+        if rng.random() < step / (2 * DAY):
+            cache *= rng.uniform(0.2, 0.5)  # the kernel reclaims
+        while burst_index < len(bursts) and bursts[burst_index][0] + bursts[burst_index][1] < now:
+            burst_index += 1
+        burst = bursts[burst_index][2] if burst_index < len(bursts) and bursts[burst_index][0] <= now else 0.0
+        memory.append(intercept + slope * pods + sum(a for _u, a in releasing) + leak + cache + burst
+                      + rng.gauss(0, 4 * MIB))
+        cpu.append(40 + 3 * pods + (250 if burst else 0) + rng.gauss(0, 15))
+        counts.append(pods)
+    trace = _trace('fleet', seed, index, size_gib, cpus, 0, times, memory, cpu)
+    trace.update(name='fleet seed %d node %d %s %s' % (seed, index, class_name, kind), max_pods=max_pods,
+                 node_class=class_name, pods=counts, true_intercept_bytes=int(class_intercept),
+                 true_slope_bytes=int(slope))
+    return trace
+
+
 FAMILIES = {'shapes': (SHAPES_NODES, shapes_node), 'incidents': (INCIDENTS_NODES, incidents_node),
-            'weekly': (WEEKLY_NODES, weekly_node)}
+            'weekly': (WEEKLY_NODES, weekly_node), 'fleet': (FLEET_NODES, fleet_node)}
 
 
 def family_traces(family, seeds, days=DAYS, step=STEP_SECONDS):

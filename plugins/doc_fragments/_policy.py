@@ -170,6 +170,9 @@ options:
       - Until the history spans one reaction time, the reservation is at least what this vendor formula reserves (see
         C(docs/formulas.md)), and more where P plus headroom is more, unless a node of the same class with such a
         history was measured in the same run (O(class_peers)), whose reservation is then the floor instead.
+      - Where the node's class has a class model with enough data (at least 3 node-days of readings with C(pods), see
+        C(docs/arithmetic.md) section The class model), the model replaces this prior for memory, as the class's
+        envelope at the node's maxPods. The prior still floors CPU.
       - V(none) applies the rule to the short history alone.
     type: str
     default: gke

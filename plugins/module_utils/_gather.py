@@ -11,7 +11,7 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import 
     _defaults, _duration, _vendor_formulas, _version_rules)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _facts_measure, _memory_protection
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import (
-    _cpu_enforcement, _decision, _ephemeral_storage, _headroom, _node_plan, _pids, _recommend, _requests_fit)
+    _class_model, _cpu_enforcement, _decision, _ephemeral_storage, _headroom, _node_plan, _pids, _recommend, _requests_fit)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._sampler import _history_store
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _history_stats, _prometheus_history
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import NodeallocError
@@ -131,18 +131,28 @@ def history_basis(options, history, samples, reading, now, source='node'):
     return history
 
 
-def pool_with_class(options, node_class, history):
-    """Raise the basis's climbs to its class's largest and add the class prior, from ``class_peers``.
-    ``node_class``: this node's class (_headroom.class_key: its inventory name, else its size).
+def pool_with_class(options, node_class, history, max_pods):
+    """Raise the basis's climbs to its class's largest and add the class prior, from ``class_peers``; and the class
+    model (_class_model.fit over this node's pods profile and its peers', at ``max_pods``: the node's alone without
+    peers). ``node_class``: this node's class (_headroom.class_key: its inventory name, else its size).
 
     Returns the peers of this node's class that were used ([] without ``class_peers``: the node alone).
     """
     peers = _headroom.same_class(node_class, options['class_peers'])
+    basis = history['basis']
     if peers:
-        basis = history['basis']
         basis['jumps'] = _headroom.pool_jumps(basis['jumps'], [peer['jumps'] for peer in peers])
         basis['class_prior'] = _headroom.class_prior(peers)
+    profiles, problems = _headroom.class_profiles({'pods_profile': basis.get('pods_profile')}, peers)
+    history['problems'].extend(problems)
+    if basis.get('pods_profile') and profiles:
+        basis['class_model'] = {'model': _class_model.fit(profiles, max_pods), 'max_pods': max_pods}
     return peers
+
+
+def node_max_pods(options, current):
+    """The node's maxPods: the option, else its kubelet config's, else the kubelet's default (110)."""
+    return options['max_pods'] or (current or {}).get('max_pods') or _defaults.MAX_PODS
 
 
 # What a node template takes from the recommendation the class's history gives (_report/_node_templates).
@@ -229,7 +239,7 @@ def recommend(options, measurement, history):
         # A basis from before control-plane detection has none: taken as not a control-plane node.
         'control_plane': measurement.get('control_plane'),
     }
-    max_pods = options['max_pods'] or (current or {}).get('max_pods') or _defaults.MAX_PODS
+    max_pods = node_max_pods(options, current)
     formulas = _vendor_formulas.all_formulas(memory['mem_total_bytes'], cpu['capacity_millicores'] // 1000, max_pods,
                                              options['openshift_sizing_version'])
     recommendation = _recommend.recommend(measured, options, current, history['basis'], formulas)
@@ -323,14 +333,16 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
     control_plane = is_control_plane(measurement)
     own_class = _headroom.class_key({'class_name': options['node_class'], 'control_plane': control_plane,
                                      'node_class': _headroom.node_class(mem_total, cpus)})
-    pooled_with = pool_with_class(options, own_class, history)
+    max_pods = node_max_pods(options, measurement['current'])
+    pooled_with = pool_with_class(options, own_class, history, max_pods)
     formulas, recommendation, decision = recommend(options, measurement, history)
     result = {k: v for k, v in measurement.items() if k not in ('hugepages_bytes', 'cpu_weights', 'kubelet_config')}
     result['memory_protection'], result['enforcement_proposal'] = protection_and_enforcement(measurement, recommendation)
     result.update(recommendation=recommendation, decision=decision, formulas=formulas,
                   history={k: v for k, v in history.items() if k != 'basis'},
                   class_record=_headroom.class_record(mem_total, cpus, own_jumps, recommendation,
-                                                      options['node_class'], control_plane),
+                                                      options['node_class'], control_plane,
+                                                      history['basis'].get('pods_profile'), max_pods),
                   class_peers_used=len(pooled_with), basis=basis, class_template=template)
     # Issue 30 item 4: the pods bound to the node (read from the API server by the role) against the new allocatable.
     result['requests_fit'] = _requests_fit.for_change(options['pod_requests'], measurement, decision)

@@ -20,7 +20,7 @@ itself) is replaced by fixed values, so the fleet is the same on any machine.
 The fleet: three node classes (24 GiB / 2 CPUs as the recording in fixtures/node_reservation_facts_results.json, a
 third of it, and 8/3 of it with 8 CPUs); one host in 50 failed (an unparseable kubelet config: the module's own
 error), one in 50 unreachable (no registered result, as recommend.yml passes it), one in 50 runs no kubelet (no
-process, no config). Of the others, a fifth reserve nothing; two in five are young (a history shorter than the
+process, no config). Of the others, a sixth reserve nothing; two in five are young (a history shorter than the
 reaction time, 24 h: held at the cold-start floor) and the rest warm (one to seven days of readings).
 """
 
@@ -30,6 +30,7 @@ import contextlib
 import copy
 import functools
 import json
+import math
 import os
 import tempfile
 import time
@@ -47,7 +48,7 @@ MIB = 1024 * 1024
 HOUR_SECONDS = 3600
 # (cpu, kubeReserved memory, systemReserved memory) a host's kubelet config sets, by index; None: it sets none.
 RESERVATIONS = [None, ('200m', '512Mi', '512Mi'), ('500m', '1Gi', '1Gi'), ('80m', '900Mi', '100Mi'),
-                ('250m', '1536Mi', '1Gi')]
+                ('250m', '1536Mi', '1Gi'), ('500m', '1536Mi', '1536Mi')]
 # (memory as a fraction of the recorded MemTotal, CPUs): the node classes of the fleet, by host index.
 NODE_CLASSES = ((1.0, 2), (1 / 3.0, 2), (8 / 3.0, 8))
 CONFIG_PATH = '/var/lib/kubelet/config.yaml'
@@ -56,6 +57,8 @@ CGROUP_ROOT = '/sys/fs/cgroup'
 # The readings of a generated history: one an hour (the sampler takes one a minute; a coarser history keeps 500
 # nodes' worth quick to read, and the policy's daily peaks and percentile are the same kind of figure).
 HISTORY_STEP_SECONDS = 3600
+# What a pod adds to a node's non-pod memory in the generated histories (the runtime's shim, the kubelet's caches).
+PER_POD_BYTES = 12 * MIB
 # The options recommend.yml passes at the role's defaults: every other option is the module's default.
 OPTIONS = {'kubelet_config_path': CONFIG_PATH, 'sample_seconds': 0, '_check_mode': True,
            'kubelet_process_names': ['no/kubelet'], 'runtime_process_names': ['no/runtime']}
@@ -122,7 +125,7 @@ def _processes(index):
 
 
 def node_inputs(index):
-    """Host ``index``'s generated inputs: {kind, choice, mem_total_bytes, cpus, pods_bytes, non_pod_bytes,
+    """Host ``index``'s generated inputs: {kind, choice, mem_total_bytes, cpus, pods_bytes, pods, non_pod_bytes,
     non_pod_millicores, kube_components_bytes, kube_components_millicores, history_hours}."""
     base = recorded()['kubelet_config_and_history']['memory']
     fraction, cpus = NODE_CLASSES[index % len(NODE_CLASSES)]
@@ -136,6 +139,8 @@ def node_inputs(index):
     history_hours = 1 + index * 11 % 23 if young else 25 + index * 13 % 143
     return {'kind': kind, 'choice': RESERVATIONS[index % len(RESERVATIONS)], 'mem_total_bytes': mem_total,
             'cpus': cpus, 'pods_bytes': int(mem_total * (index * 13 % 50) / 100.0), 'non_pod_bytes': non_pod,
+            # Pods now (the pod cgroups the module counts): 4 to 53, by index; the history varies about it.
+            'pods': 4 + index * 13 % 50,
             'non_pod_millicores': non_pod_millicores,
             'kube_components_bytes': int(non_pod * 0.3) if kind == 'kubelet' else 0,
             'kube_components_millicores': non_pod_millicores // 3 if kind == 'kubelet' else 0,
@@ -160,6 +165,7 @@ def node_measurement(index, inputs):
                node_busy_millicores=inputs['non_pod_millicores'],
                kube_components_millicores=inputs['kube_components_millicores'], sample_seconds=5.0)
     measurement['capacity'] = {'memory': _quantity.format_memory(total), 'cpu': _quantity.format_cpu(inputs['cpus'] * 1000)}
+    measurement['pods'] = inputs['pods']
     if inputs['kind'] == 'kubelet':
         processes = _processes(index)
         measurement['kubelet'].update(processes['kubelet'])
@@ -173,7 +179,9 @@ def node_measurement(index, inputs):
 
 def history_lines(index, inputs, now):
     """The host's history file: one JSON reading per line as the sampler writes them, oldest first, ending before
-    ``now`` (the module's own reading is the newest). Warm nodes' non-pod memory rises once a day (a daily job)."""
+    ``now`` (the module's own reading is the newest). Warm nodes' non-pod memory rises once a day (a daily job).
+    Each line carries ``pods``: a third above and below the node's pods now over the day, its non-pod memory
+    ``PER_POD_BYTES`` a pod above or below the shape's (issue 45: the class model fits that slope)."""
     shape = [value for _t, value in recorded()['kubelet_config_and_history']['history']['series']]
     readings = int(inputs['history_hours'] * HOUR_SECONDS / HISTORY_STEP_SECONDS)
     lines = []
@@ -182,9 +190,11 @@ def history_lines(index, inputs, now):
         value = shape[(n + index) % len(shape)] * inputs['non_pod_bytes'] / shape[-1]
         if (n * HISTORY_STEP_SECONDS) % 86400 < HISTORY_STEP_SECONDS and n:  # the daily job
             value *= 1.0 + (index % 9) / 20.0
-        value = min(int(value), inputs['mem_total_bytes'] - inputs['pods_bytes'])
+        pods = max(0, int(round(inputs['pods'] * (1 + math.sin(2 * math.pi * (t % 86400) / 86400.0) / 3.0))))
+        value += PER_POD_BYTES * (pods - inputs['pods'])
+        value = max(0, min(int(value), inputs['mem_total_bytes'] - inputs['pods_bytes']))
         lines.append(json.dumps({'t': t, 'non_pod_bytes': value, 'non_pod_millicores': inputs['non_pod_millicores'],
-                                 'source': 'sampler'}) + '\n')
+                                 'pods': pods, 'source': 'sampler'}) + '\n')
     return ''.join(lines)
 
 

@@ -58,10 +58,11 @@ def test_the_measured_replay_reserves_what_the_candidate_rule_does_at_every_run(
                     change_threshold_min_millicores=0, **PERCENT)
     priors = [quality._vendor_formulas.gke(trace['mem_total_bytes'], trace['cpus'])['reserved_memory_bytes'] for trace in traces]
     candidate = quality.replay_candidates(traces, dict(quality.CANDIDATE, pool=0), sampler_every, apply_every, priors)
-    peers = quality.class_peers(traces, sampler_every, apply_every, settings)
+    fleet = quality.Fleet(traces, sampler_every, apply_every, settings)
     run_times = list(range(0, 6 * DAY, DAY))
     for index, trace in enumerate(traces):
-        shipped, _restarts = quality.replay_measured(trace, sampler_every, apply_every, settings, peers[index])
+        shipped, _restarts = quality.replay_measured(trace, sampler_every, apply_every, settings, fleet=fleet,
+                                                     trace_index=index)
         expected = _levels(candidate[index][0], run_times, trace['t'])
         assert _levels(shipped, run_times, trace['t']) == expected, trace['name']
     # The rule is not vacuous here: day 0 rests on GKE's 1 GiB, then the peak + 50 % follows the climb.
@@ -76,9 +77,9 @@ def test_at_the_default_thresholds_the_shipped_code_restarts_no_more_often_than_
     settings = dict(quality.module_defaults(), **PERCENT)
     priors = [quality._vendor_formulas.gke(trace['mem_total_bytes'], trace['cpus'])['reserved_memory_bytes'] for trace in traces]
     candidate = quality.replay_candidates(traces, dict(quality.CANDIDATE, pool=0), 300, DAY, priors)
-    peers = quality.class_peers(traces, 300, DAY, settings)
+    fleet = quality.Fleet(traces, 300, DAY, settings)
     for index, trace in enumerate(traces):
-        shipped, restarts = quality.replay_measured(trace, 300, DAY, settings, peers[index])
+        shipped, restarts = quality.replay_measured(trace, 300, DAY, settings, fleet=fleet, trace_index=index)
         assert len(restarts) <= len(candidate[index][1])
         # Never below the rule's figure by more than the least change worth a restart (64 MiB by default).
         assert all(level >= rule - settings['change_threshold_min_bytes']

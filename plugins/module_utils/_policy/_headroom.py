@@ -48,7 +48,8 @@ from __future__ import annotations
 import math
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_specs
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _cpu_sustained, _history_stats
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import (
+    _class_model, _cpu_sustained, _history_stats)
 
 DEFAULTS = _option_specs.defaults(('reaction_time', 'cold_start_prior'))
 
@@ -143,7 +144,8 @@ PEAK_KEYS = ('reaction_seconds', 'span_seconds', 'memory_bytes', 'millicores', '
              'jump_days')
 
 
-def class_record(mem_total_bytes, cpus, jumps, recommendation, class_name=None, control_plane=False):
+def class_record(mem_total_bytes, cpus, jumps, recommendation, class_name=None, control_plane=False,
+                 pods_profile=None, max_pods=None):
     """What one node tells the nodes of its class: its class, its own peaks and, once warm, its reservation.
 
     ``class_name`` is the inventory's ``nodealloc_node_class`` (None or empty: the size class alone decides): the
@@ -152,7 +154,8 @@ def class_record(mem_total_bytes, cpus, jumps, recommendation, class_name=None, 
     its own (``class_key``), so no worker pools with it nor it with a worker, named alike or of one size.
     ``jumps`` are the node's own peaks (before any pooling: a peer's pooled figures would echo back round the
     class). A node whose history does not yet span a reaction time (``cold_start``) offers no reservation: it
-    rests on a prior itself.
+    rests on a prior itself. ``pods_profile`` (_class_model.profile of its window, None without pods readings) and
+    ``max_pods`` are what the class model (_class_model.fit) learns from it.
     """
     jumps = jumps or {}
     cold = bool(recommendation.get('single_reading')) or not jumps.get('warm')
@@ -162,7 +165,8 @@ def class_record(mem_total_bytes, cpus, jumps, recommendation, class_name=None, 
             'jumps': {key: jumps.get(key) for key in PEAK_KEYS},
             'cold_start': cold,
             'reserved_memory_bytes': None if cold else recommendation.get('reserved_memory_bytes'),
-            'reserved_millicores': None if cold else recommendation.get('reserved_millicores')}
+            'reserved_millicores': None if cold else recommendation.get('reserved_millicores'),
+            'pods_profile': pods_profile, 'max_pods': max_pods}
 
 
 def class_key(record):
@@ -198,15 +202,47 @@ def peers_that_matter(record, peers):
     """``record``'s class peers when deciding with them would change something, else [].
 
     A peer with a larger jump raises a young node's; a cold node also takes a warm peer's reservation (the class
-    prior). Every other node keeps its first decision: no second measurement.
+    prior); and a node whose class model (_class_model) over its peers' pods profiles differs from its own alone
+    (``model_changes``). Every other node keeps its first decision: no second measurement.
     """
     if not record:
         return []
     peers = same_class(record, peers)
     if record.get('cold_start') and class_prior(peers):
         return peers
+    if model_changes(record, peers):
+        return peers
     pooled = pool_jumps(record['jumps'], [peer['jumps'] for peer in peers])
     return peers if pooled['raised_by_class'] else []
+
+
+def class_profiles(record, peers):
+    """(profiles, problems): ``record``'s own pods profile and its peers' (_class_model.checked; a peer's that is not
+    one is left out and said), Nones dropped."""
+    profiles, problems = [], []
+    for index, item in enumerate([record] + list(peers or ())):
+        try:
+            checked = _class_model.checked((item or {}).get('pods_profile'))
+        except _class_model.ModelError as exc:
+            problems.append('class peer %d: its pods profile is not used: %s' % (index, exc))
+            continue
+        if checked:
+            profiles.append(checked)
+    return profiles, problems
+
+
+def model_changes(record, peers):
+    """True when the class model over ``record`` and its ``peers`` raises its memory otherwise than its own alone."""
+    if not record.get('pods_profile') or not any((peer or {}).get('pods_profile') for peer in peers or ()):
+        return False
+    max_pods = int(record.get('max_pods') or 110)
+    cold = bool(record.get('cold_start'))
+    profiles, _problems = class_profiles(record, peers)
+    if not profiles:
+        return False
+    alone = _class_model.raised_peak(_class_model.fit(profiles[:1], max_pods), profiles[0], max_pods, cold)[0]
+    pooled = _class_model.raised_peak(_class_model.fit(profiles, max_pods), profiles[0], max_pods, cold)[0]
+    return alone != pooled
 
 
 def basis(samples, now, percent, stabilization_seconds, reaction_seconds, window_seconds=None):
@@ -222,6 +258,8 @@ def basis(samples, now, percent, stabilization_seconds, reaction_seconds, window
     result['jumps'] = window_peaks(result, span, reaction_seconds, daily_jumps(samples, reaction_seconds))
     # What a CPU change alone must show before it restarts a kubelet (_decision, _cpu_sustained).
     result['cpu_sustained'] = cpu_sustained(samples, now, reaction_seconds)
+    # The window per pod count, for the class model (_class_model; None without pods readings).
+    result['pods_profile'] = _class_model.profile(samples, reaction_seconds)
     return result
 
 

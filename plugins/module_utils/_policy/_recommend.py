@@ -21,7 +21,8 @@ from ansible_collections.nodealloc.kubelet.plugins.module_utils import _option_s
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import (
     _defaults, _duration, _node_allocatable, _quantity)
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._node import _cpu_guarantee
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _control_plane_floor, _headroom
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import (
+    _class_model, _control_plane_floor, _headroom)
 
 MIB = 1024 * 1024
 
@@ -157,15 +158,43 @@ def _pooled_peaks(basis, lines):
     return memory, cpu
 
 
-def _cold_start_prior(basis, formulas, settings, lines):
+def _is_cold(basis, settings):
+    """One reading, or a history not yet spanning (nearly) one reaction time (_headroom.WARM_SHARE)."""
+    reaction = _duration.parse_window(_option_specs.with_defaults(settings, _headroom.DEFAULTS)['reaction_time'])
+    return not (basis['samples'] > 1 and _headroom.warm(basis['span_seconds'], reaction))
+
+
+def _class_model_part(basis, cold, lines):
+    """The class model's figure for this node, or None where it does not apply: what its non-pod memory may reach at
+    the pods it may hold before the next run (_class_model.raised_peak), which the reservation may not go below.
+
+    It is not P: P + headroom covers what the node's own history and jumps say; the model's figure covers pods the
+    node has not held yet, and already lies above every reading its class (a cold node) or the node (a warm one)
+    made, bursts included, so no headroom is added on top of it. ``basis['class_model']`` is {'model':
+    _class_model.fit's, 'max_pods': the node's}, set where the class's pods profiles are (_gather.pool_with_class,
+    benchmarks/quality.py's fleet replay)."""
+    view = basis.get('class_model') or {}
+    model, own, max_pods = view.get('model'), basis.get('pods_profile'), view.get('max_pods') or 110
+    young = _headroom.young(basis.get('jumps'))
+    value, model_lines = _class_model.raised_peak(model, own, max_pods, cold, young)
+    lines.extend(model_lines)
+    if value is None:
+        return None
+    return {'model': model, 'max_pods': max_pods, 'cold': cold, 'memory_bytes': value,
+            'target_pods': _class_model.target_pods(model, own, max_pods)[0], 'raised': False}
+
+
+def _cold_start_prior(basis, formulas, settings, lines, modelled=None):
     """(memory bytes, millicores, floor name) the reservation may not go below while the history is short, or None.
 
     Short: one reading, or a history not yet spanning (nearly) one reaction time (_headroom.WARM_SHARE).
     A warm node of its class measured in the same run knows more than any formula (``class_prior``).
+    ``modelled``: the class model's figure for this node (``_class_model_part``), or None: where given, it is the
+    memory floor in place of the class's warm reservation or the formula ('class model'); CPU keeps its prior.
     """
     policy_settings = _option_specs.with_defaults(settings, _headroom.DEFAULTS)
     reaction = _duration.parse_window(policy_settings['reaction_time'])
-    if basis['samples'] > 1 and _headroom.warm(basis['span_seconds'], reaction):
+    if not _is_cold(basis, settings):
         return None
     class_prior = basis.get('class_prior')
     if class_prior:
@@ -182,6 +211,11 @@ def _cold_start_prior(basis, formulas, settings, lines):
                      '(cold_start_prior none, no warm node of its class)'
                      % (basis['span_seconds'] / 3600.0, reaction / 3600.0))
         return None
+    if modelled is not None:
+        lines.append('the history spans %.1f h, less than the %.1f h reaction time: the cold-start prior is the class '
+                     'model for memory (%s), and %s for CPU (%dm)'
+                     % (basis['span_seconds'] / 3600.0, reaction / 3600.0, describe_bytes(modelled), source, prior[1]))
+        return (modelled, prior[1], 'class model')
     lines.append('the history spans %.1f h, less than the %.1f h reaction time: the cold-start prior, %s (%s, %dm), '
                  'is the floor' % (basis['span_seconds'] / 3600.0, reaction / 3600.0, source,
                                    describe_bytes(prior[0]), prior[1]))
@@ -349,9 +383,28 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
     peak_bytes, peak_millicores = _pooled_peaks(basis, lines)
     _describe_cpu(measured, lines)
     measuring = options['policy'] == 'measured'
-    prior = _cold_start_prior(basis, formulas, settings, lines) if measuring else None
+    cold_node = _is_cold(basis, settings)
+    class_model, jumps = None, basis.get('jumps')
+    if measuring:
+        class_model = _class_model_part(basis, cold_node, lines)
+    if class_model and cold_node:
+        # A cold node has shown no jumps of its own: its class's largest burst above a median stands for them.
+        burst = class_model['model']['memory']['burst']
+        lines.append('the class\'s largest burst above its median, %s, stands for the jumps this node has not shown'
+                     % describe_bytes(burst))
+        jumps = dict(jumps or {}, lent_jumps=True,
+                     memory_jump_bytes=max(int((jumps or {}).get('memory_jump_bytes') or 0), burst))
+    modelled = class_model['memory_bytes'] if class_model and cold_node else None
+    prior = _cold_start_prior(basis, formulas, settings, lines, modelled) if measuring else None
     mem_needed, cpu_needed, mem_headroom, cpu_headroom = _measured_reservation(
-        peak_bytes, peak_millicores, prior, options, lines, basis.get('jumps'))
+        peak_bytes, peak_millicores, prior, options, lines, jumps)
+    if class_model:
+        # Raised: the model's figure, not P + headroom, is the memory (a cold node's through its prior, above).
+        class_model['raised'] = ceil_to(class_model['memory_bytes'], MIB) > ceil_to(peak_bytes + mem_headroom, MIB)
+    if class_model and class_model['memory_bytes'] > mem_needed:
+        mem_needed = ceil_to(class_model['memory_bytes'], MIB)
+        lines.append('reserved memory raised to the class model at %d pods: %s'
+                     % (class_model['target_pods'], describe_bytes(mem_needed)))
     cold = cold_start(basis, prior, ceil_to(peak_bytes + mem_headroom, MIB), peak_millicores + cpu_headroom, settings)
     capacity_m = measured['capacity_millicores']
     guarantee_input = measured.get('cpu_weights')
@@ -407,6 +460,8 @@ def recommend(measured, settings=None, current=None, basis=None, formulas=None):
         'basis': basis,
         'single_reading': single_reading,
         'cold_start': cold,
+        # The class model (_class_model) where it applied: the model, maxPods, the pods targeted, its figure, raised.
+        'class_model': class_model,
         'cpu_guarantee': guarantee,
         # The control-plane floor (_control_plane_floor) on a control-plane node, None on another.
         'control_plane_floor': control_plane_floor,

@@ -11,13 +11,17 @@ still short), their memory risk (``_memory_risk``), and how many were not measur
 Issue 46: each class's ``verdict`` (``_verdict.class_verdict``: one action, its reason and command, with
 ``nodes_by_action``), its template's ``flags`` (``_memory_risk.reservation_flags``: the templates' kubeReserved +
 systemReserved memory against the largest vendor formula and ``MAX_RESERVED_SHARE`` of its smallest measured node) and
-``flagged_nodes`` ({flag: nodes whose own recommendation is flagged}). ``nodes`` counts every node of the class, the
+``flagged_nodes`` ({flag: nodes whose own recommendation is flagged}). Issue 45: its ``model``
+(``_model_template.view``: the class model over its measured nodes' pods profiles, its line and EKS's at maxPods, and
+the points the report draws), None where no node recorded pods. ``nodes`` counts every node of the class, the
 not measured ones the inventory names a class for included: the one count every rendering shows.
 """
 
 from __future__ import annotations
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _model_template
+from ansible_collections.nodealloc.kubelet.plugins.module_utils import _units as units
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _memory_risk, _node_templates, _verdict
 
 NOT_MEASURED = 'not measured'
@@ -77,7 +81,10 @@ def class_summaries(nodes):
                                             for key in ('kube_reserved', 'system_reserved', 'eviction_hard')}
     for name, entry in classes.items():
         entry['verdict'] = _verdict.class_verdict(name, members[name])
-        entry['flags'] = template_flags(entry.get('recommended'), members[name])
+        # Issue 45: non-pod memory against pods over the class's measured nodes (their class records' profiles).
+        entry['model'] = _model_template.view([node.get('class_record') for node in members[name]
+                                               if node.get('status') == 'ok'])
+        entry['flags'] = template_flags(entry.get('recommended'), members[name], entry['model'])
         entry['size_classes'].sort()
         entry['risk'] = {name: entry['risk'][name] for name in sorted(entry['risk'], key=_memory_risk.rank)}
     return sorted(classes.items(), key=lambda item: class_order(*item))
@@ -92,11 +99,20 @@ def _template_memory_bytes(recommended):
                if value not in (None, ''))
 
 
-def template_flags(recommended, nodes):
-    """The template's flags (``_memory_risk.reservation_flags``) on the class's smallest measured node with a kubelet."""
+def template_flags(recommended, nodes, model=None):
+    """The template's flags (``_memory_risk.reservation_flags``) on the class's smallest measured node with a kubelet,
+    each with the reason the class model gives for its figure beside it where there is one (issue 45: no template
+    above the vendor formulas without the reason)."""
     sized = [node for node in nodes if node.get('status') == 'ok' and node.get('capacity_memory_bytes')]
     if not sized or not recommended:
         return []
     smallest = min(sized, key=lambda node: (node['capacity_memory_bytes'], node['host']))
-    return _memory_risk.reservation_flags(_template_memory_bytes(recommended), smallest['capacity_memory_bytes'],
-                                          smallest.get('formulas'))
+    flags = _memory_risk.reservation_flags(_template_memory_bytes(recommended), smallest['capacity_memory_bytes'],
+                                           smallest.get('formulas'))
+    if model:
+        why = ('; why: its nodes\' non-pod memory, every reading moved to maxPods %d along %.1f MiB a pod (%s), '
+               'reaches %s' % (model['max_pods'], model['model']['slope_bytes_per_pod'] / float(1 << 20),
+                               'fitted' if model['model']['slope_source'] == 'fit' else "EKS's prior",
+                               units.memory(model['at_max_pods_bytes'])))
+        flags = [dict(flag, reason=flag['reason'] + why) for flag in flags]
+    return flags

@@ -395,9 +395,10 @@ def history_source_of(node):
 
 def history_counts(nodes):
     """{'history_source': {source: measured nodes}, 'cold_start_floor': nodes whose figure is the floor,
-    'cold_start_observe': those of them whose verdict is observe (the others' readings already demand a change)}."""
+    'cold_start_observe': those of them whose verdict is observe (the others' readings already demand a change),
+    'cold_start_model': those of them whose floor is their class's model (_recommend: issue 45)}."""
     sources = dict.fromkeys(('node', 'prometheus', 'none'), 0)
-    floor = observe = 0
+    floor = observe = model = 0
     for node in nodes:
         if measured(node):
             source = history_source_of(node)
@@ -405,7 +406,9 @@ def history_counts(nodes):
             if (node.get('cold_start') or {}).get('raised'):
                 floor += 1
                 observe += 1 if (node.get('verdict') or {}).get('action') == 'observe' else 0
-    return {'history_source': sources, 'cold_start_floor': floor, 'cold_start_observe': observe}
+                model += 1 if node['cold_start'].get('floor') == 'class model' else 0
+    return {'history_source': sources, 'cold_start_floor': floor, 'cold_start_observe': observe,
+            'cold_start_model': model}
 
 
 def history_sentence(counts):
@@ -420,8 +423,10 @@ def history_sentence(counts):
     floor = counts.get('cold_start_floor') or 0
     if floor:
         observe = counts.get('cold_start_observe', floor)
-        line += (' %d node(s) are held at the cold-start floor, above what they measured, until their history spans '
-                 'the reaction time' % floor)
+        model = counts.get('cold_start_model') or 0
+        line += (' %d node(s) are held at the cold-start floor%s, above what they measured, until their history spans '
+                 'the reaction time' % (floor, ' (%d of them at their class\'s model: docs/arithmetic.md, "The class '
+                                               'model")' % model if model else ''))
         if observe == floor:
             line += (': run playbooks/observe.yml (the sampler) or read the history from Prometheus (docs/rollout.md, '
                      '"Observe first").')

@@ -12,6 +12,7 @@ report's files, not in a job log.
 from __future__ import annotations
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _units as units
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _model_template
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _memory_risk
 
 TOP = 20
@@ -111,6 +112,8 @@ def text_lines(report, files=None):
     for entry in report.get('classes') or []:
         out.append('  ' + verdict_line(entry))
         out.extend('    flagged: the class template %s' % flag for flag in template_flags(entry))
+        if entry.get('model'):
+            out.append('    ' + _model_template.header_line(entry['model']))
     out += ['', 'Kubelet reservation report, %s: %s' % (report['generated_at'], headline(report)), '',
             'Per node class, what apply would do:']
     out.extend('  ' + line for line in units.aligned([CLASS_HEADER] + class_rows(report), right=(1, 3, 4, 5, 6, 7, 8,
@@ -144,6 +147,8 @@ def markdown_lines(report):
         run = '; run: `%s`' % units.markdown_code(command) if command else ''
         out.append('- **%s** \u2014 %s%s' % (units.markdown_text(head), units.markdown_text(reason), run))
         out.extend('  - flagged: the class template %s' % units.markdown_text(flag) for flag in template_flags(entry))
+        if entry.get('model'):
+            out.append('  - ' + units.markdown_text(_model_template.header_line(entry['model'])))
     out += ['', '## Fleet summary', '', units.markdown_text(headline(report)), '',
             '### Per node class, what apply would do', '']
     out.extend(units.markdown_table(CLASS_HEADER, _escaped(class_rows(report)), right=(1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)))

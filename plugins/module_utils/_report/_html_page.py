@@ -27,7 +27,7 @@ import zlib
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _units as units
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _requests_fit
-from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _memory_risk, _other_resources
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _memory_risk, _model_chart, _other_resources
 
 MIB, GIB = units.MIB, units.GIB
 BAR_WIDTH, BAR_HEIGHT, BAR_STEP, LABEL_WIDTH, VALUE_WIDTH = 380, 14, 20, 200, 190
@@ -68,7 +68,7 @@ STYLE = (
     # Nodes not measured, apart: the reason on one line, the full message folded under it.
     '#failed td{vertical-align:top;text-align:left}#failed td.w{max-width:60em}#failed details{border:0;padding:0}'
     '#failed pre{margin:.3em 0}'
-)
+) + _model_chart.CSS
 # Sorts the fleet table by the clicked column (numbers by data-v, text by content); "#sort=col" or
 # "#sort=-col" in the address does the same on load; opens the node a link points at; filters the table.
 # The page reads fine with script disabled.
@@ -590,7 +590,8 @@ def _fleet_view(report):
     # With no node to place (no kubelet found, none measured) the heading says so instead of standing over nothing.
     chart = _fleet_chart(report['nodes']) or (
         '<p class="muted">No measured node has a kubelet: no node to place on the chart.</p>')
-    return '<h2>Fleet: memory risk per node class</h2>' + chart + _classes_table(report.get('classes') or [])
+    return ('<h2>Fleet: memory risk per node class</h2>' + chart + _classes_table(report.get('classes') or [])
+            + _model_chart.charts(report.get('classes') or []))
 
 
 def _reservation_text(recommended):

@@ -38,6 +38,7 @@ import re
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._errors import MissingLibraryError
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._kubelet import _defaults, _eviction, _names, _quantity
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _model_template
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _image_templates, _toml_text
 
 try:
@@ -146,7 +147,10 @@ def facts_of_report_node(node):
     return {'recommendation': node.get('recommended') or {},
             'kubelet': {'config_path': node.get('kubelet_config'), 'found': True},
             'components': [True] if node.get('components_found', True) else [],
-            'class_record': {'node_class': node.get('node_class'), 'control_plane': node.get('control_plane') is True},
+            'class_record': {'node_class': node.get('node_class'), 'control_plane': node.get('control_plane') is True,
+                             # The class model's inputs (issue 45): the template's header gives the model.
+                             'pods_profile': (node.get('class_record') or {}).get('pods_profile'),
+                             'max_pods': (node.get('class_record') or {}).get('max_pods')},
             'current': {'eviction_hard': (node.get('current') or {}).get('eviction_hard')},
             'memory': {'mem_total_bytes': node.get('capacity_memory_bytes')}}
 
@@ -389,6 +393,18 @@ def history_header(name, class_history):
                (class_history.get('window_seconds') or 0) / 86400.0)]
 
 
+def model_header(hosts, names):
+    """The header lines giving the class model its nodes' records rest on (issue 45: intercept, slope, nodes, days),
+    and the maxPods the figures are sized for; [] where no node of the class recorded pods."""
+    shown = _model_template.view([((hosts.get(host) or {}).get('facts') or {}).get('class_record') for host in names],
+                                 points=0)
+    if not shown:
+        return []
+    return ['# ' + _model_template.header_line(shown),
+            '# Sized for maxPods %d: a template that lets the kubelet admit more pods needs %.1f MiB more memory '
+            'reserved for each pod beyond it.' % (shown['max_pods'], shown['model']['slope_bytes_per_pod'] / 1048576.0)]
+
+
 def placed(hosts):
     """(hosts, moved): ``hosts`` with each host under a class name the templates may use, and {host: why it is not
     under its own class}.
@@ -444,6 +460,7 @@ def render(hosts):
             if summary['not_used']:
                 header.append('# Not used (no kubelet found): %s.' % ', '.join(summary['not_used']))
             header += history_header(name, summary.get('class_history'))
+            header += model_header(hosts, summary['hosts'])
             header += ['# Each value is the largest its class recommended; from: %s.'
                        % ', '.join('%s %s' % (key, host) for key, host in sorted(summary['from'].items())),
                        '# Use: %s.' % HOW_TO_USE[file_name]] + PRECEDENCE.get(file_name, [])

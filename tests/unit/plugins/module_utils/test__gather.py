@@ -526,3 +526,32 @@ def test_a_control_plane_node_does_not_rest_its_template_on_a_class_history_of_w
     assert 'a control-plane node' in control_plane['class_template']['reason']
     worker = _gather.gather(dict(one_gib_node, class_history=history))
     assert worker['class_template']['used'] is True
+
+
+def _peer_profile(days=4, intercept_mib=400, slope_mib=12):
+    """A class peer's pods profile: ``days`` of readings a minute apart, pods 10 to 60, exactly the line given."""
+    from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _class_model
+    start = time.time() - days * 86400
+    readings = [{'t': start + index * 60, 'pods': 10 + index % 51, 'non_pod_millicores': 100,
+                 'non_pod_bytes': (intercept_mib + slope_mib * (10 + index % 51)) * MIB}
+                for index in range(int(days * 1440))]
+    return _class_model.profile(readings)
+
+
+def test_a_cold_node_takes_its_class_model_from_its_peers_profiles_and_a_broken_one_is_left_out(one_gib_node):
+    options = one_gib_node
+    alone = _gather.gather(options)
+    own = alone['class_record']
+    assert own['pods_profile'] and own['max_pods'] == 110
+    # Alone, its one reading is no class with enough data: the formula stays its prior.
+    assert alone['recommendation']['cold_start']['floor'] == 'gke'
+    peer = dict(own, cold_start=False, pods_profile=_peer_profile())
+    broken = dict(own, cold_start=False, pods_profile=dict(_peer_profile(), buckets=[[1, 2, 3]]))
+    pooled = _gather.gather(dict(options, class_peers=[peer, broken]))
+    model = pooled['recommendation']['class_model']
+    assert model['cold'] and model['model']['nodes'] == 2 and model['model']['enough']
+    assert model['model']['memory']['slope'] == pytest.approx(12 * MIB, rel=0.02)
+    assert pooled['recommendation']['cold_start']['floor'] == 'class model'
+    # 400 MiB + 12 MiB x 110 pods, the envelope a bucket's width of pods above the line.
+    assert 1720 * MIB <= pooled['recommendation']['reserved_memory_bytes'] <= 1800 * MIB
+    assert any('pods profile is not used' in problem for problem in pooled['history']['problems'])
