@@ -190,7 +190,7 @@ def history_lines(index, inputs, now):
         value = shape[(n + index) % len(shape)] * inputs['non_pod_bytes'] / shape[-1]
         if (n * HISTORY_STEP_SECONDS) % 86400 < HISTORY_STEP_SECONDS and n:  # the daily job
             value *= 1.0 + (index % 9) / 20.0
-        pods = max(0, int(round(inputs['pods'] * (1 + math.sin(2 * math.pi * (t % 86400) / 86400.0) / 3.0))))
+        pods = max(0, int(round(inputs['pods'] * (1 + math.sin(2 * math.pi * (n * HISTORY_STEP_SECONDS % 86400) / 86400.0) / 3.0))))
         value += PER_POD_BYTES * (pods - inputs['pods'])
         value = max(0, min(int(value), inputs['mem_total_bytes'] - inputs['pods_bytes']))
         lines.append(json.dumps({'t': t, 'non_pod_bytes': value, 'non_pod_millicores': inputs['non_pod_millicores'],
