@@ -394,21 +394,24 @@ def history_source_of(node):
 
 
 def history_counts(nodes):
-    """{'history_source': {source: measured nodes}, 'cold_start_floor': nodes whose figure is the floor,
-    'cold_start_observe': those of them whose verdict is observe (the others' readings already demand a change),
-    'cold_start_model': those of them whose floor is their class's model (_recommend: issue 45)}."""
+    """{'history_source': {source: measured nodes}, 'cold_start_floor': nodes with a kubelet whose figure is the floor,
+    'cold_start_observe' and 'cold_start_apply': those of them whose verdict is observe, or apply (their readings
+    already demand a change), 'cold_start_model': those of them whose floor is their class's model (_recommend: issue
+    45)}. A node without a kubelet has nothing to apply or observe: counted by its source, not on the floor."""
     sources = dict.fromkeys(('node', 'prometheus', 'none'), 0)
-    floor = observe = model = 0
+    floor = observe = apply = model = 0
     for node in nodes:
         if measured(node):
             source = history_source_of(node)
             sources[source] = sources.get(source, 0) + 1
-            if (node.get('cold_start') or {}).get('raised'):
+            if node.get('status') == 'ok' and (node.get('cold_start') or {}).get('raised'):
                 floor += 1
-                observe += 1 if (node.get('verdict') or {}).get('action') == 'observe' else 0
+                action = (node.get('verdict') or {}).get('action')
+                observe += 1 if action == 'observe' else 0
+                apply += 1 if action == 'apply' else 0
                 model += 1 if node['cold_start'].get('floor') == 'class model' else 0
     return {'history_source': sources, 'cold_start_floor': floor, 'cold_start_observe': observe,
-            'cold_start_model': model}
+            'cold_start_apply': apply, 'cold_start_model': model}
 
 
 def history_sentence(counts):
@@ -416,13 +419,14 @@ def history_sentence(counts):
 
     It sends to observe.yml only the nodes whose verdict is observe: a node on the floor whose reading already
     demands an increase reads apply, and no line may tell the operator both to observe and to restart the same node
-    (issue 46)."""
+    (issue 46); a node on the floor whose verdict is neither is said to keep what it reserves."""
     sources = counts.get('history_source') or {}
     line = 'History: %s.' % ', '.join('%d node(s) on %s' % (sources.get(key, 0), SOURCE_WORDS[key])
                                       for key in ('node', 'prometheus', 'none'))
     floor = counts.get('cold_start_floor') or 0
     if floor:
         observe = counts.get('cold_start_observe', floor)
+        apply = counts.get('cold_start_apply', floor - observe)
         model = counts.get('cold_start_model') or 0
         line += (' %d node(s) are held at the cold-start floor%s, above what they measured, until their history spans '
                  'the reaction time' % (floor, ' (%d of them at their class\'s model: docs/arithmetic.md, "The class '
@@ -431,9 +435,16 @@ def history_sentence(counts):
             line += (': run playbooks/observe.yml (the sampler) or read the history from Prometheus (docs/rollout.md, '
                      '"Observe first").')
         else:
-            line += ('; %d of them read observe: run playbooks/observe.yml (the sampler) or read the history from '
-                     'Prometheus (docs/rollout.md, "Observe first"); the other %d read apply, their readings already '
-                     'demand an increase.' % (observe, floor - observe))
+            parts = []
+            if observe:
+                parts.append('%d of them read observe: run playbooks/observe.yml (the sampler) or read the history '
+                             'from Prometheus (docs/rollout.md, "Observe first")' % observe)
+            if apply:
+                parts.append('%s %d read apply, their readings already demand an increase'
+                             % ('the other' if observe + apply == floor else '', apply))
+            if floor - observe - apply:
+                parts.append('%d keep what they reserve' % (floor - observe - apply))
+            line += '; ' + '; '.join(part.strip() for part in parts) + '.'
     return line
 
 

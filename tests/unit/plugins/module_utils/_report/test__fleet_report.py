@@ -567,6 +567,16 @@ def test_the_history_line_sends_to_observe_only_the_nodes_whose_verdict_is_obser
              {'host': 'b', 'status': 'ok', 'measured': {}, 'cold_start': {'raised': True},
               'verdict': {'action': 'observe'}}]
     assert _fleet_report.history_counts(nodes)['cold_start_observe'] == 1
+    # A node without a kubelet has nothing to observe or apply: not on the floor (make report on a machine without a
+    # kubelet said "the other 1 read apply, their readings already demand an increase" beside its "keep as it is").
+    lone = [{'host': 'c', 'status': 'no_kubelet', 'measured': {}, 'cold_start': {'raised': True},
+             'verdict': {'action': 'keep'}}]
+    assert _fleet_report.history_counts(lone)['cold_start_floor'] == 0
+    assert 'cold-start floor' not in _fleet_report.history_sentence(_fleet_report.history_counts(lone))
+    kept = dict(counts, cold_start_apply=1)
+    line = _fleet_report.history_sentence(kept)
+    assert '1 of them read observe' in line and '1 read apply' in line and '1 keep what they reserve' in line
+    assert 'the other' not in line
 
 
 def test_a_control_plane_node_is_grouped_in_its_own_class_in_the_fleet_view():
