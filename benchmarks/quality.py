@@ -356,9 +356,10 @@ def class_label(key):
 class Fleet:
     """The traces replayed together (issue 45 item 6): one fleet whose daily runs fall at the same times for every
     node (every ``apply_every`` from the fleet's first reading), and what a node's class knows at any time: its live
-    peers' jumps (pooled as the role pools them) and the class model over every node of the class that read pods in
-    the window, gone ones included (as Prometheus's class history holds them). A node that joins later has its first
-    run at its first reading, from what its class knows then, and the fleet's runs after it."""
+    peers' jumps (pooled as the role pools them) and the class model over the live nodes of the class that read pods
+    in the window (the records of the role's run). A node that joins later has its first run at its first reading,
+    from what its class knows then (a node that boots from its class's template: ``classes.json``), and the fleet's
+    runs after it."""
 
     def __init__(self, traces, sampler_every, apply_every, settings):
         self.traces = traces
@@ -396,17 +397,23 @@ class Fleet:
                                               self.reaction) if samples else None
         return self._memo[key]
 
+    def live(self, other, now):
+        """Whether trace ``other`` is a node of the fleet at ``now`` (its first reading at or before, its last after):
+        only those are in the role's run, and tell their class a record (class_peers)."""
+        return self.traces[other]['t'][0] <= now <= self.traces[other]['t'][-1]
+
     def peer_jumps(self, index, now):
         """The jumps the class's other live nodes measured at ``now`` (each one's own, as its class record holds)."""
         return [self._basis(other, now)['jumps'] for other in self.members(self.classes[index])
-                if other != index and self.traces[other]['t'][0] <= now <= self.traces[other]['t'][-1]
-                and self._basis(other, now)]
+                if other != index and self.live(other, now) and self._basis(other, now)]
 
     def model(self, key, now, own=None, index=None):
-        """The class model at ``now`` over the class's pods profiles in the window (``own`` for node ``index``)."""
+        """The class model at ``now`` over the pods profiles of the class's live nodes (``own`` for node ``index``),
+        as the module fits it over the records of the nodes in its run (_gather.pool_with_class): a node gone from
+        the fleet tells its class nothing more."""
         profiles = [] if own is None else [own]
         for other in self.members(key):
-            if other != index and self._basis(other, now):
+            if other != index and self.live(other, now) and self._basis(other, now):
                 profiles.append(self._basis(other, now)['pods_profile'])
         max_pods = max(self.traces[other]['max_pods'] for other in self.members(key)) if index is None \
             else self.traces[index]['max_pods']

@@ -26,9 +26,10 @@ node for 3 days); a class with less is not modelled and a cold node rests on tod
 
 Where it is used (_headroom, _recommend): at ``target_pods`` = the node's maxPods (110 when the kubelet config sets
 none): the kubelet admits pods up to maxPods and an autoscaler may pack a node that far between two daily runs
-(issue 45: a node measured at 30 pods and packed to 110 before the next run). A cold node (less than a reaction time
-of history) is reserved the class's envelope at its maxPods plus headroom; a warm one its own envelope (its own
-readings moved to maxPods along the class's slope) where that passes its own P.
+(issue 45: a node measured at 30 pods and packed to 110 before the next run). The reservation is at least the
+envelope at maxPods, with no headroom on top (the envelope lies above every reading already): the class's for a cold
+node (less than a reaction time of history) or a young one (fewer than two days of its own jumps), its own for a warm
+one (its own readings moved to maxPods along the class's slope).
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ MIN_SPAN_SHARE = 0.2
 MIN_SPAN_PODS = 5
 MAX_RELATIVE_ERROR = 0.25
 MIN_NODE_DAYS = 3.0
+# What a peer's profile may hold (checked): pods as a history line may count them (_history_store.MAX_PODS is far
+# below), and a window of at most this span (the history window is days; a year is beyond any).
+MAX_POD_COUNT = 1 << 20
+MAX_PROFILE_SPAN_SECONDS = 366 * DAY
 # A slope past this is not a per-pod cost any runtime has (the kubelet e2e bound: 100 pods add ~100-225 MiB to the
 # kubelet and runtime together, test/e2e/node/kubelet_perf.go); a fit beyond it is taken as confounded, not used.
 MAX_SLOPE_BYTES = 64 * MIB
@@ -128,6 +133,8 @@ def checked(record_profile):
                         or value < 0 or value > 1 << 50:
                     raise ModelError('a bucket holds numbers from 0 to 2^50: %r' % (value,))
             low, high, mean = bucket[:3]
+            if high > MAX_POD_COUNT:
+                raise ModelError('a bucket\'s pods are at most %d: %r' % (MAX_POD_COUNT, high))
             if not low <= mean <= high or bucket[3] > bucket[4] or bucket[5] > bucket[6] or bucket[7] < 1:
                 raise ModelError('a bucket is not pods low <= mean <= high, median <= largest, readings >= 1')
             clean.append([int(low), int(high), float(mean), int(bucket[3]), int(bucket[4]), int(bucket[5]),
@@ -135,6 +142,10 @@ def checked(record_profile):
         first, last = float(record_profile['first']), float(record_profile['last'])
         if not (math.isfinite(first) and math.isfinite(last)) or last < first:
             raise ModelError('first and last are times, first <= last')
+        if last - first > MAX_PROFILE_SPAN_SECONDS:
+            # One peer claiming years of readings would make any class "enough" alone: a window spans days.
+            raise ModelError('a profile spans at most %d days, not %.0f' % (MAX_PROFILE_SPAN_SECONDS // DAY,
+                                                                            (last - first) / DAY))
         return {'buckets': clean, 'first': first, 'last': last, 'readings': int(record_profile['readings']),
                 'pods_now': _count(record_profile['pods_now']), 'pods_most': _count(record_profile['pods_most']),
                 'pods_climb': _count(record_profile.get('pods_climb') or 0)}
@@ -145,8 +156,8 @@ def checked(record_profile):
 
 
 def _count(value):
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1 << 20:
-        raise ModelError('a pod count is a whole number from 0 to 2^20: %r' % (value,))
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_POD_COUNT:
+        raise ModelError('a pod count is a whole number from 0 to %d: %r' % (MAX_POD_COUNT, value))
     return value
 
 

@@ -232,16 +232,19 @@ def class_profiles(record, peers):
 
 
 def model_changes(record, peers):
-    """True when the class model over ``record`` and its ``peers`` raises its memory otherwise than its own alone."""
+    """True when the class model over ``record`` and its ``peers`` raises its memory otherwise than its own alone
+    (as _recommend uses it: cold, young or warm). False where the record's own profile is missing or not one."""
     if not record.get('pods_profile') or not any((peer or {}).get('pods_profile') for peer in peers or ()):
         return False
-    max_pods = int(record.get('max_pods') or 110)
-    cold = bool(record.get('cold_start'))
-    profiles, _problems = class_profiles(record, peers)
-    if not profiles:
+    try:
+        own = _class_model.checked(record['pods_profile'])
+    except _class_model.ModelError:
         return False
-    alone = _class_model.raised_peak(_class_model.fit(profiles[:1], max_pods), profiles[0], max_pods, cold)[0]
-    pooled = _class_model.raised_peak(_class_model.fit(profiles, max_pods), profiles[0], max_pods, cold)[0]
+    max_pods = int(record.get('max_pods') or 110)
+    cold, is_young = bool(record.get('cold_start')), young(record.get('jumps'))
+    profiles, _problems = class_profiles({'pods_profile': own}, peers)
+    alone = _class_model.raised_peak(_class_model.fit([own], max_pods), own, max_pods, cold, is_young)[0]
+    pooled = _class_model.raised_peak(_class_model.fit(profiles, max_pods), own, max_pods, cold, is_young)[0]
     return alone != pooled
 
 

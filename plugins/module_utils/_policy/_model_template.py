@@ -52,6 +52,10 @@ def summary(model):
             'pods_low': model['pods_low'], 'pods_high': model['pods_high'], 'enough': model['enough']}
 
 
+# The most maxPods a record may give a class (Kubernetes documents 110 as its tested limit; EKS's prefix delegation
+# goes to 250, OpenShift to 500): beyond this a record is refused, not followed.
+MAX_TEMPLATE_PODS = 1024
+
 # The EKS line the report draws beside the class's: 11 MiB a pod + 255 MiB (amazon-eks-ami, the kube-reserved memory).
 EKS_BASE_BYTES = 255 * MIB
 
@@ -71,8 +75,13 @@ def from_records(records):
         if checked:
             profiles.append(checked)
             count = record.get('max_pods')
-            if isinstance(count, int) and not isinstance(count, bool) and 0 < count <= 1 << 20:
+            # The kubelet refuses a maxPods past what a node can hold; one record's absurd value must not set the
+            # class's figure: counted only up to MAX_TEMPLATE_PODS.
+            if isinstance(count, int) and not isinstance(count, bool) and 0 < count <= MAX_TEMPLATE_PODS:
                 max_pods = max(max_pods, count)
+            elif count is not None:
+                problems.append('a record\'s max_pods %r is not a pod count from 1 to %d: not used'
+                                % (count, MAX_TEMPLATE_PODS))
     max_pods = max_pods or 110
     return (_class_model.fit(profiles, max_pods) if profiles else None), max_pods, problems
 

@@ -206,6 +206,8 @@ def _cold_start_prior(basis, formulas, settings, lines, modelled=None):
         prior = _headroom.cold_start_floor(formulas, policy_settings['cold_start_prior'])
         prior = None if prior is None else tuple(prior) + (policy_settings['cold_start_prior'],)
         source = 'what the %s formula reserves' % policy_settings['cold_start_prior']
+    if prior is None and modelled is not None:
+        prior, source = (0, 0, 'none'), 'no prior (cold_start_prior none, no warm node of its class)'
     if prior is None:
         lines.append('the history spans %.1f h, less than the %.1f h reaction time, and no cold-start prior applies '
                      '(cold_start_prior none, no warm node of its class)'

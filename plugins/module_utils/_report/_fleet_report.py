@@ -441,7 +441,7 @@ def history_sentence(counts):
                              'from Prometheus (docs/rollout.md, "Observe first")' % observe)
             if apply:
                 parts.append('%s %d read apply, their readings already demand an increase'
-                             % ('the other' if observe + apply == floor else '', apply))
+                             % ('the other' if observe and observe + apply == floor else '', apply))
             if floor - observe - apply:
                 parts.append('%d keep what they reserve' % (floor - observe - apply))
             line += '; ' + '; '.join(part.strip() for part in parts) + '.'

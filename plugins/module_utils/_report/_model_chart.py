@@ -22,7 +22,8 @@ CSS = ('.mp{fill:#2980b9;fill-opacity:.35}.ml{stroke:#2980b9;stroke-width:1.5;fi
 
 
 def _t(value):
-    return html.escape(str(value), quote=False)
+    """Escaped for text and for a double-quoted attribute alike (the class name also lands in aria-label)."""
+    return html.escape(str(value), quote=True)
 
 
 def chart(name, shown):

@@ -163,3 +163,33 @@ def test_a_warm_node_is_held_to_its_own_envelope_at_max_pods_and_a_young_one_to_
     assert young['reserved_memory_bytes'] == _recommend.ceil_to(
         _class_model.at(model['memory']['envelope'], model['memory']['slope'], 110), MIB)
     assert any("the class's (this node's history has not yet shown its bursts" in line for line in young['explanation'])
+
+
+def test_a_profile_of_years_or_of_more_pods_than_any_node_is_refused():
+    own = _class_model.profile(node_readings(500, 15, list(range(10, 40)), days=1))
+    with pytest.raises(_class_model.ModelError, match='spans at most'):
+        _class_model.checked(dict(own, last=own['first'] + 400 * DAY))
+    bad = json.loads(json.dumps(own))
+    bad['buckets'][0][1] = bad['buckets'][0][2] = (1 << 20) + 1
+    with pytest.raises(_class_model.ModelError, match='at most'):
+        _class_model.checked(bad)
+
+
+def test_the_second_call_is_asked_for_a_young_node_the_class_raises_and_never_on_a_broken_own_profile():
+    own = _class_model.profile(node_readings(500, 15, [30, 31], days=2.5, seed=6))
+    high = _class_model.profile(node_readings(1200, 15, [30, 31], days=3, seed=7))
+    record = {'pods_profile': own, 'max_pods': 110, 'cold_start': False, 'jumps': {'jump_days': 1}}
+    # Both fall back to the prior slope alone and pooled; only the class's envelope, which a young node takes, differs.
+    assert _headroom.model_changes(record, [{'pods_profile': high}])
+    assert not _headroom.model_changes(dict(record, jumps={'jump_days': 2}), [{'pods_profile': high}])
+    broken = dict(record, pods_profile=dict(own, buckets='x'))
+    assert not _headroom.model_changes(broken, [{'pods_profile': high}])
+
+
+def test_a_cold_node_with_no_prior_still_says_its_memory_rests_on_the_class_model():
+    peers = [_class_model.profile(node_readings(700, 15, list(range(20, 71)), days=3, seed=seed)) for seed in (1, 2)]
+    cold = node_readings(700, 15, [25], days=0.05, seed=3)
+    basis = _headroom.basis(cold, cold[-1]['t'], 100.0, DAY, DAY)
+    basis['class_model'] = {'model': _class_model.fit([basis['pods_profile']] + peers, 110), 'max_pods': 110}
+    result = _recommend.recommend(_measured(1100), {'cold_start_prior': 'none'}, None, basis, {})
+    assert result['cold_start']['floor'] == 'class model' and result['class_model']['raised']

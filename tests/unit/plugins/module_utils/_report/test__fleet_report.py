@@ -588,3 +588,9 @@ def test_a_control_plane_node_is_grouped_in_its_own_class_in_the_fleet_view():
     assert nodes['cp1']['template_class'] == 'control-plane-8gib-2cpu' and nodes['cp1']['control_plane'] is True
     # An older result without the mark: a worker's class, as before.
     assert _fleet_report.build_node('old', result(512 * MI), None)['template_class'] == '8gib-2cpu'
+
+
+def test_the_history_line_says_the_other_only_after_a_group_it_is_other_than():
+    line = _fleet_report.history_sentence({'history_source': {'node': 2}, 'cold_start_floor': 2,
+                                           'cold_start_observe': 0, 'cold_start_apply': 2})
+    assert '2 read apply' in line and 'the other' not in line

@@ -58,3 +58,14 @@ def test_a_template_above_the_vendor_formulas_says_the_model_is_why_and_its_head
     header = _node_templates.model_header(hosts, ['a'])
     assert header[0].startswith('# Class model: non-pod memory = ') and 'Sized for maxPods 110' in header[1]
     assert _node_templates.model_header({'a': {'facts': {}}}, ['a']) == []
+
+
+def test_a_class_name_cannot_leave_the_charts_attribute_either():
+    page = _model_chart.charts([{'name': 'x" onmouseover="alert(1)', 'model': _model_template.view([record(1)])}])
+    assert 'onmouseover="' not in page and '&quot; onmouseover=&quot;' in page
+
+
+def test_a_records_absurd_max_pods_does_not_set_the_classs_figure():
+    model, max_pods, problems = _model_template.from_records([record(1), dict(record(2), max_pods=1 << 19)])
+    assert max_pods == 110 and model is not None
+    assert any('max_pods 524288' in problem for problem in problems)
