@@ -73,18 +73,23 @@ options.update(sample_seconds=1, history_path="/run/nodealloc-history.jsonl", _c
 facts = _gather.gather(options)
 measuring.set()
 watcher.join()
-after = {"meminfo": meminfo(), "kubepods": kubepods(None), "rss_peak": own_memory("VmHWM")}
+after = {"meminfo": meminfo(), "kubepods": kubepods(None), "rss_peak": own_memory("VmHWM"),
+         # What the per-CPU page lists may hold (each pageset's "high:", in pages): free pages there are not in
+         # MemFree, so a drain between two of the watcher's reads lifts MemAvailable by up to this, unseen.
+         "pcp_bytes": sum(int(line.split()[1]) for line in open("/proc/zoneinfo")
+                          if line.split()[:1] == ["high:"]) * os.sysconf("SC_PAGE_SIZE")}
 note(after["meminfo"]["MemAvailable"])
 print(json.dumps({"before": before, "after": after, "available_seen": [seen["low"], seen["high"], seen["reads"]],
                   "facts": facts}, default=str))
 '''
 
 
-def within(value, first, second, what, below=0):
-    """``value`` between two reads taken around it, or up to ``below`` under the lower one."""
-    low, high = min(first, second) - below, max(first, second)
-    assert low <= value <= high, '%s = %d, outside the bracketing reads %d and %d (less %d)' % (
-        what, value, first, second, below)
+def within(value, first, second, what, below=0, above=0):
+    """``value`` between two reads taken around it, or up to ``below`` under the lower one or ``above`` over the
+    higher one."""
+    low, high = min(first, second) - below, max(first, second) + above
+    assert low <= value <= high, '%s = %d, outside the bracketing reads %d and %d (less %d, more %d)' % (
+        what, value, first, second, below, above)
 
 
 @pytest.mark.parametrize('guest', ['facts-v2', 'facts-v1'])
@@ -134,9 +139,12 @@ def check_facts(node):
     assert memory['mem_total_bytes'] == before['meminfo']['MemTotal'] == after['meminfo']['MemTotal']
     # While it measures, the probe process itself holds more memory than at either read (seen: MemAvailable 65 KB
     # under both reads): the lower bound gives way by its own peak growth (VmHWM after - VmRSS before).
+    # Above: the watcher reads every millisecond when it gets the interpreter, which the measuring thread holds for
+    # up to 5 ms at a time (more on a busy TCG guest); a per-CPU list drained and refilled in such a gap lifts
+    # MemAvailable unseen (ci70: 20 KB over the highest read on Debian 11), by at most what the lists hold.
     lowest, highest, _reads = probe['available_seen']
     within(memory['mem_available_bytes'], lowest, highest, 'MemAvailable (the range of reads taken throughout)',
-           below=max(0, after['rss_peak'] - before['rss']))
+           below=max(0, after['rss_peak'] - before['rss']), above=after['pcp_bytes'])
     kubepods = memory['kubepods']
     within(kubepods['usage_bytes'], before['kubepods']['usage'], after['kubepods']['usage'], 'kubepods usage')
     within(kubepods['inactive_file_bytes'], before['kubepods']['inactive'], after['kubepods']['inactive'],
