@@ -64,6 +64,12 @@ def from_records(records):
     """(model or None, max_pods, problems): the class model over the ``records`` (each a node's class_record,
     _headroom.class_record: its ``pods_profile`` and ``max_pods``) of one class, at the largest maxPods among them.
     A record whose profile is not one is left out and said (it came through the controller)."""
+    profiles, max_pods, problems = _checked_records(records)
+    return (_class_model.fit(profiles, max_pods) if profiles else None), max_pods, problems
+
+
+def _checked_records(records):
+    """(the records' checked profiles, the largest usable maxPods or 110, problems): ``from_records``'s inputs."""
     profiles, problems, max_pods = [], [], 0
     for record in records or ():
         record = record or {}
@@ -82,24 +88,20 @@ def from_records(records):
             elif count is not None:
                 problems.append('a record\'s max_pods %r is not a pod count from 1 to %d: not used'
                                 % (count, MAX_TEMPLATE_PODS))
-    max_pods = max_pods or 110
-    return (_class_model.fit(profiles, max_pods) if profiles else None), max_pods, problems
+    return profiles, max_pods or 110, problems
 
 
 def view(records, points=240):
     """What the report shows of a class's model (issue 45 item 5), or None without one: the summary, maxPods, the
     envelope's and EKS's figures at maxPods, and up to ``points`` [pods, bytes] points (each node's bucket medians
     and largest readings, evenly thinned) for the chart."""
-    model, max_pods, problems = from_records(records)
-    if model is None:
+    profiles, max_pods, problems = _checked_records(records)
+    if not profiles:
         return None
+    model = _class_model.fit(profiles, max_pods)
     scatter = []
-    for record in records or ():
-        try:
-            profile = _class_model.checked((record or {}).get('pods_profile'))
-        except _class_model.ModelError:
-            continue
-        for bucket in (profile or {}).get('buckets') or ():
+    for profile in profiles:
+        for bucket in profile['buckets']:
             scatter.append([bucket[2], bucket[3]])
             scatter.append([bucket[0], bucket[4]])
     memory = model['memory']
