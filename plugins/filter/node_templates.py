@@ -17,6 +17,9 @@ description:
     worker C(kubernetes.kubelet) snippet and a KubeletConfiguration drop-in (docs/templates.md).
   - And four for node images - Bottlerocket user-data settings (TOML), a Talos machine config patch, an OpenShift
     C(KubeletConfig) for pools with auto-sizing off, and an AKS agent pool's preview C(kubeReserved).
+  - Where every node of the class gives the same maxPods, each form that takes one sets it beside the reservation
+    sized for it (AKS sets it on the agent pool, not here); a class of several sizes also gets one Karpenter patch per
+    size (docs/templates.md).
 author:
   - nodealloc.kubelet developers (@nodealloc)
 options:
@@ -45,7 +48,10 @@ EXAMPLES = r'''
 
 RETURN = r'''
 _value:
-  description: One entry per file - C(path) (C(<class>/<file>)), C(class) and C(content) (YAML text; TOML for Bottlerocket).
+  description:
+    - One entry per file - C(path) (C(<class>/<file>)), C(class), C(form) (the file name of its form, which a class of
+      several sizes repeats as C(karpenter-ec2nodeclass-patch-<size>.yaml), one per size) and C(content) (YAML text;
+      TOML for Bottlerocket).
   type: list
   elements: dict
 '''

@@ -13,8 +13,9 @@ import json
 import tomllib
 
 import yaml
-from hypothesis import given, settings
+from hypothesis import given, settings, strategies
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._policy import _model_template
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._report import _image_templates, _node_templates
 from ansible_collections.nodealloc.kubelet.tests.fuzz.cpu_deadline import within_deadline
 from ansible_collections.nodealloc.kubelet.tests.fuzz.strategies import hostile_text
@@ -121,3 +122,42 @@ def test_no_threshold_a_node_gives_adds_a_key_or_stops_the_render(value):
     hosts['h']['facts']['current']['eviction_hard']['nodefs.available'] = value
     for item in within_deadline(_node_templates.render, hosts):
         assert set(parsed(item['path'], item['content'])) == PLAIN_TOP[item['path']]
+
+
+def _max_pods_written(item):
+    """The maxPods a rendered file sets, wherever its tool reads it, or None."""
+    document = parsed(item['path'], item['content'])
+    found = []
+
+    def walk(value):
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                if key in ('maxPods', 'max-pods'):
+                    found.append(inner)
+                walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+        elif isinstance(value, str) and value.startswith('{'):
+            walk(json.loads(value))
+    walk(document)
+    return found
+
+
+@TEMPLATE_EXAMPLES
+@given(strategies.one_of(strategies.integers(), hostile_text, strategies.floats(allow_nan=True), strategies.booleans(),
+                         strategies.none(), strategies.lists(strategies.integers(), max_size=3)))
+def test_a_max_pods_a_node_gives_is_written_only_as_a_pod_count_both_nodes_share(count):
+    # Issue 45: a node's class_record is its word. Its maxPods reaches a template only as a whole number from 1 to
+    # _model_template.MAX_TEMPLATE_PODS that the other node of its class gives too; anything else writes none.
+    hosts = fleet('h', 'c', 'l', None, 'label_pool')
+    hosts['labelled']['node_class'] = 'c'
+    for host in hosts:
+        hosts[host]['facts']['class_record'] = dict(hosts[host]['facts']['class_record'], max_pods=count)
+    valid = isinstance(count, int) and not isinstance(count, bool) and 0 < count <= _model_template.MAX_TEMPLATE_PODS
+    for item in within_deadline(_node_templates.render, hosts):
+        written = _max_pods_written(item)
+        if valid and not item['path'].endswith(_image_templates.AKS):
+            assert written and all(value == count and type(value) is int for value in written), item['content']
+        else:
+            assert not written, item['content']

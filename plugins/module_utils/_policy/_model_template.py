@@ -68,6 +68,15 @@ def from_records(records):
     return (_class_model.fit(profiles, max_pods) if profiles else None), max_pods, problems
 
 
+def record_max_pods(record):
+    """The maxPods a node's class_record gives (a whole number from 1 to MAX_TEMPLATE_PODS), or None: a record is a
+    node's word, and a count outside that range is no maxPods a template may carry or be sized for."""
+    count = (record or {}).get('max_pods') if isinstance(record, dict) else None
+    if isinstance(count, int) and not isinstance(count, bool) and 0 < count <= MAX_TEMPLATE_PODS:
+        return count
+    return None
+
+
 def _checked_records(records):
     """(the records' checked profiles, the largest usable maxPods or 110, problems): ``from_records``'s inputs."""
     profiles, problems, max_pods = [], [], 0
@@ -83,7 +92,7 @@ def _checked_records(records):
             count = record.get('max_pods')
             # The kubelet refuses a maxPods past what a node can hold; one record's absurd value must not set the
             # class's figure: counted only up to MAX_TEMPLATE_PODS.
-            if isinstance(count, int) and not isinstance(count, bool) and 0 < count <= MAX_TEMPLATE_PODS:
+            if record_max_pods(record) is not None:
                 max_pods = max(max_pods, count)
             elif count is not None:
                 problems.append('a record\'s max_pods %r is not a pod count from 1 to %d: not used'

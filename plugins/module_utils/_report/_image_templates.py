@@ -78,7 +78,9 @@ def bottlerocket(summary):
     prefix = ('settings', 'kubernetes')
     eviction = {signal: text for signal, text in _eviction_hard(summary, BOTTLEROCKET_EVICTION_SIGNALS).items()
                 if bottlerocket_threshold(signal, text)}
-    return [(prefix + ('kube-reserved',), _reserved(summary, 'kube_reserved')),
+    # max-pods, an integer in settings.kubernetes, only where the class's nodes share one (_node_templates.class_max_pods).
+    return [(prefix, {'max-pods': summary['max_pods']} if summary.get('max_pods') else {}),
+            (prefix + ('kube-reserved',), _reserved(summary, 'kube_reserved')),
             (prefix + ('system-reserved',), _reserved(summary, 'system_reserved')),
             (prefix + ('eviction-hard',), eviction)]
 
@@ -101,6 +103,8 @@ def _kubelet_config(summary, system_reserved):
                        ('evictionHard', _eviction_hard(summary))):
         if value:
             config[key] = value
+    if summary.get('max_pods'):
+        config['maxPods'] = summary['max_pods']
     return config
 
 

@@ -50,6 +50,7 @@ except ImportError:  # pragma: no cover - PyYAML comes with ansible-core on the 
 
 FILES = ('karpenter-ec2nodeclass-patch.yaml', 'capi-kubeadmconfigtemplate-patch.yaml', 'eks-nodeadm-nodeconfig.yaml',
          'gardener-worker-kubelet.yaml', _defaults.DROP_IN_NAME) + _image_templates.FILES
+KARPENTER = FILES[0]
 CAPI_PATCH_DIRECTORY = '/etc/kubernetes/patches'
 # kubeadm patch file name: target "kubeletconfiguration", suffix "0", patch type "strategic" (cmd/kubeadm/app/util/patches).
 CAPI_PATCH_PATH = CAPI_PATCH_DIRECTORY + '/kubeletconfiguration0+strategic.json'
@@ -175,12 +176,15 @@ def class_recommendations(hosts):
             continue
         summary = classes.setdefault(name, {'hosts': [], 'not_used': [], 'kube_reserved': {}, 'system_reserved': {},
                                             'eviction_hard': {}, 'from': {}, 'class_history': None,
-                                            '_amounts': {}, '_ranks': {}})
+                                            '_amounts': {}, '_ranks': {}, '_max_pods': {},
+                                            '_sizes': {}})
         if not has_kubelet(facts):
             # A machine without a kubelet has no reservation to tell a pool's template: listed, not used.
             summary['not_used'].append(host)
             continue
         summary['hosts'].append(host)
+        summary['_max_pods'][host] = _model_template.record_max_pods(facts.get('class_record'))
+        summary['_sizes'].setdefault(size_class_name(facts), []).append(host)
         template = facts.get('class_template') or {}
         if template.get('used'):
             # The class's history from Prometheus (every node of the class in the window, gone ones included) with
@@ -212,8 +216,50 @@ def class_recommendations(hosts):
                 summary['eviction_hard'][signal] = text
                 summary['from']['eviction_hard.' + signal] = host
     for summary in classes.values():
+        summary['max_pods'], summary['max_pods_seen'] = class_max_pods(summary.pop('_max_pods'))
+        sizes = summary.pop('_sizes')
+        # {size class: hosts} where the class's nodes are of more than one size (karpenter_by_size), else {}; a node
+        # with no size in its record stays in the class's file only.
+        sized = {size: names for size, names in sizes.items() if size}
+        summary['sizes'] = sized if len(sized) > 1 else {}
         del summary['_amounts'], summary['_ranks']
     return {name: summary for name, summary in classes.items() if summary['hosts']}
+
+
+def class_max_pods(by_host):
+    """(maxPods to write, {maxPods: nodes}) from {host: the maxPods its class_record gives, or None}: the one maxPods
+    every node of the class runs with, else None (issue 45 item 5). Each node's recommendation is sized at its own
+    maxPods (_gather.node_max_pods); writing the value they share keeps the kubelet from admitting more pods than the
+    reservation is sized for. Where the nodes differ (a pool of several instance sizes, each with its own ENI limit)
+    or one gave none, no value is written: one maxPods would cut the larger nodes' pods or raise the smaller ones'
+    past what their reservation and their network hold."""
+    seen = {}
+    for count in by_host.values():
+        if count is not None:
+            seen[count] = seen.get(count, 0) + 1
+    agreed = next(iter(seen)) if len(seen) == 1 and None not in by_host.values() else None
+    return agreed, dict(sorted(seen.items()))
+
+
+def max_pods_header(file_name, summary):
+    """The header lines saying whether the file sets maxPods, and why (``class_max_pods``)."""
+    if file_name in MAX_PODS_NOT_WRITABLE:
+        return ['# maxPods is not set here: %s; the values are sized for %s.'
+                % (MAX_PODS_NOT_WRITABLE[file_name], _max_pods_seen_text(summary))]
+    if summary.get('max_pods'):
+        line = ['# maxPods %d, as each of these nodes runs with: set here with the reservation sized for it, so '
+                'the kubelet admits no more pods than that.' % summary['max_pods']]
+        return line + MAX_PODS_PRECEDENCE.get(file_name, [])
+    return ['# maxPods is not set here: %s; each value is the largest of its nodes\', each sized at its own maxPods.'
+            % (('its nodes run with %s' % _max_pods_seen_text(summary)) if summary.get('max_pods_seen')
+               else 'no node of the class gave its maxPods')]
+
+
+def _max_pods_seen_text(summary):
+    seen = summary.get('max_pods_seen') or {}
+    if not seen:
+        return 'each node\'s own maxPods'
+    return ', '.join('maxPods %d (%d node%s)' % (count, nodes, '' if nodes == 1 else 's') for count, nodes in seen.items())
 
 
 def classes_without_template(hosts):
@@ -248,6 +294,8 @@ def _kubelet_fields(summary):
                        ('eviction_hard', 'evictionHard')):
         if summary[field]:
             fields[key] = dict(sorted(summary[field].items()))
+    if summary.get('max_pods'):
+        fields['maxPods'] = summary['max_pods']
     return fields
 
 
@@ -304,6 +352,8 @@ def documents(name, summary):
         summary['eviction_hard'].items()) if signal in GARDENER_EVICTION_FIELDS}
     if gardener_eviction:
         gardener['evictionHard'] = gardener_eviction
+    if summary.get('max_pods'):
+        gardener['maxPods'] = summary['max_pods']
     return dict({
         'karpenter-ec2nodeclass-patch.yaml': {'spec': {'kubelet': karpenter}},
         'capi-kubeadmconfigtemplate-patch.yaml': {
@@ -332,6 +382,19 @@ HOW_TO_USE = {
 }
 HOW_TO_USE.update(_image_templates.HOW_TO_USE)
 
+
+# Where a template cannot carry maxPods, and why (class_max_pods).
+MAX_PODS_NOT_WRITABLE = {
+    _image_templates.AKS: ('AKS takes it as the agent pool\'s properties.maxPods, set when the pool is created (a new '
+                           'pool changes it), not in kubeletConfig'),
+}
+# What the maxPods written here overrides, where a user may have set it another way.
+MAX_PODS_PRECEDENCE = {
+    'eks-nodeadm-nodeconfig.yaml': ['# nodeadm takes kubelet.config.maxPods over a kubelet.maxPodsExpression and over '
+                                    'its ENI formula: remove it here only if your expression gives the same number.'],
+    'karpenter-ec2nodeclass-patch.yaml': ['# Karpenter schedules against this maxPods (spec.kubelet.maxPods) in place of '
+                                          'its per-instance-type default.'],
+}
 
 # What overrides the file: said in its header, where a user merges it.
 PRECEDENCE = {
@@ -461,6 +524,7 @@ def render(hosts):
                 header.append('# Not used (no kubelet found): %s.' % ', '.join(summary['not_used']))
             header += history_header(name, summary.get('class_history'))
             header += model_header(hosts, summary['hosts'])
+            header += max_pods_header(file_name, summary)
             header += ['# Each value is the largest its class recommended; from: %s.'
                        % ', '.join('%s %s' % (key, host) for key, host in sorted(summary['from'].items())),
                        '# Use: %s.' % HOW_TO_USE[file_name]] + PRECEDENCE.get(file_name, [])
@@ -474,6 +538,46 @@ def render(hosts):
                               % ', '.join(left_out))
             # Bottlerocket reads TOML: its tables through _toml_text, which quotes and escapes as PyYAML does here.
             body = _toml_text.toml_text(document) if file_name in _image_templates.TOML_FILES else yaml_text(document)
-            rendered.append({'path': '%s/%s' % (name, file_name), 'class': name,
+            if file_name == KARPENTER and summary.get('sizes'):
+                header += ['# The class mixes sizes (%s): this file carries the largest of them. Karpenter applies one '
+                           'kubeReserved to every instance type of an EC2NodeClass; the files beside it give each size '
+                           'its own: %s.' % (', '.join(sorted(summary['sizes'])), ', '.join(
+                               karpenter_per_size_name(size) for size in sorted(summary['sizes'])))]
+            rendered.append({'path': '%s/%s' % (name, file_name), 'class': name, 'form': file_name,
                              'content': '\n'.join(comment_line(line) for line in header) + '\n' + body})
+        rendered += karpenter_by_size(name, summary, hosts)
+    return rendered
+
+
+def karpenter_per_size_name(size):
+    """The file of one size of a class that mixes sizes: ``karpenter-ec2nodeclass-patch-<size>.yaml``."""
+    return KARPENTER.replace('.yaml', '-%s.yaml' % size)
+
+
+def karpenter_by_size(name, summary, hosts):
+    """Issue 45 item 5: in a class whose nodes are of several sizes (a Karpenter NodePool of several instance types),
+    one Karpenter patch per size, each the largest recommendation and the maxPods (class_max_pods) of that size's
+    nodes alone: Karpenter takes a static kubeReserved per EC2NodeClass, so sizes that need different figures need a
+    NodePool and an EC2NodeClass each. [] for a class of one size."""
+    rendered = []
+    for size, size_hosts in sorted((summary.get('sizes') or {}).items()):
+        own = class_recommendations({host: dict(hosts[host], node_class=size) for host in size_hosts}).get(size)
+        if not own:
+            continue
+        header = ['# nodealloc.kubelet node template for the %s nodes of class %s (%d nodes: %s).'
+                  % (size, name, len(own['hosts']), ', '.join(own['hosts'])),
+                  '# For a NodePool of class %s split by size: one NodePool per size (requirements on '
+                  'karpenter.k8s.aws/instance-cpu and karpenter.k8s.aws/instance-memory selecting this size), each '
+                  'with an EC2NodeClass of its own, patched with its file.' % name]
+        header += model_header(hosts, own['hosts'])
+        header += max_pods_header(KARPENTER, own)
+        header += ['# Each value is the largest its nodes recommended; from: %s.'
+                   % ', '.join('%s %s' % (key, host) for key, host in sorted(own['from'].items())),
+                   '# Use: %s.' % HOW_TO_USE[KARPENTER]]
+        left_out = left_out_signals(KARPENTER, own)
+        if left_out:
+            header.append('# Not expressible here (the tool\'s default applies): evictionHard %s.' % ', '.join(left_out))
+        body = yaml_text(documents(name, own)[KARPENTER])
+        rendered.append({'path': '%s/%s' % (name, karpenter_per_size_name(size)), 'class': name, 'form': KARPENTER,
+                         'content': '\n'.join(comment_line(line) for line in header) + '\n' + body})
     return rendered

@@ -1,11 +1,11 @@
 # Private to nodealloc.kubelet: not a public API, may change without notice.
-"""TOML text for the one shape the node templates need: tables of string values (Bottlerocket's user data).
+"""TOML text for the one shape the node templates need: tables of string and integer values (Bottlerocket's user data).
 
 No TOML writer is among the collection's dependencies (PyYAML only; Python's tomllib reads and only from 3.11), and
-a template must not be built by pasting text: every key and value here goes through ``key`` and ``basic_string``,
-which quote and escape as TOML 1.0 requires (toml.io/en/v1.0.0, "Keys" and "String"), so no text a node or an
-inventory gives can end a string, start a table or add a key. Anything else (a number, a nested table, a key path
-given as one dotted string) is refused, not guessed at.
+a template must not be built by pasting text: every key and value here goes through ``key`` and ``value``,
+which quote and escape as TOML 1.0 requires (toml.io/en/v1.0.0, "Keys", "String" and "Integer"), so no text a node
+or an inventory gives can end a string, start a table or add a key. Anything else (a float, a boolean, a nested
+table, a key path given as one dotted string) is refused, not guessed at.
 """
 
 from __future__ import annotations
@@ -48,9 +48,17 @@ def key(text):
     return text if _BARE_KEY.match(text) else basic_string(text)
 
 
+def value(item):
+    """A TOML value: a basic string for text, a decimal integer for a whole number (Bottlerocket's max-pods); a
+    boolean (a subclass of int in Python) or anything else is refused."""
+    if isinstance(item, int) and not isinstance(item, bool):
+        return '%d' % item
+    return basic_string(item)
+
+
 def toml_text(tables):
-    """``tables``: [(table path as a tuple of key parts, {key: string value})], in order; a table with no values is
-    left out. Returns the TOML text, one ``[a.b.c]`` header per table and one ``key = "value"`` line per value."""
+    """``tables``: [(table path as a tuple of key parts, {key: text or whole number})], in order; a table with no
+    values is left out. Returns the TOML text, one ``[a.b.c]`` header per table and one ``key = value`` line per value."""
     blocks = []
     seen = set()
     for path, values in tables:
@@ -62,6 +70,6 @@ def toml_text(tables):
         if not values:
             continue
         lines = ['[%s]' % '.'.join(key(part) for part in path)]
-        lines += ['%s = %s' % (key(name), basic_string(value)) for name, value in values.items()]
+        lines += ['%s = %s' % (key(name), value(item)) for name, item in values.items()]
         blocks.append('\n'.join(lines) + '\n')
     return '\n'.join(blocks)

@@ -285,3 +285,104 @@ def test_a_report_node_keeps_its_control_plane_class():
     node = {'status': 'ok', 'node_class': [16, 4], 'control_plane': True, 'recommended': {}}
     assert nt.class_name(None, nt.facts_of_report_node(node)) == 'control-plane-16gib-4cpu'
     assert nt.class_name(None, nt.facts_of_report_node(dict(node, control_plane=False))) == '16gib-4cpu'
+
+
+def _with_max_pods(host, count):
+    entry = HOSTS[host]
+    return dict(entry, facts=dict(entry['facts'], class_record=dict(entry['facts']['class_record'], max_pods=count)))
+
+
+# Issue 45 item 5: the templates carry the maxPods their reservation is sized for, where the class's nodes share one.
+MAX_PODS_AT = {
+    'karpenter-ec2nodeclass-patch.yaml': lambda doc: doc['spec']['kubelet'].get('maxPods'),
+    'eks-nodeadm-nodeconfig.yaml': lambda doc: doc['spec']['kubelet']['config'].get('maxPods'),
+    '50-nodealloc.conf': lambda doc: doc.get('maxPods'),
+    'capi-kubeadmconfigtemplate-patch.yaml':
+        lambda doc: json.loads(doc['spec']['template']['spec']['files'][0]['content']).get('maxPods'),
+    'gardener-worker-kubelet.yaml': lambda doc: doc['kubernetes']['kubelet'].get('maxPods'),
+    'bottlerocket-settings.toml': lambda doc: doc['settings']['kubernetes'].get('max-pods'),
+    'talos-machineconfig-patch.yaml': lambda doc: doc['machine']['kubelet']['extraConfig'].get('maxPods'),
+    'openshift-kubeletconfig.yaml': lambda doc: doc['spec']['kubeletConfig'].get('maxPods'),
+    'aks-agentpool-kubeletconfig.yaml': lambda doc: doc['properties']['kubeletConfig'].get('maxPods'),
+}
+
+
+def _class_files(hosts, name):
+    return {item['path'].split('/', 1)[1]: item for item in nt.render(hosts) if item['class'] == name}
+
+
+def test_a_class_whose_nodes_share_a_max_pods_gets_it_in_every_form_that_takes_one():
+    hosts = dict(HOSTS, a1=_with_max_pods('a1', 58), a2=_with_max_pods('a2', 58))
+    summary = nt.class_recommendations(hosts)['16gib-4cpu']
+    assert (summary['max_pods'], summary['max_pods_seen']) == (58, {58: 2})
+    files = _class_files(hosts, '16gib-4cpu')
+    assert sorted(files) == sorted(MAX_PODS_AT)
+    for file_name, item in files.items():
+        document = templates.validate(file_name, item['content'])
+        # AKS sets maxPods on the agent pool, when it is created: never in kubeletConfig.
+        assert MAX_PODS_AT[file_name](document) == (None if file_name == 'aks-agentpool-kubeletconfig.yaml' else 58)
+    assert '# maxPods 58, as each of these nodes runs with' in files['50-nodealloc.conf']['content']
+    assert 'over a kubelet.maxPodsExpression' in files['eks-nodeadm-nodeconfig.yaml']['content']
+    assert "AKS takes it as the agent pool's properties.maxPods" in files['aks-agentpool-kubeletconfig.yaml']['content']
+    assert 'sized for maxPods 58 (2 nodes)' in files['aks-agentpool-kubeletconfig.yaml']['content']
+
+
+@pytest.mark.parametrize('counts,seen_text', [
+    ((29, 58), 'its nodes run with maxPods 29 (1 node), maxPods 58 (1 node)'),
+    ((58, None), 'its nodes run with maxPods 58 (1 node)'),  # one node gave none: not known to be shared
+    ((58, 5000), 'its nodes run with maxPods 58 (1 node)'),  # a record past any real maxPods is not one
+    ((58, True), 'its nodes run with maxPods 58 (1 node)'),
+    ((None, None), 'no node of the class gave its maxPods'),
+])
+def test_no_max_pods_is_written_unless_every_node_of_the_class_gives_the_same(counts, seen_text):
+    hosts = dict(HOSTS, a1=_with_max_pods('a1', counts[0]), a2=_with_max_pods('a2', counts[1]))
+    assert nt.class_recommendations(hosts)['16gib-4cpu']['max_pods'] is None
+    for file_name, item in _class_files(hosts, '16gib-4cpu').items():
+        assert MAX_PODS_AT[file_name](templates.validate(file_name, item['content'])) is None
+        if file_name != 'aks-agentpool-kubeletconfig.yaml':
+            assert '# maxPods is not set here: %s;' % seen_text in item['content']
+
+
+def test_the_schemas_take_max_pods_only_as_a_whole_number():
+    assert templates.schema_fails('karpenter-ec2nodeclass-patch.yaml', {'spec': {'kubelet': {'maxPods': 58}}}) is None
+    assert templates.schema_fails('karpenter-ec2nodeclass-patch.yaml', {'spec': {'kubelet': {'maxPods': '58'}}})
+    assert templates.schema_fails('50-nodealloc.conf', {'apiVersion': 'kubelet.config.k8s.io/v1beta1',
+                                                        'kind': 'KubeletConfiguration', 'maxPods': 1.5})
+    assert templates.schema_fails('gardener-worker-kubelet.yaml', {'kubernetes': {'kubelet': {'maxPods': 'many'}}})
+    assert templates.schema_fails('bottlerocket-settings.toml', {'settings': {'kubernetes': {'max-pods': -1}}})
+
+
+def test_a_class_of_several_sizes_gets_a_karpenter_file_per_size_with_that_size_s_own_figures():
+    # Issue 45 item 5: a NodePool of several instance sizes. Karpenter applies one kubeReserved per EC2NodeClass; the
+    # class's file carries the largest of every node, and one file per size carries that size's nodes alone.
+    hosts = {'a1': dict(_with_max_pods('a1', 58), node_class='pool'),
+             'a2': dict(_with_max_pods('a2', 58), node_class='pool'),
+             'b1': dict(HOSTS['b1'], node_class='pool',
+                        facts=dict(HOSTS['b1']['facts'], class_record={'node_class': [4, 2], 'max_pods': 29}))}
+    summary = nt.class_recommendations(hosts)['pool']
+    assert summary['sizes'] == {'16gib-4cpu': ['a1', 'a2'], '4gib-2cpu': ['b1']} and summary['max_pods'] is None
+    files = _class_files(hosts, 'pool')
+    per_size = {path: item for path, item in files.items() if path not in nt.FILES}
+    assert sorted(per_size) == ['karpenter-ec2nodeclass-patch-16gib-4cpu.yaml', 'karpenter-ec2nodeclass-patch-4gib-2cpu.yaml']
+    small = templates.validate(per_size['karpenter-ec2nodeclass-patch-4gib-2cpu.yaml']['form'],
+                               per_size['karpenter-ec2nodeclass-patch-4gib-2cpu.yaml']['content'])
+    assert small == {'spec': {'kubelet': {'kubeReserved': {'cpu': '40m', 'memory': '300Mi'},
+                                          'systemReserved': {'cpu': '50m', 'memory': '200Mi'},
+                                          'evictionHard': {'memory.available': '100Mi'}, 'maxPods': 29}}}
+    large = templates.validate(nt.KARPENTER, per_size['karpenter-ec2nodeclass-patch-16gib-4cpu.yaml']['content'])
+    assert large['spec']['kubelet']['kubeReserved'] == {'cpu': '80m', 'memory': '1200Mi'}
+    assert large['spec']['kubelet']['maxPods'] == 58
+    # The class's own file: the largest of all, no maxPods (29 and 58), and the per-size files named in its header.
+    whole = templates.validate(nt.KARPENTER, files[nt.KARPENTER]['content'])
+    assert whole['spec']['kubelet']['kubeReserved'] == {'cpu': '80m', 'memory': '1200Mi'}
+    assert 'maxPods' not in whole['spec']['kubelet']
+    assert ('# The class mixes sizes (16gib-4cpu, 4gib-2cpu): this file carries the largest of them.'
+            in files[nt.KARPENTER]['content'])
+    assert 'karpenter-ec2nodeclass-patch-4gib-2cpu.yaml' in files[nt.KARPENTER]['content']
+    assert per_size['karpenter-ec2nodeclass-patch-4gib-2cpu.yaml']['content'].startswith(
+        '# nodealloc.kubelet node template for the 4gib-2cpu nodes of class pool (1 nodes: b1).')
+    # Only Karpenter's form is split: a NodePool is where one template most often spans instance sizes.
+    assert all(item['form'] == nt.KARPENTER for item in per_size.values())
+    # A class of one size has no per-size file.
+    assert not nt.class_recommendations(HOSTS)['16gib-4cpu']['sizes']
+    assert sorted(_class_files(HOSTS, '16gib-4cpu')) == sorted(nt.FILES)

@@ -59,12 +59,22 @@ def test_any_scalar_text_round_trips(pairs, table):
 def test_what_toml_cannot_hold_is_refused_not_guessed():
     with pytest.raises(ValueError, match='surrogate'):
         _toml_text.basic_string('bad\udcff')  # an undecodable byte kept by surrogateescape
-    with pytest.raises(TypeError):
-        _toml_text.toml_text([(('t',), {'n': 1})])
+    for item in (True, 1.5, None, ['a']):  # a boolean is a Python int: refused all the same
+        with pytest.raises(TypeError):
+            _toml_text.toml_text([(('t',), {'n': item})])
     with pytest.raises(ValueError):
         _toml_text.toml_text([(('t',), {'a': '1'}), (('t',), {'b': '2'})])  # one table twice: TOML refuses
     with pytest.raises(ValueError):
         _toml_text.toml_text([('settings.kubernetes', {'a': '1'})])  # a dotted string is not a path
+
+
+def test_a_whole_number_is_a_toml_integer():
+    # Bottlerocket's settings.kubernetes.max-pods is an integer, not a string (issue 45: templates write maxPods).
+    text = _toml_text.toml_text([(('settings', 'kubernetes'), {'max-pods': 58}),
+                                 (('settings', 'kubernetes', 'kube-reserved'), {'memory': '1Gi'})])
+    assert text.startswith('[settings.kubernetes]\nmax-pods = 58\n')
+    assert tomllib.loads(text) == {'settings': {'kubernetes': {'max-pods': 58, 'kube-reserved': {'memory': '1Gi'}}}}
+    assert tomllib.loads(_toml_text.toml_text([(('t',), {'n': -3})])) == {'t': {'n': -3}}
 
 
 def test_an_empty_table_is_left_out():
