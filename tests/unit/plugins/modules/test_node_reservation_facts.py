@@ -137,3 +137,23 @@ def test_the_deprecated_jump_headroom_factor_is_ignored_with_a_deprecation_warni
     assert [(entry['version'], entry['collection_name']) for entry in deprecations
             if 'jump_headroom_factor' in entry['msg']] == [('1.0.0', 'nodealloc.kubelet')]
     assert not validator.validate({})._deprecations
+
+
+def test_the_invocation_names_the_class_s_records_and_the_basis_by_their_size_not_their_content(run, node):
+    # Issue 45: the role registers every host's result; ansible-core would put every option in its invocation, so a
+    # class of 1,000 nodes kept 1,000 copies of about a megabyte of peer records on the controller and in AWX's events.
+    first = run(node)
+    peer = first['class_record']
+    again = run(dict(node, basis=first['basis'], class_peers=[peer] * 50))
+    assert again.get('failed') is not True, again.get('msg')
+    args = again['invocation']['module_args']
+    assert args['class_peers'] == '(list of 50 items, not repeated in the invocation)'
+    assert args['basis'] == '(dict of %d items, not repeated in the invocation)' % len(first['basis'])
+    assert args['prometheus_history'] is None and args['cgroup_root'] == node['cgroup_root']
+    # The decision still took them (the 50 records are of its own class), and the invocation stays small.
+    assert again['class_peers_used'] == 50
+    assert len(str(again['invocation'])) < len(str(peer)) * 5
+    # A failure's invocation is summarized the same way.
+    failed = run(dict(node, basis=first['basis'], class_peers=[peer] * 50, sample_seconds=-1))
+    assert failed['failed'] is True
+    assert failed['invocation']['module_args']['class_peers'] == '(list of 50 items, not repeated in the invocation)'
