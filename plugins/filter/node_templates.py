@@ -49,9 +49,10 @@ EXAMPLES = r'''
 RETURN = r'''
 _value:
   description:
-    - One entry per file - C(path) (C(<class>/<file>)), C(class), C(form) (the file name of its form, which a class of
-      several sizes repeats as C(karpenter-ec2nodeclass-patch-<size>.yaml), one per size) and C(content) (YAML text;
-      TOML for Bottlerocket).
+    - One entry per file - C(path) (C(<class>/<file>)), C(class), C(form) (the form's file name, by which its schema
+      and its use are known) and C(content) (YAML text; TOML for Bottlerocket).
+    - A class of several sizes adds one entry per size whose C(path) is C(<class>/karpenter-ec2nodeclass-patch-<size>.yaml),
+      whose C(form) is C(karpenter-ec2nodeclass-patch.yaml) and whose C(size) is the size class (C(<GiB>gib-<cpus>cpu)).
   type: list
   elements: dict
 '''

@@ -151,8 +151,18 @@ def pool_with_class(options, node_class, history, max_pods):
 
 
 def node_max_pods(options, current):
-    """The node's maxPods: the option, else its kubelet config's, else the kubelet's default (110)."""
+    """The node's maxPods: the option, else its kubelet's (config file, drop-ins or --max-pods), else the kubelet's
+    default (110)."""
     return options['max_pods'] or (current or {}).get('max_pods') or _defaults.MAX_PODS
+
+
+def node_max_pods_source(options, current):
+    """Where ``node_max_pods`` took it: 'option', 'kubelet' or 'default' (none given: 110 assumed). A template sets
+    maxPods only from a given one (_report/_node_templates.class_max_pods): an assumed 110 on a node whose kubelet
+    runs with another count (a flag this module did not see) would raise its pods past its network's addresses."""
+    if options['max_pods']:
+        return 'option'
+    return 'kubelet' if (current or {}).get('max_pods') else 'default'
 
 
 # What a node template takes from the recommendation the class's history gives (_report/_node_templates).
@@ -342,7 +352,8 @@ def gather(options, proc_root='/proc', sleep=time.sleep):
                   history={k: v for k, v in history.items() if k != 'basis'},
                   class_record=_headroom.class_record(mem_total, cpus, own_jumps, recommendation,
                                                       options['node_class'], control_plane,
-                                                      history['basis'].get('pods_profile'), max_pods),
+                                                      history['basis'].get('pods_profile'), max_pods,
+                                                      node_max_pods_source(options, measurement['current'])),
                   class_peers_used=len(pooled_with), basis=basis, class_template=template)
     # Issue 30 item 4: the pods bound to the node (read from the API server by the role) against the new allocatable.
     result['requests_fit'] = _requests_fit.for_change(options['pod_requests'], measurement, decision)

@@ -645,6 +645,10 @@ class_record:
       (C(jumps), before any pooling - C(memory_bytes),
       C(millicores), C(reaction_seconds), C(span_seconds) and C(warm), true once the history spans one reaction
       time), C(cold_start), and once warm C(reserved_memory_bytes) and C(reserved_millicores).
+    - And what the class model learns from it - C(pods_profile) (its non-pod memory and CPU per pod count, null
+      without pods readings), C(max_pods) (the maxPods it is sized at) and C(max_pods_source) (V(option) for
+      O(max_pods), V(kubelet) for its kubelet's config or C(--max-pods), V(default) where none was read and the
+      kubelet's 110 is assumed; node templates set maxPods only from a given one).
   returned: always
   type: dict
   version_added: 0.1.0

@@ -146,15 +146,19 @@ def _max_pods_written(item):
 
 @TEMPLATE_EXAMPLES
 @given(strategies.one_of(strategies.integers(), hostile_text, strategies.floats(allow_nan=True), strategies.booleans(),
-                         strategies.none(), strategies.lists(strategies.integers(), max_size=3)))
-def test_a_max_pods_a_node_gives_is_written_only_as_a_pod_count_both_nodes_share(count):
+                         strategies.none(), strategies.lists(strategies.integers(), max_size=3)),
+       strategies.one_of(strategies.sampled_from(['kubelet', 'option', 'default']), hostile_text, strategies.none()))
+def test_a_max_pods_a_node_gives_is_written_only_as_a_pod_count_both_nodes_share(count, source):
     # Issue 45: a node's class_record is its word. Its maxPods reaches a template only as a whole number from 1 to
-    # _model_template.MAX_TEMPLATE_PODS that the other node of its class gives too; anything else writes none.
+    # _model_template.MAX_TEMPLATE_PODS, given (its kubelet's or the option's, not the assumed default), that the
+    # other node of its class gives too; anything else writes none.
     hosts = fleet('h', 'c', 'l', None, 'label_pool')
     hosts['labelled']['node_class'] = 'c'
     for host in hosts:
-        hosts[host]['facts']['class_record'] = dict(hosts[host]['facts']['class_record'], max_pods=count)
-    valid = isinstance(count, int) and not isinstance(count, bool) and 0 < count <= _model_template.MAX_TEMPLATE_PODS
+        hosts[host]['facts']['class_record'] = dict(hosts[host]['facts']['class_record'], max_pods=count,
+                                                    max_pods_source=source)
+    valid = (isinstance(count, int) and not isinstance(count, bool) and 0 < count <= _model_template.MAX_TEMPLATE_PODS
+             and source in ('kubelet', 'option'))
     for item in within_deadline(_node_templates.render, hosts):
         written = _max_pods_written(item)
         if valid and not item['path'].endswith(_image_templates.AKS):

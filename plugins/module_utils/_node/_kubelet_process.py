@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections import namedtuple
 
@@ -46,6 +47,9 @@ _MAP_FLAGS = {
     '--eviction-minimum-reclaim': ('evictionMinimumReclaim', '='),
 }
 _LIST_FLAGS = {'--enforce-node-allocatable': 'enforceNodeAllocatable'}
+# Whole-number flags: a value that is not one is left out (the kubelet would not start with it; the config's value or
+# the default then stands).
+_INT_FLAGS = {'--max-pods': 'maxPods'}
 _STRING_FLAGS = {
     '--cgroup-driver': 'cgroupDriver',
     '--kube-reserved-cgroup': 'kubeReservedCgroup',
@@ -283,6 +287,10 @@ def config_from_flags(argv):
     for flag, field in _STRING_FLAGS.items():
         if flag in flags:
             fields[field] = flags[flag]
+    for flag, field in _INT_FLAGS.items():
+        text = flags.get(flag)
+        if text is not None and re.match(r'[0-9]{1,9}\Z', text.strip()):
+            fields[field] = int(text.strip())
     return fields
 
 

@@ -145,7 +145,7 @@ PEAK_KEYS = ('reaction_seconds', 'span_seconds', 'memory_bytes', 'millicores', '
 
 
 def class_record(mem_total_bytes, cpus, jumps, recommendation, class_name=None, control_plane=False,
-                 pods_profile=None, max_pods=None):
+                 pods_profile=None, max_pods=None, max_pods_source=None):
     """What one node tells the nodes of its class: its class, its own peaks and, once warm, its reservation.
 
     ``class_name`` is the inventory's ``nodealloc_node_class`` (None or empty: the size class alone decides): the
@@ -155,7 +155,8 @@ def class_record(mem_total_bytes, cpus, jumps, recommendation, class_name=None, 
     ``jumps`` are the node's own peaks (before any pooling: a peer's pooled figures would echo back round the
     class). A node whose history does not yet span a reaction time (``cold_start``) offers no reservation: it
     rests on a prior itself. ``pods_profile`` (_class_model.profile of its window, None without pods readings) and
-    ``max_pods`` are what the class model (_class_model.fit) learns from it.
+    ``max_pods`` are what the class model (_class_model.fit) learns from it; ``max_pods_source`` says whether that
+    maxPods was given ('option', 'kubelet') or assumed ('default'), which the templates read (_node_templates).
     """
     jumps = jumps or {}
     cold = bool(recommendation.get('single_reading')) or not jumps.get('warm')
@@ -166,7 +167,7 @@ def class_record(mem_total_bytes, cpus, jumps, recommendation, class_name=None, 
             'cold_start': cold,
             'reserved_memory_bytes': None if cold else recommendation.get('reserved_memory_bytes'),
             'reserved_millicores': None if cold else recommendation.get('reserved_millicores'),
-            'pods_profile': pods_profile, 'max_pods': max_pods}
+            'pods_profile': pods_profile, 'max_pods': max_pods, 'max_pods_source': max_pods_source}
 
 
 def class_key(record):

@@ -77,6 +77,14 @@ def record_max_pods(record):
     return None
 
 
+def record_given_max_pods(record):
+    """``record_max_pods`` where the node's maxPods was given (its kubelet's, or the option's), else None: an assumed
+    110 (the kubelet's default where nothing was read) is what the class model is sized at, never what a template sets."""
+    if isinstance(record, dict) and record.get('max_pods_source') in ('option', 'kubelet'):
+        return record_max_pods(record)
+    return None
+
+
 def _checked_records(records):
     """(the records' checked profiles, the largest usable maxPods or 110, problems): ``from_records``'s inputs."""
     profiles, problems, max_pods = [], [], 0

@@ -183,7 +183,7 @@ def class_recommendations(hosts):
             summary['not_used'].append(host)
             continue
         summary['hosts'].append(host)
-        summary['_max_pods'][host] = _model_template.record_max_pods(facts.get('class_record'))
+        summary['_max_pods'][host] = _model_template.record_given_max_pods(facts.get('class_record'))
         summary['_sizes'].setdefault(size_class_name(facts), []).append(host)
         template = facts.get('class_template') or {}
         if template.get('used'):
@@ -216,23 +216,27 @@ def class_recommendations(hosts):
                 summary['eviction_hard'][signal] = text
                 summary['from']['eviction_hard.' + signal] = host
     for summary in classes.values():
-        summary['max_pods'], summary['max_pods_seen'] = class_max_pods(summary.pop('_max_pods'))
+        by_host = summary.pop('_max_pods')
+        summary['max_pods'], summary['max_pods_seen'] = class_max_pods(by_host)
+        summary['max_pods_unknown'] = sum(1 for count in by_host.values() if count is None)
         sizes = summary.pop('_sizes')
         # {size class: hosts} where the class's nodes are of more than one size (karpenter_by_size), else {}; a node
         # with no size in its record stays in the class's file only.
-        sized = {size: names for size, names in sizes.items() if size}
+        # A size from a malformed record (no label value: an absurd GiB count) names no file (issue 44's rule).
+        sized = {size: names for size, names in sizes.items() if size and _names.is_class_name(size)}
         summary['sizes'] = sized if len(sized) > 1 else {}
         del summary['_amounts'], summary['_ranks']
     return {name: summary for name, summary in classes.items() if summary['hosts']}
 
 
 def class_max_pods(by_host):
-    """(maxPods to write, {maxPods: nodes}) from {host: the maxPods its class_record gives, or None}: the one maxPods
-    every node of the class runs with, else None (issue 45 item 5). Each node's recommendation is sized at its own
-    maxPods (_gather.node_max_pods); writing the value they share keeps the kubelet from admitting more pods than the
-    reservation is sized for. Where the nodes differ (a pool of several instance sizes, each with its own ENI limit)
-    or one gave none, no value is written: one maxPods would cut the larger nodes' pods or raise the smaller ones'
-    past what their reservation and their network hold."""
+    """(maxPods to write, {maxPods: nodes}) from {host: the maxPods its class_record gives (given, not assumed:
+    _model_template.record_given_max_pods), or None}: the one maxPods every node of the class runs with, else None
+    (issue 45 item 5). Each node's recommendation is sized at its own maxPods (_gather.node_max_pods); writing the
+    value they share keeps the kubelet from admitting more pods than the reservation is sized for. Where the nodes
+    differ (a pool of several instance sizes, each with its own ENI limit) or one gave none (its kubelet's maxPods was
+    not read, and 110 was assumed), no value is written: one maxPods would cut the larger nodes' pods or raise the
+    smaller ones' past what their reservation and their network hold."""
     seen = {}
     for count in by_host.values():
         if count is not None:
@@ -244,22 +248,23 @@ def class_max_pods(by_host):
 def max_pods_header(file_name, summary):
     """The header lines saying whether the file sets maxPods, and why (``class_max_pods``)."""
     if file_name in MAX_PODS_NOT_WRITABLE:
-        return ['# maxPods is not set here: %s; the values are sized for %s.'
+        return ['# maxPods is not set here: %s; the values are sized for the maxPods its nodes run with: %s.'
                 % (MAX_PODS_NOT_WRITABLE[file_name], _max_pods_seen_text(summary))]
     if summary.get('max_pods'):
         line = ['# maxPods %d, as each of these nodes runs with: set here with the reservation sized for it, so '
                 'the kubelet admits no more pods than that.' % summary['max_pods']]
         return line + MAX_PODS_PRECEDENCE.get(file_name, [])
-    return ['# maxPods is not set here: %s; each value is the largest of its nodes\', each sized at its own maxPods.'
-            % (('its nodes run with %s' % _max_pods_seen_text(summary)) if summary.get('max_pods_seen')
-               else 'no node of the class gave its maxPods')]
+    return ['# maxPods is not set here: its nodes run with %s; each value is the largest of its nodes\', each sized '
+            'at its own maxPods (110 where none was read).' % _max_pods_seen_text(summary)]
 
 
 def _max_pods_seen_text(summary):
     seen = summary.get('max_pods_seen') or {}
-    if not seen:
-        return 'each node\'s own maxPods'
-    return ', '.join('maxPods %d (%d node%s)' % (count, nodes, '' if nodes == 1 else 's') for count, nodes in seen.items())
+    parts = ['maxPods %d (%d node%s)' % (count, nodes, '' if nodes == 1 else 's') for count, nodes in seen.items()]
+    unknown = summary.get('max_pods_unknown') or 0
+    if unknown:
+        parts.append('%d node%s whose maxPods was not read (the kubelet\'s 110 assumed)' % (unknown, '' if unknown == 1 else 's'))
+    return ', '.join(parts) if parts else 'each node\'s own maxPods'
 
 
 def classes_without_template(hosts):
@@ -393,7 +398,11 @@ MAX_PODS_PRECEDENCE = {
     'eks-nodeadm-nodeconfig.yaml': ['# nodeadm takes kubelet.config.maxPods over a kubelet.maxPodsExpression and over '
                                     'its ENI formula: remove it here only if your expression gives the same number.'],
     'karpenter-ec2nodeclass-patch.yaml': ['# Karpenter schedules against this maxPods (spec.kubelet.maxPods) in place of '
-                                          'its per-instance-type default.'],
+                                          'its per-instance-type default, on every instance type the NodePool may '
+                                          'launch: where it may launch sizes not measured here, remove maxPods (and '
+                                          'the reservation is then sized for this count only).'],
+    _image_templates.BOTTLEROCKET: ['# max-pods belongs in your user data\'s own [settings.kubernetes] table (with '
+                                    'cluster-name, api-server): move it there; TOML refuses a table defined twice.'],
 }
 
 # What overrides the file: said in its header, where a user merges it.
@@ -516,6 +525,7 @@ def render(hosts):
     hosts, moved = placed(hosts)
     for name, summary in sorted(class_recommendations(hosts).items()):
         here = [host for host in summary['hosts'] + summary['not_used'] if host in moved]
+        per_size = karpenter_by_size(name, summary, hosts)
         for file_name, document in documents(name, summary).items():
             header = ['# nodealloc.kubelet node template for class %s (%d nodes: %s).'
                       % (name, len(summary['hosts']), ', '.join(summary['hosts']))]
@@ -538,14 +548,14 @@ def render(hosts):
                               % ', '.join(left_out))
             # Bottlerocket reads TOML: its tables through _toml_text, which quotes and escapes as PyYAML does here.
             body = _toml_text.toml_text(document) if file_name in _image_templates.TOML_FILES else yaml_text(document)
-            if file_name == KARPENTER and summary.get('sizes'):
+            if file_name == KARPENTER and per_size:
                 header += ['# The class mixes sizes (%s): this file carries the largest of them. Karpenter applies one '
                            'kubeReserved to every instance type of an EC2NodeClass; the files beside it give each size '
-                           'its own: %s.' % (', '.join(sorted(summary['sizes'])), ', '.join(
-                               karpenter_per_size_name(size) for size in sorted(summary['sizes'])))]
+                           'its own: %s.' % (', '.join(item['size'] for item in per_size), ', '.join(
+                               item['path'].split('/', 1)[1] for item in per_size))]
             rendered.append({'path': '%s/%s' % (name, file_name), 'class': name, 'form': file_name,
                              'content': '\n'.join(comment_line(line) for line in header) + '\n' + body})
-        rendered += karpenter_by_size(name, summary, hosts)
+        rendered += per_size
     return rendered
 
 
@@ -558,17 +568,31 @@ def karpenter_by_size(name, summary, hosts):
     """Issue 45 item 5: in a class whose nodes are of several sizes (a Karpenter NodePool of several instance types),
     one Karpenter patch per size, each the largest recommendation and the maxPods (class_max_pods) of that size's
     nodes alone: Karpenter takes a static kubeReserved per EC2NodeClass, so sizes that need different figures need a
-    NodePool and an EC2NodeClass each. [] for a class of one size."""
+    NodePool and an EC2NodeClass each. [] for a class of one size.
+
+    Each size's figures are its nodes' own recommendations: a class history from Prometheus (``class_template``) is
+    the largest of every size of the class, so it is left out here (the class's own file carries it)."""
     rendered = []
     for size, size_hosts in sorted((summary.get('sizes') or {}).items()):
-        own = class_recommendations({host: dict(hosts[host], node_class=size) for host in size_hosts}).get(size)
-        if not own:
+        own_hosts = {}
+        for host in size_hosts:
+            entry = hosts[host] or {}
+            facts = dict(entry.get('facts') or {}, class_template=None)
+            # The size class as the name: class_name adds the control-plane prefix the size already carries.
+            own_hosts[host] = dict(entry, facts=facts, node_class=size[len(CONTROL_PLANE_PREFIX):]
+                                   if size.startswith(CONTROL_PLANE_PREFIX) else size)
+        found = list(class_recommendations(own_hosts).values())
+        if len(found) != 1:
             continue
+        own = found[0]
         header = ['# nodealloc.kubelet node template for the %s nodes of class %s (%d nodes: %s).'
                   % (size, name, len(own['hosts']), ', '.join(own['hosts'])),
                   '# For a NodePool of class %s split by size: one NodePool per size (requirements on '
                   'karpenter.k8s.aws/instance-cpu and karpenter.k8s.aws/instance-memory selecting this size), each '
                   'with an EC2NodeClass of its own, patched with its file.' % name]
+        if summary.get('class_history') and not summary['class_history'].get('reason'):
+            header.append('# History: each node\'s own; the class history from Prometheus mixes every size of the '
+                          'class (the class\'s own file rests on it).')
         header += model_header(hosts, own['hosts'])
         header += max_pods_header(KARPENTER, own)
         header += ['# Each value is the largest its nodes recommended; from: %s.'
@@ -579,5 +603,5 @@ def karpenter_by_size(name, summary, hosts):
             header.append('# Not expressible here (the tool\'s default applies): evictionHard %s.' % ', '.join(left_out))
         body = yaml_text(documents(name, own)[KARPENTER])
         rendered.append({'path': '%s/%s' % (name, karpenter_per_size_name(size)), 'class': name, 'form': KARPENTER,
-                         'content': '\n'.join(comment_line(line) for line in header) + '\n' + body})
+                         'size': size, 'content': '\n'.join(comment_line(line) for line in header) + '\n' + body})
     return rendered

@@ -157,3 +157,19 @@ def test_the_invocation_names_the_class_s_records_and_the_basis_by_their_size_no
     failed = run(dict(node, basis=first['basis'], class_peers=[peer] * 50, sample_seconds=-1))
     assert failed['failed'] is True
     assert failed['invocation']['module_args']['class_peers'] == '(list of 50 items, not repeated in the invocation)'
+
+
+@pytest.mark.parametrize('config_max_pods,option,expected', [
+    (None, None, (110, 'default')),   # nothing read: the kubelet's default, assumed
+    (58, None, (58, 'kubelet')),
+    (58, 30, (30, 'option')),
+])
+def test_the_class_record_says_where_its_max_pods_came_from(run, node, tmp_path, config_max_pods, option, expected):
+    # Issue 45 review: the templates set maxPods only from a given one, never from the assumed 110.
+    if config_max_pods is not None:
+        (tmp_path / 'config.json').write_text('{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": '
+                                              '"KubeletConfiguration", "maxPods": %d}' % config_max_pods)
+    result = run(dict(node, max_pods=option) if option else node)
+    assert result.get('failed') is not True, result.get('msg')
+    record = result['class_record']
+    assert (record['max_pods'], record['max_pods_source']) == expected

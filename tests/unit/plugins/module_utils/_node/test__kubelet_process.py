@@ -47,6 +47,24 @@ def test_reservation_flags_become_config_fields():
     assert fields['cgroupDriver'] == 'systemd'
 
 
+@pytest.mark.parametrize('argv,expected', [
+    (['kubelet', '--max-pods=29'], 29),
+    (['kubelet', '--max-pods', '58'], 58),
+    # Karpenter's AL2 user data passes it through --kubelet-extra-args: one argv item each, as the kubelet gets them.
+    (['kubelet', '--config=/etc/kubernetes/kubelet/kubelet-config.json', '--max-pods=110', '--node-labels=a=b'], 110),
+])
+def test_max_pods_on_the_command_line_becomes_max_pods(argv, expected):
+    # Issue 45 review: the kubelet takes a flag over its config file; a maxPods set so was not read before, and the
+    # class model and the templates assumed 110.
+    assert kp.config_from_flags(argv)['maxPods'] == expected
+
+
+@pytest.mark.parametrize('value', ['many', '-1', '1e3', '', '9999999999', '29 ', '２９'])
+def test_a_max_pods_flag_that_is_no_count_is_left_out(value):
+    fields = kp.config_from_flags(['kubelet', '--max-pods=%s' % value])
+    assert fields.get('maxPods') == (29 if value == '29 ' else None)
+
+
 def test_malformed_map_flag_is_refused():
     with pytest.raises(ValueError, match='key=value'):
         kp.config_from_flags(['kubelet', '--kube-reserved=cpu'])

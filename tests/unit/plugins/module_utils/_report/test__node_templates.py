@@ -287,9 +287,10 @@ def test_a_report_node_keeps_its_control_plane_class():
     assert nt.class_name(None, nt.facts_of_report_node(dict(node, control_plane=False))) == '16gib-4cpu'
 
 
-def _with_max_pods(host, count):
+def _with_max_pods(host, count, source='kubelet'):
     entry = HOSTS[host]
-    return dict(entry, facts=dict(entry['facts'], class_record=dict(entry['facts']['class_record'], max_pods=count)))
+    return dict(entry, facts=dict(entry['facts'], class_record=dict(entry['facts']['class_record'], max_pods=count,
+                                                                    max_pods_source=source)))
 
 
 # Issue 45 item 5: the templates carry the maxPods their reservation is sized for, where the class's nodes share one.
@@ -324,15 +325,17 @@ def test_a_class_whose_nodes_share_a_max_pods_gets_it_in_every_form_that_takes_o
     assert '# maxPods 58, as each of these nodes runs with' in files['50-nodealloc.conf']['content']
     assert 'over a kubelet.maxPodsExpression' in files['eks-nodeadm-nodeconfig.yaml']['content']
     assert "AKS takes it as the agent pool's properties.maxPods" in files['aks-agentpool-kubeletconfig.yaml']['content']
-    assert 'sized for maxPods 58 (2 nodes)' in files['aks-agentpool-kubeletconfig.yaml']['content']
+    assert 'sized for the maxPods its nodes run with: maxPods 58 (2 nodes).' in files['aks-agentpool-kubeletconfig.yaml']['content']
 
 
 @pytest.mark.parametrize('counts,seen_text', [
     ((29, 58), 'its nodes run with maxPods 29 (1 node), maxPods 58 (1 node)'),
-    ((58, None), 'its nodes run with maxPods 58 (1 node)'),  # one node gave none: not known to be shared
-    ((58, 5000), 'its nodes run with maxPods 58 (1 node)'),  # a record past any real maxPods is not one
-    ((58, True), 'its nodes run with maxPods 58 (1 node)'),
-    ((None, None), 'no node of the class gave its maxPods'),
+    # one node gave none: not known to be shared
+    ((58, None), "its nodes run with maxPods 58 (1 node), 1 node whose maxPods was not read (the kubelet's 110 assumed)"),
+    # a record past any real maxPods is not one
+    ((58, 5000), "its nodes run with maxPods 58 (1 node), 1 node whose maxPods was not read (the kubelet's 110 assumed)"),
+    ((58, True), "its nodes run with maxPods 58 (1 node), 1 node whose maxPods was not read (the kubelet's 110 assumed)"),
+    ((None, None), "its nodes run with 2 nodes whose maxPods was not read (the kubelet's 110 assumed)"),
 ])
 def test_no_max_pods_is_written_unless_every_node_of_the_class_gives_the_same(counts, seen_text):
     hosts = dict(HOSTS, a1=_with_max_pods('a1', counts[0]), a2=_with_max_pods('a2', counts[1]))
@@ -358,7 +361,8 @@ def test_a_class_of_several_sizes_gets_a_karpenter_file_per_size_with_that_size_
     hosts = {'a1': dict(_with_max_pods('a1', 58), node_class='pool'),
              'a2': dict(_with_max_pods('a2', 58), node_class='pool'),
              'b1': dict(HOSTS['b1'], node_class='pool',
-                        facts=dict(HOSTS['b1']['facts'], class_record={'node_class': [4, 2], 'max_pods': 29}))}
+                        facts=dict(HOSTS['b1']['facts'], class_record={'node_class': [4, 2], 'max_pods': 29,
+                                                                       'max_pods_source': 'kubelet'}))}
     summary = nt.class_recommendations(hosts)['pool']
     assert summary['sizes'] == {'16gib-4cpu': ['a1', 'a2'], '4gib-2cpu': ['b1']} and summary['max_pods'] is None
     files = _class_files(hosts, 'pool')
@@ -386,3 +390,72 @@ def test_a_class_of_several_sizes_gets_a_karpenter_file_per_size_with_that_size_
     # A class of one size has no per-size file.
     assert not nt.class_recommendations(HOSTS)['16gib-4cpu']['sizes']
     assert sorted(_class_files(HOSTS, '16gib-4cpu')) == sorted(nt.FILES)
+
+
+def test_an_assumed_max_pods_is_never_written():
+    # Review of issue 45: a kubelet whose maxPods this module did not read (a flag it does not parse, a config it could
+    # not open) was sized at the default 110; writing that 110 would raise its pods past its network's addresses.
+    hosts = dict(HOSTS, a1=_with_max_pods('a1', 110, 'default'), a2=_with_max_pods('a2', 110, 'default'))
+    summary = nt.class_recommendations(hosts)['16gib-4cpu']
+    assert summary['max_pods'] is None and summary['max_pods_unknown'] == 2
+    files = _class_files(hosts, '16gib-4cpu')
+    assert all(not MAX_PODS_AT[name](templates.validate(name, item['content'])) for name, item in files.items())
+    # A record of an earlier version says nothing of its source: not written either.
+    old = {host: dict(entry, facts=dict(entry['facts'], class_record={'node_class': [16, 4], 'max_pods': 58}))
+           for host, entry in HOSTS.items() if host in ('a1', 'a2')}
+    assert nt.class_recommendations(old)['16gib-4cpu']['max_pods'] is None
+    # The option given on every node is written.
+    hosts = dict(HOSTS, a1=_with_max_pods('a1', 250, 'option'), a2=_with_max_pods('a2', 250, 'option'))
+    assert nt.class_recommendations(hosts)['16gib-4cpu']['max_pods'] == 250
+
+
+def test_the_karpenter_and_bottlerocket_headers_say_where_the_max_pods_they_set_applies():
+    hosts = dict(HOSTS, a1=_with_max_pods('a1', 58), a2=_with_max_pods('a2', 58))
+    files = _class_files(hosts, '16gib-4cpu')
+    assert 'on every instance type the NodePool may launch' in files[nt.KARPENTER]['content']
+    assert "[settings.kubernetes] table" in files['bottlerocket-settings.toml']['content']
+
+
+def test_the_per_size_files_rest_on_each_size_s_own_recommendations_not_the_class_history():
+    # Review of issue 45: a class history from Prometheus is the largest non-pod memory of every size of the class;
+    # the 4 GiB size's file must carry its own node's figure, not the 16 GiB nodes' history.
+    history = {'used': True, 'class': 'pool', 'label': 'label_pool', 'nodes': 3, 'members': ['a1', 'a2', 'b1'],
+               'span_seconds': 86400 * 14, 'covered_seconds': 86400 * 14, 'window_seconds': 86400 * 14,
+               'recommendation': {'kube_reserved': {'cpu': '90m', 'memory': '1500Mi'},
+                                  'system_reserved': {'cpu': '300m', 'memory': '1Gi'}}}
+    hosts = {host: dict(HOSTS[host], node_class='pool', facts=dict(HOSTS[host]['facts'], class_template=history))
+             for host in ('a1', 'a2', 'b1')}
+    files = _class_files(hosts, 'pool')
+    whole = templates.validate(nt.KARPENTER, files[nt.KARPENTER]['content'])
+    assert whole['spec']['kubelet']['kubeReserved']['memory'] == '1500Mi'  # the class's file: the class history
+    small = files['karpenter-ec2nodeclass-patch-4gib-2cpu.yaml']
+    assert small['size'] == '4gib-2cpu'
+    assert templates.validate(nt.KARPENTER, small['content'])['spec']['kubelet']['kubeReserved'] == {
+        'cpu': '40m', 'memory': '300Mi'}
+    assert 'the class history from Prometheus mixes every size of the class' in small['content']
+
+
+def test_a_control_plane_class_of_several_sizes_writes_the_per_size_files_its_header_names():
+    def control_plane(host):
+        entry = HOSTS[host]
+        return dict(entry, node_class=None, facts=dict(entry['facts'], class_record=dict(
+            entry['facts']['class_record'], control_plane=True, class_name='cp')))
+    hosts = {host: control_plane(host) for host in ('a1', 'b1')}
+    files = _class_files(hosts, 'control-plane-cp')
+    per_size = sorted(path for path in files if path not in nt.FILES)
+    assert per_size == ['karpenter-ec2nodeclass-patch-control-plane-16gib-4cpu.yaml',
+                        'karpenter-ec2nodeclass-patch-control-plane-4gib-2cpu.yaml']
+    for path in per_size:
+        assert path in files[nt.KARPENTER]['content']
+
+
+def test_a_malformed_size_names_no_file():
+    # Review of issue 44/45: a record's size is a node's word; 400 digits of GiB must not become a file name.
+    hosts = {'a1': dict(HOSTS['a1'], node_class='pool'),
+             'b1': dict(HOSTS['b1'], node_class='pool'),
+             'bad': dict(HOSTS['b1'], node_class='pool',
+                         facts=dict(HOSTS['b1']['facts'], class_record={'node_class': ['1' * 400, 4]}))}
+    paths = [item['path'] for item in nt.render(hosts)]
+    assert all(len(path) < 120 for path in paths)
+    assert sorted(path for path in paths if 'patch-' in path) == [
+        'pool/karpenter-ec2nodeclass-patch-16gib-4cpu.yaml', 'pool/karpenter-ec2nodeclass-patch-4gib-2cpu.yaml']
