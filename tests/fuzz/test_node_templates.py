@@ -162,6 +162,8 @@ def test_a_max_pods_a_node_gives_is_written_only_as_a_pod_count_both_nodes_share
     for item in within_deadline(_node_templates.render, hosts):
         written = _max_pods_written(item)
         if valid and not item['path'].endswith(_image_templates.AKS):
-            assert written and all(value == count and type(value) is int for value in written), item['content']
+            # A whole number as its parser reads it back (YAML and TOML integers, never a boolean or a string).
+            assert written and all(value == count and isinstance(value, int) and not isinstance(value, bool)
+                                   for value in written), item['content']
         else:
             assert not written, item['content']
