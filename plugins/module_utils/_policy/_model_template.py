@@ -97,14 +97,14 @@ def _checked_records(records):
             continue
         if checked:
             profiles.append(checked)
-            count = record.get('max_pods')
             # The kubelet refuses a maxPods past what a node can hold; one record's absurd value must not set the
             # class's figure: counted only up to MAX_TEMPLATE_PODS.
-            if record_max_pods(record) is not None:
+            count = record_max_pods(record)
+            if count is not None:
                 max_pods = max(max_pods, count)
-            elif count is not None:
+            elif record.get('max_pods') is not None:
                 problems.append('a record\'s max_pods %r is not a pod count from 1 to %d: not used'
-                                % (count, MAX_TEMPLATE_PODS))
+                                % (record['max_pods'], MAX_TEMPLATE_PODS))
     return profiles, max_pods or 110, problems
 
 
