@@ -198,7 +198,7 @@ def breakdown(wall, report, nodes):
                                        ('step: soak (on node)', soak),
                                        ('step: validate, backup, write, restart call (on node)',
                                         max(0.0, step_seconds - healthy - soak)),
-                                       ('step: async start and polling latency (controller)',
+                                       ('step: detached start and waiting latency (controller)',
                                         sum(_seconds(task['task']['duration']) for task in steps) - step_seconds)):
                 parts[part] = parts.get(part, 0.0) + part_seconds
         key = 'between tasks, plays and batches (controller)'

@@ -270,6 +270,9 @@ STEP_OPTIONS = {
                                    'seconds', modules=(STEP,)),
     'state_dir': _option('path', _state_dir.NODE_LOCK_DIR, 'node lock, holder and journal', modules=(STEP,)),
     'controller': _option('str', None, 'how a waiting step names this run', modules=(STEP,)),
+    # Issue 48: the step detaches itself (_step_detach), one pipelined run per node where async took six operations.
+    'detach': _option('int', 0, 'run detached from the SSH session, for at most this long (0: in the session)',
+                      'seconds', modules=(STEP,), rule=AT_LEAST_0),
     'backup_file': _option('path', None, 'the backup a restore puts back', modules=(STEP,)),
     'only_if_sha256': _option('str', None, 'restore only over this content', modules=(STEP,)),
     'created': _option('bool', False, 'the step undone created the file', modules=(STEP,)),

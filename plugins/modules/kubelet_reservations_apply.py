@@ -18,8 +18,10 @@ description:
   - On any failure it restores the backup it made itself (only while the file still holds what it wrote, and only
     after the backup parses as a KubeletConfiguration; a drop-in it created is removed instead), restarts, checks
     health again, and fails with a message saying what it waited for and what it saw.
-  - Meant to run detached from the SSH session (the C(reservations) role uses C(async)), so that a controller or
-    connection that dies cannot leave a node on a config nobody verified.
+  - Meant to run detached from the SSH session, so that a controller or connection that dies cannot leave a node on a
+    config nobody verified. With O(detach) it detaches itself and returns at once, its result then read with
+    M(nodealloc.kubelet.kubelet_reservations_wait) (the C(reservations) role's way); C(async) does the same in six SSH
+    operations a node where O(detach) takes the module's one pipelined run.
   - A journal in O(state_dir) marks a change not yet verified. If the step itself is killed, the next step on the
     node (either state) first restores that change the same way, then goes on.
   - With O(state=restored) it puts back a backup (the newest C(*.nodealloc.bak) beside the file unless
@@ -132,6 +134,20 @@ options:
   controller:
     description: How to name this run's controller to a run that waits for the lock; defaults to the SSH client address.
     type: str
+  detach:
+    description:
+      - Seconds the step may run detached from the SSH session; V(0) runs it in the module's own run.
+      - The options are checked first (a wrong one fails here, nothing started). Then the step is started in a process
+        of its own, outside the session, and the module returns at once with C(ansible_job_id), C(results_file),
+        C(started) and C(finished=false), as C(async) with C(poll=0) does. The job file C(results_file) (in
+        C(~/.ansible_async), or C(ANSIBLE_ASYNC_DIR)) holds the step's result once it ends, read and removed by
+        M(nodealloc.kubelet.kubelet_reservations_wait).
+      - Past this many seconds the step's processes are killed and the job ends failed; a step that ends without a
+        result (killed) ends failed with how it ended.
+      - Ignored in check mode, which runs in the session.
+    type: int
+    default: 0
+    version_added: 0.1.0
   backup_file:
     description: With O(state=restored), the backup to put back (default the newest beside the file).
     type: path
@@ -191,7 +207,7 @@ attributes:
     support: full
 notes:
   - Reading or writing a YAML config needs PyYAML on the node (C(python3-yaml) on Debian).
-  - See C(docs/rollout.md) for the sequence, the journal and why the step runs under C(async).
+  - See C(docs/rollout.md) for the sequence, the journal and why the step runs detached.
 '''
 
 EXAMPLES = r'''
@@ -204,6 +220,22 @@ EXAMPLES = r'''
     kubepods_limit_file: /sys/fs/cgroup/kubepods.slice/memory.max
   async: 900
   poll: 2
+
+- name: The same, detached by the step itself (one SSH operation), then waited for on the node
+  nodealloc.kubelet.kubelet_reservations_apply:
+    path: /var/lib/kubelet/config.yaml
+    kube_reserved: {cpu: 80m, memory: 933Mi}
+    detach: 900
+  register: step
+
+- name: Wait for it, a minute per run
+  nodealloc.kubelet.kubelet_reservations_wait:
+    jid: "{{ step.ansible_job_id }}"
+    results_file: "{{ step.results_file }}"
+  register: step_ended
+  until: step_ended is finished
+  retries: 16
+  delay: 0
 
 - name: Put the newest backup back and verify
   nodealloc.kubelet.kubelet_reservations_apply:
@@ -253,8 +285,20 @@ health:
   type: dict
 step:
   description: This step's pid, start time (UTC) and controller, as a waiting step would see them.
-  returned: always
+  returned: when the step ran (not the start of a detached one)
   type: dict
+ansible_job_id:
+  description: With O(detach), the started step's job id, C(j<digits>.<pid>).
+  returned: when the step was started detached
+  type: str
+results_file:
+  description: With O(detach), the job file on the node that holds the step's result once it ends.
+  returned: when the step was started detached
+  type: str
+finished:
+  description: With O(detach), V(false) (the step runs on).
+  returned: when the step was started detached
+  type: bool
 waited_for_node_lock:
   description: How long this step waited for the node lock and for whom (pid, start time, controller).
   returned: when it waited for another step
@@ -290,6 +334,7 @@ removed_temporary_files:
 import os
 import time
 
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _step_detach
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _step_sequence
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _config_change as change
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _step_primitives as step
@@ -312,6 +357,14 @@ def main():
         problems.append(status_problem)
     if problems:
         module.fail_json(msg='invalid options, nothing done: %s' % '; '.join(problems), problems=problems)
+    if module.params['detach'] and not module.check_mode:
+        try:
+            started = _step_detach.start(module.params['detach'])
+        except NodeallocError as exc:
+            module.fail_json(**fail_arguments(exc))
+        if started is not None:
+            module.exit_json(changed=False, **started)
+        # The detached step's own process from here on: its result goes to the job file (_step_detach).
     params = change.string_maps(module.params, keep=('measured_reserved', 'status'))
     # Not "started": async_status takes a result with that key for a job still running.
     result = dict(changed=False, step=dict(pid=os.getpid(), started=step.now_iso(),

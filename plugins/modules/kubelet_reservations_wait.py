@@ -9,17 +9,18 @@ module: kubelet_reservations_wait
 short_description: Wait on the node for a detached kubelet_reservations_apply step to end, return its result, remove its job file
 version_added: 0.1.0
 description:
-  - The C(reservations) role starts M(nodealloc.kubelet.kubelet_reservations_apply) with C(async) on every node of a
-    batch, then runs this module on each node. It reads the step's job file (the C(results_file) the C(async) start
-    returned) every O(poll) seconds, on the node, until C(async_wrapper) has written the step's end there, then
-    removes the file and returns the step's result as its own, with C(finished=true).
+  - The C(reservations) role starts M(nodealloc.kubelet.kubelet_reservations_apply) detached (its C(detach), or
+    C(async)) on every node of a batch, then runs this module on each node. It reads the step's job file (the
+    C(results_file) the start returned) every O(poll) seconds, on the node, until the step's watcher (or
+    C(async_wrapper)) has written the step's end there, then removes the file and returns the step's result as its
+    own, with C(finished=true).
   - When the step has not ended after O(timeout) seconds it returns C(finished=false) and leaves the file, as
     C(ansible.builtin.async_status) does for a job still running; the role runs it again C(until) it is finished, so
     that no SSH session stays silent for longer than O(timeout) (a load balancer's idle timeout can cut one).
   - One module run per node, for most steps, in place of C(async_status) asked every second and once more with
     C(mode=cleanup); the nodes' steps are unchanged and still end or restore by themselves when the controller dies.
-  - Fails, with the step's own message and result, when the step failed (or C(async_wrapper) failed it, for example
-    past its C(async) budget).
+  - Fails, with the step's own message and result, when the step failed (or its watcher or C(async_wrapper) failed
+    it, for example past its budget).
   - The file and its directory must be this user's alone (not writable by group or others) and are never reached
     through a symbolic link; the file's name must be O(jid), of C(async_wrapper)'s form. A job file still missing 30
     seconds into the wait (C(async_wrapper) may answer before its daemon has written it) is an error.
@@ -40,11 +41,11 @@ attributes:
       - Once the step has ended, a second run finds no job file and fails.
 options:
   jid:
-    description: The job id the C(async) start returned (C(ansible_job_id)), C(j<digits>.<pid>).
+    description: The job id the detached start returned (C(ansible_job_id)), C(j<digits>.<pid>).
     type: str
     required: true
   results_file:
-    description: The job file the C(async) start returned (C(results_file)), an absolute path on the node whose name is O(jid).
+    description: The job file the detached start returned (C(results_file)), an absolute path on the node whose name is O(jid).
     type: path
     required: true
   timeout:

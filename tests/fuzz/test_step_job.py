@@ -10,6 +10,7 @@ from hypothesis import example, given, strategies as st
 
 from ansible_collections.nodealloc.kubelet.tests.fuzz.cpu_deadline import cpu_deadline
 from ansible_collections.nodealloc.kubelet.tests.fuzz.strategies import json_values
+from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _step_detach
 from ansible_collections.nodealloc.kubelet.plugins.module_utils._rollout import _step_job
 
 KEYS = st.sampled_from(['started', 'finished', 'failed', 'msg', 'changed', 'ansible_job_id', 'invocation',
@@ -45,3 +46,27 @@ def test_a_job_path_is_its_directory_and_the_job_id_or_refused(results_file, jid
     except _step_job.JobFileError:
         return
     assert name == jid and directory.startswith('/') and '/' not in name and name.split('.')[-1].isdigit()
+
+
+# os.waitpid's status: an exit status in the high byte, or a signal in the low one.
+wait_statuses = st.one_of(st.integers(0, 255).map(lambda code: code << 8), st.integers(1, 64))
+
+
+@given(wait_statuses, st.one_of(st.binary(max_size=200), jobs.map(lambda job: json.dumps(job).encode())),
+       st.binary(max_size=200), st.booleans())
+@example(0, b'{"started": true, "finished": false}', b'', False)
+@example(9, b'', b'\xff\xfe', False)
+@cpu_deadline
+def test_whatever_the_detached_step_printed_its_end_is_a_finished_job(status, output, errors, exceeded):
+    end = _step_detach.end_of(status, output, errors, 'j1.2', exceeded, 60)
+    # What the watcher writes must read as the job's end, never as a job still running (a wait would go on for ever).
+    text = json.dumps(end, sort_keys=True)
+    assert json.dumps(_step_job.ended(text.encode()), sort_keys=True) == text
+    assert end['ansible_job_id'] == 'j1.2'
+    try:
+        printed = json.loads(output.decode('utf-8'))
+    except ValueError:  # UnicodeDecodeError too
+        printed = None
+    if exceeded or not isinstance(printed, dict):
+        # The watcher's own end: a failure that says why, whatever the step printed.
+        assert end['failed'] is True and isinstance(end['msg'], str) and end['msg']
