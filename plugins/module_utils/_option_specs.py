@@ -172,7 +172,7 @@ OPTIONS = {
                                'gives the kubelet', rule='unit_path'),
     'healthz_url': _option('str', _defaults.HEALTHZ_URL, "the kubelet's health endpoint", modules=(),
                            rule='http_url'),
-    # The three timings the on-node step waits for: node_reservation_facts' plan sizes the step's async from them.
+    # The three timings the on-node step waits for: node_reservation_facts' plan sizes the step's budget from them.
     'health_timeout_seconds': _option('int', 120, 'time a restarted kubelet has to become healthy', 'seconds',
                                       rule=AT_LEAST_1),
     'health_poll_seconds': _option('int', 2, 'time between health checks', 'seconds', modules=(), rule=AT_LEAST_1),

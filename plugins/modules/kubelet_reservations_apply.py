@@ -139,9 +139,11 @@ options:
       - Seconds the step may run detached from the SSH session; V(0) runs it in the module's own run.
       - The options are checked first (a wrong one fails here, nothing started). Then the step is started in a process
         of its own, outside the session, and the module returns at once with C(ansible_job_id), C(results_file),
-        C(started) and C(finished=false), as C(async) with C(poll=0) does. The job file C(results_file) (in
-        C(~/.ansible_async), or C(ANSIBLE_ASYNC_DIR)) holds the step's result once it ends, read and removed by
-        M(nodealloc.kubelet.kubelet_reservations_wait).
+        C(started) and C(finished=false), as C(async) with C(poll=0) does. The job file C(results_file) holds the
+        step's result once it ends, read and removed by M(nodealloc.kubelet.kubelet_reservations_wait).
+      - The job file is in C(~/.ansible_async) of the user the step runs as, or in C(ANSIBLE_ASYNC_DIR) where the
+        task's C(environment) sets it. Ansible's own C(async_dir) setting is not read (Ansible passes it to C(async)
+        tasks only).
       - Past this many seconds the step's processes are killed and the job ends failed; a step that ends without a
         result (killed) ends failed with how it ended.
       - Ignored in check mode, which runs in the session.
@@ -247,7 +249,7 @@ EXAMPLES = r'''
 RETURN = r'''
 path:
   description: The file changed (or that would be), the main file or our drop-in.
-  returned: always
+  returned: when the step ran (not the start of a detached one)
   type: str
 backup_file:
   description: The backup this step made (V(applied)) or put back (V(restored)).
@@ -295,6 +297,10 @@ results_file:
   description: With O(detach), the job file on the node that holds the step's result once it ends.
   returned: when the step was started detached
   type: str
+started:
+  description: With O(detach), V(true) (the step was started).
+  returned: when the step was started detached
+  type: bool
 finished:
   description: With O(detach), V(false) (the step runs on).
   returned: when the step was started detached
@@ -364,7 +370,15 @@ def main():
             module.fail_json(**fail_arguments(exc))
         if started is not None:
             module.exit_json(changed=False, **started)
-        # The detached step's own process from here on: its result goes to the job file (_step_detach).
+        # The detached step's own process from here on: its result goes to the job file, and it ends there, never
+        # in the module wrapper's clean-up of the payload the start's process may still be reading (_step_detach).
+        with _step_detach.worker_ends_here():
+            run_step(module)
+    run_step(module)
+
+
+def run_step(module):
+    """The step, its result returned through the module (exit_json or fail_json)."""
     params = change.string_maps(module.params, keep=('measured_reserved', 'status'))
     # Not "started": async_status takes a result with that key for a job still running.
     result = dict(changed=False, step=dict(pid=os.getpid(), started=step.now_iso(),

@@ -689,7 +689,7 @@ plan:
       (for each call of the step - C(apply), C(undo) after a failed API server check, C(keep), C(restore) for a
       rollback - its C(status) option, C(on_success) and C(on_failure) lists of C(path) and C(content) documents the
       sampler's metrics read, or of C(path) and C(state=absent) for a file it must forget), C(time_budget_seconds)
-      (C(apply) and C(restore), the step's C(async)) and C(report) (C(target) and C(config_diff), the diff the step
+      (C(apply) and C(restore), the budget of the detached step) and C(report) (C(target) and C(config_diff), the diff the step
       would write, into our drop-in where it writes one).
     - C(resource_managers) - the static CPU and memory managers against the config the step would write -
       C(memory_manager) and C(cpu_manager) (whether each is static), C(memory_problems) and C(cpu_problems) (what would

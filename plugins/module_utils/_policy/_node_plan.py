@@ -19,7 +19,7 @@ here; ``_gather`` reads the files the plan needs (``kubelet.reservation_files``)
      'paths': {'state_dir', 'history', 'sampler_state', 'decision', 'applied'},   # the files kept on the node
      'status': {'apply'|'undo'|'keep'|'restore': {'on_success': [doc], 'on_failure': [doc]}},  # each a step's status
                                     # option; doc: {'path', 'content': dict} (write) or {'path', 'state': 'absent'}
-     'time_budget_seconds': {'apply': int, 'restore': int},   # the on-node step's async
+     'time_budget_seconds': {'apply': int, 'restore': int},   # the on-node step's detach / async budget
      'report': {'target': str|None, 'config_diff': [str]},
      'resource_managers': {...},   # the static CPU/memory managers and the change (_resource_managers; see below)
      'summary': [str]}              # what the role prints: the action and where, the decision's reasons, then
@@ -434,7 +434,7 @@ STEP_MARGIN_SECONDS = 120
 
 
 def time_budget(options):
-    """How long the controller lets the detached on-node step run (its ``async``), in seconds.
+    """How long the detached on-node step may run (its ``detach``, a rollback's ``async``), in seconds.
 
     ``apply``: the node lock wait, a restart with its health wait and soak, and on failure a restore with its health
     check. ``restore`` (playbooks/rollback.yml): the lock wait, the restart, health and the soak.

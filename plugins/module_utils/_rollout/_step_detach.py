@@ -23,18 +23,23 @@ module exits) and forks the worker. The worker returns into the module's own cod
 files, runs the step there and prints its result as any module run does; the watcher waits for it, at most the
 budget, then kills its process group, and writes the job's end.
 
-The worker imports nothing new after the fork from the module's payload: Ansible removes the payload (a zip in a
-temporary directory) when the module's first process exits, seconds into a 30-s step. Before forking the payload is
-copied into the async directory; the worker repoints its import paths at the copy, which the watcher removes.
+The worker may import after the fork (ansible-core 2.19's result encoder is imported on the first exit_json), but
+never from the module's payload: Ansible removes the payload (a zip in a temporary directory) when the module's first
+process exits, seconds into a 30-s step. Before forking the payload is copied into the async directory; the worker
+repoints its import paths at the copy, which the watcher removes. And the worker ends in ``worker_ends_here``
+(``os._exit``), never in the wrapper's own clean-up, which would remove the payload directory of the process that
+started it, maybe while that one still reads it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import sys
 import time
+import traceback
 
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _file_io
 from ansible_collections.nodealloc.kubelet.plugins.module_utils import _safe_open
@@ -109,13 +114,25 @@ def _write_end(job_file, job):
     _file_io.write_atomic(job_file, _job_text(job), mode=0o600)
 
 
-def _read_capped(dir_fd, name, limit):
+def _read_capped(dir_fd, name, limit, tail=False):
+    """At most ``limit`` + 1 bytes of the file: its first ones, or with ``tail`` its last ``limit`` (an error's last
+    line is its exception)."""
     try:
         fd = _safe_open.open_in(dir_fd, name, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return b''
     try:
-        return os.read(fd, limit + 1)
+        if tail:
+            os.lseek(fd, max(0, os.fstat(fd).st_size - limit), os.SEEK_SET)
+            limit -= 1
+        chunks, left = [], limit + 1
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b''.join(chunks)
     finally:
         os.close(fd)
 
@@ -173,14 +190,15 @@ def _watch(worker, directory, job_file, jid, names, budget_seconds):
             try:
                 os.killpg(worker, signal.SIGKILL)
             except OSError:
-                pass
+                # Not its own group (yet): the worker alone.
+                os.kill(worker, signal.SIGKILL)
             os.waitpid(worker, 0)
             break
         time.sleep(WATCH_SECONDS)
     dir_fd = _safe_open.open_directory(directory)
     try:
         output = _read_capped(dir_fd, names['output'], MAX_OUTPUT_BYTES)
-        errors = _read_capped(dir_fd, names['errors'], MAX_ERROR_BYTES * 4)
+        errors = _read_capped(dir_fd, names['errors'], MAX_ERROR_BYTES, tail=True)
     finally:
         # Before the end is written: whoever reads the end finds nothing else of the job's left.
         for name in names.values():
@@ -203,6 +221,26 @@ def _become_worker(dir_fd, names, archive, copy):
     os.close(dir_fd)
     if archive:
         _repoint_imports(archive, copy)
+
+
+@contextlib.contextmanager
+def worker_ends_here():
+    """The worker's step runs in this block and the process ends at its end, with the exit status the module gave
+    (``SystemExit``), or 1 and the traceback on its error output: never through the code that called it."""
+    code = 0
+    try:
+        yield
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # noqa: BLE001 - what the watcher reads is all there is to tell
+        traceback.print_exc()
+        code = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
 
 
 def start(budget_seconds, directory=None, archive=None):
@@ -232,13 +270,13 @@ def start(budget_seconds, directory=None, archive=None):
                                   mode=0o600)
             if archive:
                 _copy_payload(archive, dir_fd, names['payload'])
-        except OSError as exc:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            child = os.fork()
+        except (OSError, NodeallocError) as exc:
             _unlink(dir_fd, jid)
             _unlink(dir_fd, names['payload'])
-            raise DetachError('%s: cannot write the job file: %s' % (job_file, exc.strerror or exc))
-        sys.stdout.flush()
-        sys.stderr.flush()
-        child = os.fork()
+            raise DetachError('%s: the step was not started: %s' % (job_file, getattr(exc, 'strerror', None) or exc))
         if child:
             os.close(dir_fd)
             os.waitpid(child, 0)
@@ -255,7 +293,11 @@ def start(budget_seconds, directory=None, archive=None):
         _leave_session()
         dir_fd = _safe_open.open_directory(directory)
         worker = os.fork()
-        if worker == 0:
+        if worker:
+            # Its own group from the start, whichever of the two runs first: the budget's kill reaches all of it.
+            with contextlib.suppress(OSError):
+                os.setpgid(worker, worker)
+        else:
             _become_worker(dir_fd, names, archive, os.path.join(directory, names['payload']))
             return None
         os.close(dir_fd)

@@ -1,11 +1,12 @@
 # Private to nodealloc.kubelet: not a public API, may change without notice.
 """The detached step's job file, read on the node: wait until the step has ended, return its result, remove the file.
 
-The role starts ``kubelet_reservations_apply`` with ``async`` (roles/reservations/tasks/apply.yml). Ansible's
-async_wrapper then writes ``{"started": ..., "finished": ..., ...}`` (1/0 before ansible-core 2.19, true/false
-since) to a job file named by the job id in its async directory and, when the step exits, replaces it (a temporary
-file and a rename: its ``jwrite``) with the step's own result, or with ``{"failed": ...}`` when the step could not be
-run or outlived its ``async`` budget. A result without ``started`` (or with ``finished`` true) is the end, as
+The role starts ``kubelet_reservations_apply`` detached (its ``detach``: _step_detach; or with ``async``,
+roles/reservations/tasks/apply.yml). Either writes ``{"started": ..., "finished": ..., ...}`` (1/0 from
+async_wrapper before ansible-core 2.19, true/false since and from _step_detach) to a job file named by the job id in
+the async directory and, when the step exits, replaces it (a temporary file and a rename: async_wrapper's ``jwrite``)
+with the step's own result, or with ``{"failed": ...}`` when the step could not be run, died without a result or
+outlived its budget. A result without ``started`` (or with ``finished`` true) is the end, as
 ``ansible.builtin.async_status`` reads it.
 
 Asking ``async_status`` once a second, then once more to remove the file, cost a module run per node each time:

@@ -2,7 +2,7 @@
 """The on-node rollout step: write, restart, wait for health, soak, and restore on failure, under a node lock.
 
 Everything here runs on the node, so a node never depends on the controller to be put back:
-the reservations role runs the step detached (Ansible ``async``), and a step that is itself
+the reservations role runs the step detached (its ``detach``, _step_detach), and a step that is itself
 killed leaves a journal that the next step on the node finds and acts on before anything else.
 
 * The node lock is an flock on the state directory (the same kind of lock ``_file_io`` uses, so

@@ -343,7 +343,7 @@ def run(options, proc_root='/proc', sleep=time.sleep, now=None, process_cpu_ns=t
     percent = float(options['percentile'])
 
     # A reading taken while a nodealloc step changes the node (it holds the node lock from before the write until
-    # after the soak) measures the change: the step's own interpreter and Ansible's async_wrapper are resident, the
+    # after the soak) measures the change: the step's own interpreter and its watcher (or async_wrapper) are resident, the
     # kubelet restarts. Recorded, it would become the node's peak for the whole history window and raise the next
     # run's reservation by what the rollout itself cost (seen on 1-GiB test guests: +51 MiB, one restart too many).
     step_dir = options['step_dir']

@@ -8,8 +8,10 @@ pipes: a daemon that kept one would hang it to the timeout, the way it would kee
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import select
 import subprocess
 import sys
 import time
@@ -56,6 +58,7 @@ if mode == 'import':
 if mode == 'killed':
     os.kill(os.getpid(), 9)
 if mode == 'traceback':
+    sys.stderr.write('a warning the step printed first\n' * 5000)  # far more than a failure shows: its end is shown
     raise RuntimeError('the step broke before printing a result')
 if mode == 'hang':
     child = subprocess.Popen(['sleep', '300'])
@@ -73,11 +76,22 @@ def directory(tmp_path):
 
 
 def start(mode, directory, budget=120, archive=''):
-    """The runner's start result (the job id and file), once its process and every pipe it had are closed."""
-    done = subprocess.run([sys.executable, '-c', RUNNER, mode, directory, str(budget), archive],
-                          capture_output=True, text=True, timeout=120, check=False,
-                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
-    assert done.returncode == 0, done.stderr
+    """The runner's start result (the job id and file), once its process and every pipe it had are closed: its output
+    and error (descriptors 1 and 2), and a pipe it inherited at a descriptor above them, as an SSH session's
+    processes may hold one."""
+    read_end, write_end = os.pipe()
+    try:
+        done = subprocess.run([sys.executable, '-c', RUNNER, mode, directory, str(budget), archive],
+                              capture_output=True, text=True, timeout=120, check=False, pass_fds=(write_end,),
+                              env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        os.close(write_end)
+        assert done.returncode == 0, done.stderr
+        readable, _unused, _unused = select.select([read_end], [], [], 30)
+        assert readable and os.read(read_end, 1) == b'', 'a detached process still holds the inherited pipe'
+    finally:
+        os.close(read_end)
+        with contextlib.suppress(OSError):
+            os.close(write_end)
     return json.loads(done.stdout)
 
 
@@ -124,7 +138,8 @@ def test_a_step_that_breaks_ends_failed_with_its_error_output(directory):
     job = ended(start('traceback', directory))
     assert job['failed'] is True
     assert 'exited with status 1 without a result' in job['msg']
-    assert 'RuntimeError: the step broke before printing a result' in job['msg']
+    assert job['msg'].endswith('RuntimeError: the step broke before printing a result'), job['msg'][-300:]
+    assert len(job['msg']) < _step_detach.MAX_ERROR_BYTES + 200
 
 
 def _gone(pid):
@@ -136,8 +151,8 @@ def _gone(pid):
 
 
 def test_a_step_past_its_budget_is_killed_with_what_it_started(directory):
-    job = ended(start('hang', directory, budget=2))
-    assert job['failed'] is True and 'outlived its budget of 2 s and was killed' in job['msg']
+    job = ended(start('hang', directory, budget=10))
+    assert job['failed'] is True and 'outlived its budget of 10 s and was killed' in job['msg']
     with open(os.path.join(directory, 'child.pid'), encoding='ascii') as handle:
         child = int(handle.read())
     deadline = time.monotonic() + 30
@@ -160,13 +175,31 @@ def test_the_step_imports_from_a_copy_of_the_payload_once_the_payload_is_removed
     assert os.listdir(directory) == ['go'], 'the payload\'s copy was left'
 
 
-def test_a_directory_others_can_write_starts_nothing(tmp_path):
+def _no_fork():
+    raise AssertionError('forked: the step would have started')
+
+
+def test_a_directory_others_can_write_starts_nothing(tmp_path, monkeypatch):
     path = tmp_path / 'async'
     path.mkdir()
     path.chmod(0o777)
+    monkeypatch.setattr(_step_detach.os, 'fork', _no_fork)
     with pytest.raises(_step_detach.DetachError):
         _step_detach.start(60, str(path))
     assert os.listdir(path) == []
+
+
+def test_a_fork_that_fails_leaves_no_job_behind(directory, monkeypatch, tmp_path):
+    archive = str(tmp_path / 'payload.zip')
+    with zipfile.ZipFile(archive, 'w') as payload:
+        payload.writestr('detached_payload/__init__.py', '')
+
+    def fork():
+        raise BlockingIOError(11, 'Resource temporarily unavailable')
+    monkeypatch.setattr(_step_detach.os, 'fork', fork)
+    with pytest.raises(_step_detach.DetachError, match='the step was not started: Resource temporarily unavailable'):
+        _step_detach.start(60, directory, archive=archive)
+    assert os.listdir(directory) == []
 
 
 @pytest.mark.parametrize('environ, expected', [
