@@ -77,17 +77,10 @@ def _payload_archive():
     return archive if isinstance(archive, str) and os.path.isfile(archive) else None
 
 
-def _copy_payload(archive, dir_fd, name):
-    """Copy ``archive`` to ``name`` in the checked directory (0600, created new)."""
+def _copy_payload(archive, copy):
+    """Copy ``archive`` to ``copy`` (0600) in the checked async directory."""
     with open(archive, 'rb') as source:
-        data = source.read()
-    fd = _safe_open.open_in(dir_fd, name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
+        _file_io.write_atomic(copy, source.read(), mode=0o600)
 
 
 def _repoint_imports(archive, copy):
@@ -114,25 +107,23 @@ def _write_end(job_file, job):
     _file_io.write_atomic(job_file, _job_text(job), mode=0o600)
 
 
-def _read_capped(dir_fd, name, limit, tail=False):
-    """At most ``limit`` + 1 bytes of the file: its first ones, or with ``tail`` its last ``limit`` (an error's last
-    line is its exception)."""
+def _output(path):
+    """The worker's output, at most MAX_OUTPUT_BYTES + 1 of it (more is not a result); b'' when there is none."""
+    try:
+        return _safe_open.read_bytes(path, MAX_OUTPUT_BYTES)
+    except OSError:
+        return b''
+
+
+def _error_tail(dir_fd, name):
+    """The last MAX_ERROR_BYTES of the worker's error output (an error's last line is its exception); b'' if none."""
     try:
         fd = _safe_open.open_in(dir_fd, name, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return b''
     try:
-        if tail:
-            os.lseek(fd, max(0, os.fstat(fd).st_size - limit), os.SEEK_SET)
-            limit -= 1
-        chunks, left = [], limit + 1
-        while left > 0:
-            chunk = os.read(fd, left)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b''.join(chunks)
+        os.lseek(fd, max(0, os.fstat(fd).st_size - MAX_ERROR_BYTES), os.SEEK_SET)
+        return os.read(fd, MAX_ERROR_BYTES)
     finally:
         os.close(fd)
 
@@ -197,8 +188,8 @@ def _watch(worker, directory, job_file, jid, names, budget_seconds):
         time.sleep(WATCH_SECONDS)
     dir_fd = _safe_open.open_directory(directory)
     try:
-        output = _read_capped(dir_fd, names['output'], MAX_OUTPUT_BYTES)
-        errors = _read_capped(dir_fd, names['errors'], MAX_ERROR_BYTES, tail=True)
+        output = _output(os.path.join(directory, names['output']))
+        errors = _error_tail(dir_fd, names['errors'])
     finally:
         # Before the end is written: whoever reads the end finds nothing else of the job's left.
         for name in names.values():
@@ -269,7 +260,7 @@ def start(budget_seconds, directory=None, archive=None):
             _file_io.write_atomic(job_file, _job_text({'started': True, 'finished': False, 'ansible_job_id': jid}),
                                   mode=0o600)
             if archive:
-                _copy_payload(archive, dir_fd, names['payload'])
+                _copy_payload(archive, os.path.join(directory, names['payload']))
             sys.stdout.flush()
             sys.stderr.flush()
             child = os.fork()
